@@ -1,0 +1,336 @@
+"""The kgr command line: a click group of thin commands over the library.
+
+Every command parses options, opens streams, calls one library function and writes
+records. Heavy libraries (spaCy, torch, pdfplumber) are imported inside the commands
+that need them, so `kgr status` and `kgr --help` start instantly.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+from typing import IO, Any, Callable, Iterable, Iterator
+
+import click
+
+from . import __version__
+from .errors import ExitStatus, KgrError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+# -- shared options ------------------------------------------------------------
+
+
+def db_option(required: bool = True) -> Callable:
+    return click.option(
+        "--db",
+        "db",
+        type=click.Path(dir_okay=False),
+        envvar="KGR_DB",
+        show_envvar=True,
+        required=required,
+        help="The knowledge-base SQLite file.",
+    )
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="KGR_CONFIG",
+    show_envvar=True,
+    help="YAML configuration file (flags > KGR_* environment > file > defaults).",
+)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+input_argument = click.argument("input", type=click.File("rb"), default="-", required=False)
+
+
+def load_config(config_path: str | None, **overrides: Any):
+    from . import config
+
+    return config.load(config_path, overrides=overrides)
+
+
+# -- record streams --------------------------------------------------------------
+
+
+class Counter:
+    """Counts error records passing through a stage, and reports each on stderr."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.errors = 0
+
+    def watch(self, records: Iterable[dict]) -> Iterator[dict]:
+        for rec in records:
+            if rec.get("kind") == "error":
+                self.errors += 1
+                if rec.get("stage") == self.stage or rec.get("stage") == "input":
+                    warn(error_line(rec))
+            yield rec
+
+
+def error_line(rec: dict) -> str:
+    where = rec.get("path")
+    if where is None and rec.get("line") is not None:
+        where = f"line {rec['line']}"
+    reason = f" [{rec['reason']}]" if rec.get("reason") else ""
+    prefix = f"{printable(str(where))}: " if where is not None and str(where) not in rec["message"] else ""
+    return f"{rec.get('stage', '?')}: {prefix}{rec['message']}{reason}"
+
+
+def printable(text: str) -> str:
+    """Escape control characters and undecodable bytes so a log line stays one line."""
+    return text.encode("unicode_escape", "backslashreplace").decode("ascii") if not text.isprintable() else text
+
+
+def warn(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def read_input(stream: IO[bytes], stage: str) -> Iterator[dict]:
+    from . import jsonl
+
+    if stream is sys.stdin.buffer or getattr(stream, "name", None) in ("<stdin>", "-"):
+        if sys.stdin.isatty():
+            warn(f"kgr {stage}: reading JSON Lines from the terminal (Ctrl-D to end)")
+    return jsonl.read(stream, stage="input")
+
+
+def emit(records: Iterable[dict]) -> None:
+    from . import jsonl
+
+    jsonl.write(records, sys.stdout.buffer, flush_each=not sys.stdout.isatty() and _line_buffered())
+
+
+def _line_buffered() -> bool:
+    return os.environ.get("KGR_FLUSH", "") == "1"
+
+
+def finish(counter: Counter) -> None:
+    if counter.errors:
+        raise click.exceptions.Exit(ExitStatus.ERROR)
+
+
+# -- the group ---------------------------------------------------------------------
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "-V", "--version", prog_name="kgr")
+@click.option("--traceback", is_flag=True, envvar="KGR_TRACEBACK", help="Show the full traceback on errors.")
+@click.pass_context
+def cli(ctx: click.Context, traceback: bool) -> None:
+    """kgr: a local-first Knowledge GraphRAG toolchain.
+
+    Turns a knowledge directory into one SQLite file of chunks, vectors, a full-text
+    index and a knowledge graph. Stages read and write JSON Lines:
+
+    \b
+        kgr normalize DOCS/ | kgr chunk | kgr load --db kb.sqlite
+
+    or, in one process: kgr ingest DOCS/ --db kb.sqlite
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["traceback"] = traceback
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
+@click.option("--dedup-threshold", type=click.FloatRange(0, 1), help="Jaccard similarity above which a paragraph is a near-duplicate.")
+@click.option("--max-file-bytes", type=click.IntRange(1), help="Skip files larger than this.")
+@click.option("--workers", type=click.IntRange(0), help="Parser processes (0: one per core).")
+@config_option
+def normalize(paths, root, dedup_threshold, max_file_bytes, workers, config_path):
+    """Turn files into doc records (md, txt, html, pdf, docx).
+
+    PATHS are files, directories or globs; with none, paths are read from stdin,
+    one per line. Secrets are redacted before any text leaves the stage.
+
+    \b
+    Example:
+        kgr normalize examples/ | jq -r .title
+    """
+    from . import normalize as norm
+
+    cfg = load_config(
+        config_path,
+        **{
+            "normalize.dedup_threshold": dedup_threshold,
+            "normalize.max_file_bytes": max_file_bytes,
+            "normalize.workers": workers,
+        },
+    )
+    if not paths:
+        if sys.stdin.isatty():
+            warn("kgr normalize: reading paths from the terminal, one per line (Ctrl-D to end)")
+        paths = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    counter = Counter("normalize")
+    options = norm.NormalizeOptions.from_config(cfg)
+    emit(counter.watch(norm.normalize(paths, root=root, options=options)))
+    finish(counter)
+
+
+@cli.command()
+@input_argument
+@click.option("--max-tokens", type=click.IntRange(16), help="Token budget per chunk (never above the model's maximum input).")
+@click.option("--overlap", type=click.FloatRange(0, 0.5), help="Share of a chunk repeated at the start of the next.")
+@config_option
+def chunk(input, max_tokens, overlap, config_path):
+    """Split doc records into chunk records sized for the embedder.
+
+    Each doc record is passed on, followed by its chunks; other records pass through.
+
+    \b
+    Example:
+        kgr normalize examples/ | kgr chunk | jq -c '{doc, ord, tokens}'
+    """
+    from . import chunk as chunking
+
+    cfg = load_config(config_path, **{"chunk.max_tokens": max_tokens, "chunk.overlap": overlap})
+    counter = Counter("chunk")
+    emit(counter.watch(chunking.chunk(read_input(input, "chunk"), **chunking.options_from_config(cfg))))
+    finish(counter)
+
+
+@cli.command()
+@input_argument
+@db_option()
+@click.option("--prune", "prune_root", type=click.Path(file_okay=False), help="Also purge documents whose files are gone from ROOT.")
+@config_option
+def load(input, db, prune_root, config_path):
+    """Store records in the database, one transaction per document.
+
+    Idempotent: a document whose content is unchanged writes nothing; a changed one
+    has its rows replaced. Prints a summary on stderr.
+
+    \b
+    Example:
+        kgr normalize examples/ | kgr chunk | kgr load --db kb.sqlite
+    """
+    from . import load as loading
+    from .store import Store
+
+    counter = Counter("load")
+    with Store(db) as store:
+        summary = loading.load(counter.watch(read_input(input, "load")), store, prune_root=prune_root)
+    warn(summary.line())
+    finish(counter)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@db_option()
+@click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
+@click.option("--prune/--no-prune", default=True, show_default=True, help="Purge documents whose files are gone.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+@json_option
+@config_option
+def ingest(paths, db, root, prune, progress, as_json, config_path):
+    """Normalize, chunk and load files in one process.
+
+    Unchanged files (same mtime and size, else same hash) are skipped before parsing,
+    so it is cheap to run from cron.
+
+    \b
+    Example:
+        kgr ingest examples/ --db kb.sqlite
+    """
+    from . import pipeline
+    from .store import Store
+
+    cfg = load_config(config_path)
+    show = sys.stderr.isatty() if progress is None else progress
+    with Store(db) as store:
+        summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, on_error=lambda r: warn(error_line(r)))
+    if as_json:
+        emit([summary.as_dict()])
+    else:
+        warn(summary.line())
+    if summary.failed:
+        raise click.exceptions.Exit(ExitStatus.ERROR)
+
+
+@cli.command()
+@db_option()
+@json_option
+def status(db, as_json):
+    """Show what the database holds: counts, last file, last error, versions.
+
+    \b
+    Example:
+        kgr status --db kb.sqlite --json | jq .counts
+    """
+    from . import status as status_mod
+    from .store import Store
+
+    with Store(db, readonly=True) as store:
+        info = status_mod.status(store)
+    if as_json:
+        emit([info])
+    else:
+        status_mod.print_status(info)
+
+
+# -- the error boundary ---------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the group, turning every error into one line and an exit status."""
+    traceback = "--traceback" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("KGR_TRACEBACK") == "1"
+    try:
+        cli.main(args=argv, prog_name="kgr", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        _exit(exc.exit_code)
+    except click.Abort:
+        warn("Interrupted")
+        _exit(ExitStatus.INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        _exit(exc.exit_code)
+    except KeyboardInterrupt:
+        warn("Interrupted")
+        _exit(ExitStatus.INTERRUPTED)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except KgrError as exc:
+        if traceback:
+            raise
+        warn(f"Error: {printable(exc.message)}")
+        if exc.hint:
+            warn(f"Hint: {exc.hint}")
+        _exit(exc.exit_status)
+    except OSError as exc:
+        if traceback:
+            raise
+        name = f": {exc.filename}" if exc.filename else ""
+        warn(f"Error: {exc.strerror or exc}{name}")
+        _exit(ExitStatus.ERROR)
+    else:
+        _exit(ExitStatus.OK)
+
+
+def _quiet_broken_pipe() -> None:
+    # The reader went away (`kgr ... | head`): exit quietly, and keep Python from
+    # complaining when it flushes stdout at shutdown.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    _exit(ExitStatus.OK)
+
+
+def _exit(code: int | None) -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(int(code or 0))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,72 @@
+"""Exit statuses and the error hierarchy.
+
+Library code raises these; the CLI's single error boundary (kgr.cli.main) turns each
+into one line on stderr and the matching exit status.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    OK = 0
+    ERROR = 1  # bad input or runtime error
+    USAGE = 2  # bad command line
+    INTERRUPTED = 130  # SIGINT
+
+
+class KgrError(Exception):
+    """Base of every error kgr reports to a user. ``hint`` says how to fix it."""
+
+    exit_status = ExitStatus.ERROR
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(KgrError):
+    exit_status = ExitStatus.USAGE
+
+
+class BadRecord(KgrError):
+    """A JSON Lines input line that is not a valid record."""
+
+    def __init__(self, line: int | None, reason: str, *, hint: str | None = None):
+        where = f"line {line}: " if line is not None else ""
+        super().__init__(f"{where}{reason}", hint=hint)
+        self.line = line
+        self.reason = reason
+
+
+class ConfigError(KgrError):
+    pass
+
+
+class StoreError(KgrError):
+    pass
+
+
+class SchemaTooNew(StoreError):
+    pass
+
+
+class ModelMismatch(StoreError):
+    pass
+
+
+class OutsideRoot(KgrError):
+    """A path that resolves outside the knowledge root."""
+
+
+class ParseFailure(KgrError):
+    """A file that could not be turned into a document; ``reason`` is a short class."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason

@@ -1,0 +1,239 @@
+"""Numbered schema migrations, tracked in ``PRAGMA user_version``.
+
+Each migration is applied once, in order, inside one transaction. Never edit a
+released migration: add the next one. Vector tables (``chunk_vec``, ``entity_vec``)
+are sqlite-vec ``vec0`` tables whose dimension depends on the embedding model, so
+they are created by ``Store.ensure_vectors`` when the model is first recorded.
+"""
+
+from __future__ import annotations
+
+M001_INITIAL = r"""
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT
+);
+
+CREATE TABLE events (
+  id      INTEGER PRIMARY KEY,
+  ts_ms   INTEGER NOT NULL,
+  kind    TEXT NOT NULL,          -- ingest, delete, error, ...
+  path    TEXT,
+  message TEXT
+);
+
+-- One row per file of the knowledge root (status ok), and per file that could not
+-- be parsed (status failed, reason in error) so it is not retried until it changes.
+CREATE TABLE docs (
+  id         INTEGER PRIMARY KEY,
+  path       TEXT NOT NULL UNIQUE,   -- relative to the knowledge root
+  source     TEXT NOT NULL DEFAULT 'file',  -- file, memory, url
+  format     TEXT,
+  mtime_ms   INTEGER,
+  size       INTEGER,
+  file_hash  TEXT,                   -- sha256 of the file's bytes
+  hash       TEXT,                   -- sha256 of the normalized text
+  sig        TEXT,                   -- sha256 over hash and every derived record: same sig, nothing to write
+  title      TEXT,
+  lang       TEXT,
+  text       TEXT,
+  meta       TEXT NOT NULL DEFAULT '{}',   -- JSON
+  status     TEXT NOT NULL DEFAULT 'ok',   -- ok, failed, skipped
+  error      TEXT,
+  updated_ms INTEGER
+);
+CREATE INDEX idx_docs_hash ON docs(hash);
+CREATE INDEX idx_docs_status ON docs(status);
+
+CREATE TABLE chunks (
+  id        INTEGER PRIMARY KEY,
+  doc_id    INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+  ord       INTEGER NOT NULL,
+  text      TEXT NOT NULL,
+  prelude   TEXT,
+  section   TEXT,
+  headings  TEXT NOT NULL DEFAULT '[]',    -- JSON list
+  start     INTEGER,
+  "end"     INTEGER,
+  tokens    INTEGER,
+  hash      TEXT,
+  meta      TEXT NOT NULL DEFAULT '{}',
+  UNIQUE (doc_id, ord)
+);
+CREATE INDEX idx_chunks_hash ON chunks(hash);
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+  text, prelude,
+  content='chunks', content_rowid='id',
+  tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+  INSERT INTO chunks_fts(rowid, text, prelude) VALUES (new.id, new.text, new.prelude);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+  INSERT INTO chunks_fts(chunks_fts, rowid, text, prelude) VALUES ('delete', old.id, old.text, old.prelude);
+END;
+CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN
+  INSERT INTO chunks_fts(chunks_fts, rowid, text, prelude) VALUES ('delete', old.id, old.text, old.prelude);
+  INSERT INTO chunks_fts(rowid, text, prelude) VALUES (new.id, new.text, new.prelude);
+END;
+
+CREATE TABLE entities (
+  id          INTEGER PRIMARY KEY,
+  key         TEXT NOT NULL UNIQUE,        -- stable: type + norm
+  name        TEXT NOT NULL,
+  type        TEXT NOT NULL,
+  norm        TEXT NOT NULL,
+  aliases     TEXT NOT NULL DEFAULT '[]',  -- JSON list
+  description TEXT,
+  popularity  REAL NOT NULL DEFAULT 0,
+  origin      TEXT NOT NULL DEFAULT 'extracted',  -- extracted, manual
+  status      TEXT NOT NULL DEFAULT 'active',     -- active, orphaned, merged
+  meta        TEXT NOT NULL DEFAULT '{}',
+  created_ms  INTEGER,
+  updated_ms  INTEGER
+);
+CREATE INDEX idx_entities_norm ON entities(norm);
+CREATE INDEX idx_entities_type_name ON entities(type, name);
+
+CREATE VIRTUAL TABLE entities_fts USING fts5(
+  name, aliases,
+  content='entities', content_rowid='id',
+  tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
+  INSERT INTO entities_fts(rowid, name, aliases) VALUES (new.id, new.name, new.aliases);
+END;
+CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN
+  INSERT INTO entities_fts(entities_fts, rowid, name, aliases) VALUES ('delete', old.id, old.name, old.aliases);
+END;
+CREATE TRIGGER entities_au AFTER UPDATE OF name, aliases ON entities BEGIN
+  INSERT INTO entities_fts(entities_fts, rowid, name, aliases) VALUES ('delete', old.id, old.name, old.aliases);
+  INSERT INTO entities_fts(rowid, name, aliases) VALUES (new.id, new.name, new.aliases);
+END;
+
+CREATE TABLE mentions (
+  id         INTEGER PRIMARY KEY,
+  entity_id  INTEGER REFERENCES entities(id) ON DELETE SET NULL,
+  doc_id     INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+  chunk_id   INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+  start      INTEGER,
+  "end"      INTEGER,
+  surface    TEXT NOT NULL,
+  type       TEXT,
+  score      REAL,
+  source     TEXT,                         -- ner, gazetteer, regex, coref
+  link_score REAL,
+  features   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX idx_mentions_doc ON mentions(doc_id);
+CREATE INDEX idx_mentions_chunk ON mentions(chunk_id);
+CREATE INDEX idx_mentions_entity ON mentions(entity_id);
+
+CREATE TABLE relation_types (
+  name           TEXT PRIMARY KEY,
+  description    TEXT,
+  directionality TEXT NOT NULL DEFAULT 'balanced',  -- strong, weak, balanced
+  source_types   TEXT NOT NULL DEFAULT '[]',
+  target_types   TEXT NOT NULL DEFAULT '[]'
+);
+INSERT INTO relation_types(name, description, directionality) VALUES
+  ('defines',    'src introduces or defines dst', 'strong'),
+  ('refers_to',  'src informally refers to dst', 'weak'),
+  ('part_of',    'src is a component or member of dst', 'strong'),
+  ('uses',       'src calls, integrates with or consumes dst', 'strong'),
+  ('depends_on', 'src cannot work without dst', 'strong'),
+  ('precedes',   'src comes before dst', 'strong'),
+  ('owned_by',   'src is owned, run or maintained by dst', 'strong'),
+  ('located_in', 'src runs in or sits in dst', 'strong'),
+  ('cites',      'src formally cites dst', 'weak'),
+  ('same_as',    'src and dst name the same thing', 'balanced');
+
+CREATE TABLE relations (
+  id         INTEGER PRIMARY KEY,
+  src_id     INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  dst_id     INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  rel        TEXT NOT NULL,
+  confidence REAL NOT NULL DEFAULT 1.0,
+  strength   TEXT NOT NULL DEFAULT 'medium',   -- weak, medium, strong
+  origin     TEXT NOT NULL DEFAULT 'extracted', -- extracted, manual
+  meta       TEXT NOT NULL DEFAULT '{}',
+  created_ms INTEGER,
+  UNIQUE (src_id, dst_id, rel)
+);
+CREATE INDEX idx_rel_src_rel ON relations(src_id, rel);
+CREATE INDEX idx_rel_dst_rel ON relations(dst_id, rel);
+
+-- Which chunk supports which edge: deleting a document removes exactly its evidence.
+CREATE TABLE relation_evidence (
+  id          INTEGER PRIMARY KEY,
+  relation_id INTEGER NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
+  doc_id      INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+  chunk_id    INTEGER REFERENCES chunks(id) ON DELETE CASCADE,
+  start       INTEGER,
+  "end"       INTEGER,
+  sentence    TEXT,
+  pattern     TEXT,
+  confidence  REAL
+);
+CREATE INDEX idx_evidence_relation ON relation_evidence(relation_id);
+CREATE INDEX idx_evidence_doc ON relation_evidence(doc_id);
+
+CREATE VIEW graph_edges AS SELECT src_id AS src, dst_id AS dst, rel FROM relations;
+
+CREATE TABLE observations (
+  id            INTEGER PRIMARY KEY,
+  entity_id     INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  content       TEXT NOT NULL,
+  source        TEXT NOT NULL DEFAULT 'manual',
+  doc_id        INTEGER REFERENCES docs(id) ON DELETE SET NULL,
+  importance    REAL NOT NULL DEFAULT 0.5,
+  access_count  INTEGER NOT NULL DEFAULT 0,
+  last_access_ms INTEGER,
+  valid_from_ms  INTEGER,
+  valid_until_ms INTEGER,
+  created_ms    INTEGER
+);
+CREATE INDEX idx_observations_entity ON observations(entity_id);
+
+CREATE TABLE templates (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL UNIQUE,
+  body       TEXT NOT NULL,
+  variables  TEXT NOT NULL DEFAULT '{}',  -- JSON: name -> read-only SQL
+  entity_type TEXT,
+  created_ms INTEGER,
+  updated_ms INTEGER
+);
+
+CREATE TABLE document_cache (
+  entity_id  INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  template_id INTEGER NOT NULL REFERENCES templates(id) ON DELETE CASCADE,
+  signature  TEXT NOT NULL,     -- dependency signature over the node and what its variables read
+  content    TEXT NOT NULL,
+  created_ms INTEGER,
+  PRIMARY KEY (entity_id, template_id)
+);
+
+CREATE TABLE gazetteer (
+  term   TEXT PRIMARY KEY,
+  type   TEXT,
+  freq   INTEGER NOT NULL DEFAULT 0,
+  source TEXT          -- title, heading, bold, code, token
+);
+
+-- Embedding cache: (content hash, model, dim) -> vector, so unchanged text is never embedded twice.
+CREATE TABLE embed_cache (
+  hash   TEXT NOT NULL,
+  model  TEXT NOT NULL,
+  dim    INTEGER NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (hash, model, dim)
+);
+"""
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("m001_initial", M001_INITIAL),
+]
+
+LATEST = len(MIGRATIONS)
