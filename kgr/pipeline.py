@@ -1,0 +1,224 @@
+"""`kgr ingest`: the stages composed in one process, without serialization.
+
+    discover -> skip unchanged -> normalize -> chunk -> load
+
+The result is the same database content as ``kgr normalize | kgr chunk | kgr load``
+(a test compares them). Unchanged files are skipped before any parsing: first by
+mtime and size, then by the hash of their bytes, so a second run over an unchanged
+tree reads no file content, starts no parser process and loads no model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from . import records
+from .errors import UsageError
+from .load import LoadSummary, delete_docs, load
+from .store import Store
+
+
+@dataclass
+class IngestSummary:
+    seen: int = 0
+    ingested: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    chunks: int = 0
+    pruned: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
+            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks in {self.seconds:.1f}s"
+        )
+
+    def as_dict(self) -> dict:
+        return {"kind": "summary", **self.__dict__, "seconds": round(self.seconds, 3)}
+
+
+def resolve_root(paths: list[str], root: str | None) -> Path:
+    if root is not None:
+        return Path(root).resolve()
+    if len(paths) == 1 and os.path.isdir(paths[0]):
+        return Path(paths[0]).resolve()
+    return Path.cwd().resolve()
+
+
+def check_root(store: Store, root: Path) -> None:
+    """A database holds one knowledge root: paths in it are relative to that root."""
+    stored = store.get_meta("root")
+    if stored is None:
+        with store.write():
+            store.set_meta("root", str(root))
+    elif stored != str(root) and store.scalar("SELECT count(*) FROM docs WHERE source='file'"):
+        raise UsageError(
+            f"{store.path} holds documents from {stored}, not {root}",
+            hint=f"pass --root {stored}, or use another --db",
+        )
+    elif stored != str(root):
+        with store.write():
+            store.set_meta("root", str(root))
+
+
+def ingest(
+    paths: Iterable[str],
+    store: Store,
+    *,
+    root: str | None = None,
+    config=None,
+    prune: bool = True,
+    progress: bool = False,
+    on_error: Callable[[dict], None] | None = None,
+) -> IngestSummary:
+    from . import config as config_mod
+    from . import normalize as norm
+
+    started = time.perf_counter()
+    cfg = config if config is not None else config_mod.load()
+    paths = list(paths)
+    root_path = resolve_root(paths, root)
+    check_root(store, root_path)
+    summary = IngestSummary()
+    known = {
+        path: (mtime, size, fhash)
+        for path, mtime, size, fhash in store.query("SELECT path, mtime_ms, size, file_hash FROM docs WHERE source='file'")
+    }
+    found: list = []
+    errors: list[dict] = []
+    for item in norm.discover(paths, root=str(root_path)):
+        (errors if isinstance(item, dict) else found).append(item)
+    summary.seen = len(found)
+    seen_paths = {f.rel_path for f in found}
+
+    touched: list[tuple] = []
+    changed = [f for f in found if _changed(f, known, touched)]
+    summary.unchanged = len(found) - len(changed)
+    if touched:
+        with store.write() as conn:
+            conn.executemany("UPDATE docs SET mtime_ms=?, size=? WHERE path=?", touched)
+
+    load_summary = LoadSummary()
+    if changed:
+        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error)
+    else:
+        for err in errors:
+            if on_error:
+                on_error(err)
+    summary.ingested = load_summary.written + load_summary.unchanged
+    summary.failed = load_summary.errors if changed else len(errors)
+    summary.chunks = load_summary.chunks
+
+    if prune:
+        summary.pruned = _prune(store, paths, root_path, seen_paths)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _changed(f, known: dict, touched: list) -> bool:
+    """True when the file must be parsed; files unchanged but touched are remembered."""
+    stored = known.get(f.rel_path)
+    if stored is None:
+        return True
+    mtime, size, fhash = stored
+    if mtime == f.mtime_ms and size == f.size:
+        return False
+    if size == f.size and fhash is not None:
+        try:
+            current = _file_hash(f.abs_path)
+        except OSError:
+            return True
+        if current == fhash:
+            touched.append((f.mtime_ms, f.size, f.rel_path))
+            return False
+    return True
+
+
+def _file_hash(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _run_stages(changed, store, cfg, root_path, errors, progress, on_error) -> LoadSummary:
+    from . import chunk as chunking
+    from . import normalize as norm
+
+    options = norm.NormalizeOptions.from_config(cfg)
+    bar = _progress(len(changed)) if progress else None
+
+    def report(recs: Iterable[dict]) -> Iterator[dict]:
+        yield from errors
+        for rec in recs:
+            if rec.get("kind") == records.DOC or (rec.get("kind") == records.ERROR and rec.get("stage") == "normalize"):
+                if bar is not None:
+                    bar.advance(rec.get("path"))
+            yield rec
+
+    def notify(recs: Iterable[dict]) -> Iterator[dict]:
+        for rec in recs:
+            if rec.get("kind") == records.ERROR and on_error:
+                on_error(rec)
+            yield rec
+
+    docs = report(norm.normalize_files(changed, options=options, root=str(root_path)))
+    stream = notify(chunking.chunk(docs, **chunking.options_from_config(cfg)))
+    try:
+        return load(stream, store)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _prune(store: Store, paths: list[str], root: Path, seen: set[str]) -> int:
+    """Purge documents under the given directories whose files were not found."""
+    prefixes = []
+    for p in paths:
+        if not os.path.isdir(p):
+            continue
+        rel = os.path.relpath(os.path.abspath(p), root)
+        if rel == ".":
+            prefixes = [""]
+            break
+        if not rel.startswith(".."):
+            prefixes.append(rel.replace(os.sep, "/") + "/")
+    if not prefixes:
+        return 0
+    stored = [p for (p,) in store.query("SELECT path FROM docs WHERE source='file'")]
+    gone = [p for p in stored if p not in seen and any(p.startswith(pre) for pre in prefixes)]
+    return delete_docs(store, gone)
+
+
+class _progress:
+    """A rich progress bar on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self, total: int):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[path]}", style="dim"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("ingest", total=total, path="")
+        self.progress.start()
+
+    def advance(self, path: str | None) -> None:
+        self.progress.update(self.task, advance=1, path=(path or "")[-50:])
+
+    def close(self) -> None:
+        self.progress.stop()

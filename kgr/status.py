@@ -1,0 +1,71 @@
+"""`kgr status`: what a database holds, for people and scripts."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import apsw
+
+from . import __version__, migrations
+from .store import Store
+
+TABLES = (
+    "docs", "chunks", "entities", "mentions", "relations", "relation_evidence",
+    "observations", "templates", "document_cache", "gazetteer", "embed_cache", "events",
+)
+
+
+def status(store: Store) -> dict[str, Any]:
+    counts = {t: store.scalar(f"SELECT count(*) FROM {t}") for t in TABLES if _has_table(store, t)}
+    counts["chunks_fts"] = store.scalar("SELECT count(*) FROM chunks_fts_docsize") if _has_table(store, "chunks_fts_docsize") else None
+    by_status = dict(store.query("SELECT status, count(*) FROM docs GROUP BY status"))
+    last_event = store.conn.execute(
+        "SELECT ts_ms, path, message FROM events WHERE kind='error' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return {
+        "kind": "status",
+        "db": str(store.path),
+        "kgr_version": __version__,
+        "schema_version": store.user_version,
+        "schema_latest": migrations.LATEST,
+        "sqlite_version": apsw.sqlite_lib_version(),
+        "extensions": dict(store.extensions),
+        "root": store.get_meta("root"),
+        "counts": counts,
+        "docs_by_status": by_status,
+        "last_file": store.get_meta("last_file"),
+        "last_ingest_ms": _int(store.get_meta("last_ingest_ms")),
+        "last_error": store.get_meta("last_error"),
+        "last_error_ms": last_event[0] if last_event else None,
+        "embedding": {"model": store.get_meta("embed_model"), "dim": _int(store.get_meta("embed_dim"))},
+    }
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _has_table(store: Store, name: str) -> bool:
+    return store.scalar("SELECT 1 FROM sqlite_master WHERE name=?", (name,)) is not None
+
+
+def print_status(info: dict[str, Any], out=None) -> None:
+    out = out or sys.stdout
+    w = out.write
+    w(f"database   {info['db']}\n")
+    w(f"root       {info['root'] or '-'}\n")
+    w(f"schema     {info['schema_version']} (kgr {info['kgr_version']}, SQLite {info['sqlite_version']})\n")
+    exts = ", ".join(f"{k} {v or 'unavailable'}" for k, v in info["extensions"].items()) or "-"
+    w(f"extensions {exts}\n")
+    emb = info["embedding"]
+    w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims)" if emb["dim"] else "") + "\n")
+    w(f"last file  {info['last_file'] or '-'}\n")
+    w(f"last error {info['last_error'] or '-'}\n")
+    docs = info["docs_by_status"]
+    if docs:
+        w("documents  " + ", ".join(f"{n} {s}" for s, n in sorted(docs.items())) + "\n")
+    w("counts\n")
+    for table, n in info["counts"].items():
+        if n is not None:
+            w(f"  {table:<18} {n:>9}\n")
