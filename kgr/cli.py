@@ -120,7 +120,28 @@ def finish(counter: Counter) -> None:
 # -- the group ---------------------------------------------------------------------
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+class KgrGroup(click.Group):
+    """The one error boundary: a KgrError becomes one line on stderr and its exit status."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KgrError as exc:
+            if (ctx.obj or {}).get("traceback"):
+                raise
+            warn(f"Error: {printable(exc.message)}")
+            if exc.hint:
+                warn(f"Hint: {exc.hint}")
+            ctx.exit(int(exc.exit_status))
+        except OSError as exc:
+            if (ctx.obj or {}).get("traceback") or isinstance(exc, BrokenPipeError):
+                raise
+            name = f": {exc.filename}" if exc.filename else ""
+            warn(f"Error: {exc.strerror or exc}{name}")
+            ctx.exit(int(ExitStatus.ERROR))
+
+
+@click.group(cls=KgrGroup, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, "-V", "--version", prog_name="kgr")
 @click.option("--traceback", is_flag=True, envvar="KGR_TRACEBACK", help="Show the full traceback on errors.")
 @click.pass_context
@@ -282,9 +303,8 @@ def status(db, as_json):
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the group, turning every error into one line and an exit status."""
-    traceback = "--traceback" in (argv if argv is not None else sys.argv[1:]) or os.environ.get("KGR_TRACEBACK") == "1"
     try:
-        cli.main(args=argv, prog_name="kgr", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="kgr", standalone_mode=False)
     except click.exceptions.Exit as exc:
         _exit(exc.exit_code)
     except click.Abort:
@@ -298,21 +318,8 @@ def main(argv: list[str] | None = None) -> None:
         _exit(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
         _quiet_broken_pipe()
-    except KgrError as exc:
-        if traceback:
-            raise
-        warn(f"Error: {printable(exc.message)}")
-        if exc.hint:
-            warn(f"Hint: {exc.hint}")
-        _exit(exc.exit_status)
-    except OSError as exc:
-        if traceback:
-            raise
-        name = f": {exc.filename}" if exc.filename else ""
-        warn(f"Error: {exc.strerror or exc}{name}")
-        _exit(ExitStatus.ERROR)
     else:
-        _exit(ExitStatus.OK)
+        _exit(code if isinstance(code, int) else ExitStatus.OK)
 
 
 def _quiet_broken_pipe() -> None:
