@@ -24,7 +24,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 # -- shared options ------------------------------------------------------------
 
 
-def db_option(required: bool = True) -> Callable:
+def db_option(required: bool = False) -> Callable:
     return click.option(
         "--db",
         "db",
@@ -32,7 +32,7 @@ def db_option(required: bool = True) -> Callable:
         envvar="KGR_DB",
         show_envvar=True,
         required=required,
-        help="The knowledge-base SQLite file.",
+        help="The knowledge-base SQLite file [default: sqlite.path from --config, else kgr.sqlite].",
     )
 
 
@@ -54,6 +54,15 @@ def load_config(config_path: str | None, **overrides: Any):
     from . import config
 
     return config.load(config_path, overrides=overrides)
+
+
+def resolve_db(db: str | None, config_path: str | None) -> str:
+    """--db, else $KGR_DB (click reads it), else the config's sqlite.path."""
+    if db:
+        return db
+    from . import config
+
+    return config.db_path(config.load(config_path))
 
 
 # -- record streams --------------------------------------------------------------
@@ -238,7 +247,7 @@ def load(input, db, prune_root, config_path):
     from .store import Store
 
     counter = Counter("load")
-    with Store(db) as store:
+    with Store(resolve_db(db, config_path)) as store:
         summary = loading.load(counter.watch(read_input(input, "load")), store, prune_root=prune_root)
     warn(summary.line())
     finish(counter)
@@ -267,7 +276,7 @@ def ingest(paths, db, root, prune, progress, as_json, config_path):
 
     cfg = load_config(config_path)
     show = sys.stderr.isatty() if progress is None else progress
-    with Store(db) as store:
+    with Store(resolve_db(db, config_path)) as store:
         summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, on_error=lambda r: warn(error_line(r)))
     if as_json:
         emit([summary.as_dict()])
@@ -280,7 +289,8 @@ def ingest(paths, db, root, prune, progress, as_json, config_path):
 @cli.command()
 @db_option()
 @json_option
-def status(db, as_json):
+@config_option
+def status(db, as_json, config_path):
     """Show what the database holds: counts, last file, last error, versions.
 
     \b
@@ -290,7 +300,7 @@ def status(db, as_json):
     from . import status as status_mod
     from .store import Store
 
-    with Store(db, readonly=True) as store:
+    with Store(resolve_db(db, config_path), readonly=True) as store:
         info = status_mod.status(store)
     if as_json:
         emit([info])

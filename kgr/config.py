@@ -181,6 +181,10 @@ def load(
             raise ConfigError(f"{p}: the top level must be a mapping")
         _merge(cfg, data, "")
         cfg.source = str(p)
+        # A relative database path in a config file is relative to that file, not to the cwd.
+        db = cfg["sqlite"]["path"]
+        if isinstance(data.get("sqlite"), dict) and "path" in data["sqlite"] and db and not os.path.isabs(db):
+            cfg["sqlite"]["path"] = os.path.join(os.path.dirname(str(p)) or ".", db)
     defaults = dict(_leaves(DEFAULTS))
     for alias, dotted in ENV_ALIASES.items():
         if alias in env and env_name(dotted) not in env:
@@ -193,3 +197,9 @@ def load(
         if value is not None:
             _set(cfg, dotted, value)
     return cfg
+
+
+
+def db_path(cfg: Config) -> str:
+    """The database path: flag/env/file/default precedence already applied by ``load``."""
+    return cfg["sqlite"]["path"]

@@ -80,3 +80,13 @@ def test_seed_000_section_13_example_loads(tmp_path):
     cfg = config.load(f, env={})
     assert cfg["embed"]["dim"] == 512
     assert cfg["retrieval"]["rels"] == ["defines", "depends_on", "uses", "cites"]
+
+
+def test_relative_database_path_in_a_config_file_is_relative_to_the_file(tmp_path):
+    sub = tmp_path / "conf"
+    sub.mkdir()
+    f = sub / "c.yaml"
+    f.write_text("sqlite:\n  path: kb.sqlite\n")
+    assert config.db_path(config.load(f, env={})) == str(sub / "kb.sqlite")
+    assert config.db_path(config.load(f, env={"KGR_DB": "other.sqlite"})) == "other.sqlite"
+    assert config.db_path(config.load(None, env={})) == "kgr.sqlite"
