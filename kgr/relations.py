@@ -1,0 +1,419 @@
+"""Relation extraction: sentence patterns and structural rules over mentions.
+
+Relations use kgr's small vocabulary (defines, refers_to, part_of, uses,
+depends_on, precedes, owned_by, located_in, cites, same_as). Each relation record
+carries the surfaces of its two ends (the linker turns them into entity keys), the
+pattern that produced it, a confidence (pattern weight x proximity x mention
+score) and its evidence: document offsets and the sentence.
+
+Patterns are English wording, not names: "X is built on Y", "Y owns X, Z and W",
+a "Dependencies" section under a service page, "Owner: T", consecutive numbered
+steps, "See also" links, table columns named Owner or Region.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from . import records
+from .textmodel import Block, Document
+
+VOCABULARY = ("defines", "refers_to", "part_of", "uses", "depends_on", "precedes", "owned_by", "located_in", "cites", "same_as")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    rel: str
+    regex: re.Pattern
+    inverse: bool  # True: the object is the source (e.g. "T owns X" -> X owned_by T)
+    weight: float
+    name: str
+
+
+def _t(rel: str, pattern: str, inverse: bool = False, weight: float = 0.8, name: str | None = None) -> Trigger:
+    return Trigger(rel, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I), inverse, weight, name or pattern.split("|")[0])
+
+
+AUX = r"(?:(?:is|are|was|were|has been|have been|will be|must be|can be|gets?)\s+)?(?:also\s+|now\s+|still\s+|only\s+)?"
+
+TRIGGERS: list[Trigger] = [
+    # same_as: "A was called B until ...", "A (formerly B)"
+    _t("same_as", rf"(?:was|were)\s+(?:called|named|known\s+as|sold\s+as|branded)", inverse=True, weight=0.95, name="was called"),
+    _t("same_as", r"formerly(?:\s+(?:called|known\s+as))?|previously\s+(?:called|known\s+as)|renamed\s+from", inverse=True, weight=0.9, name="formerly"),
+    # owned_by
+    _t("owned_by", rf"{AUX}(?:owned|maintained|run|operated|managed|administered|built\s+and\s+run)\s+by", weight=0.9, name="owned by"),
+    _t("owned_by", r"owns|maintains|operates|runs(?!\s+(?:in|on|at|every|once|nightly|daily|inside|from))|is\s+responsible\s+for|looks\s+after|manages|(?:also\s+)?takes\s+care\s+of", inverse=True, weight=0.8, name="owns"),
+    # part_of: people in teams
+    _t("part_of", rf"{AUX}(?:led|headed|managed)\s+by", inverse=True, weight=0.85, name="led by"),
+    _t("part_of", r"leads|heads|(?:is|as)\s+(?:the\s+)?(?:lead|head|manager|director)\s+of", weight=0.85, name="leads"),
+    _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
+    _t("part_of", rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside", weight=0.85, name="part of"),
+    _t("part_of", r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)", inverse=True, weight=0.8, name="with its components"),
+    # depends_on
+    _t("depends_on", rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+on|depend\s+on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on", weight=0.85, name="depends on"),
+    # located_in
+    _t("located_in", rf"{AUX}(?:located|based|hosted|deployed|housed|situated)\s+in|runs\s+in|run\s+in|sits\s+in|works\s+(?:from|in|out\s+of)|lives\s+in|(?:is\s+)?in\s+the\s+(?=\w+\s+(?:office|region)\b)", weight=0.85, name="located in"),
+    # defines / cites
+    _t("defines", rf"{AUX}(?:defined|specified|described|introduced|established|set)\s+(?:in|by)|as\s+(?:specified|defined|described)\s+in", inverse=True, weight=0.85, name="defined in"),
+    _t("defines", r"defines|introduces|specifies|establishes", weight=0.8, name="defines"),
+    _t("cites", r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the", weight=0.6, name="cites"),
+    # precedes
+    _t("precedes", r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on", inverse=True, weight=0.8, name="supersedes"),
+    _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by", weight=0.8, name="superseded by"),
+    # uses (broadest, last)
+    _t("depends_on", r"collects(?:\s+\w+){0,5}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
+    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|reads(?:\s+\w+){0,3}\s+from|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+\w+){0,5}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
+]
+
+# Sections whose list items name what the page's subject needs.
+DEPENDENCY_HEADINGS = re.compile(r"\b(?:dependenc|requirement|prerequisite|upstream|integrations?\b|relies)", re.I)
+SEE_ALSO_HEADINGS = re.compile(r"^(?:see\s+also|related(?:\s+\w+)?|further\s+reading|links)$", re.I)
+REFERENCE_HEADINGS = re.compile(r"^(?:references?|sources|citations|normative\s+references|bibliography)$", re.I)
+KEY_VALUE = re.compile(
+    r"(?:^|[·|;]\s*|\n)\s*(?P<key>owner|owners|owning\s+team|owned\s+by|maintainers?|maintained\s+by|team|region|location|"
+    r"depends\s+on|dependencies|supersedes|superseded\s+by|related|replaces)\s*:\s*",
+    re.I,
+)
+KEY_RELATIONS = {
+    "owner": ("owned_by", False), "owners": ("owned_by", False), "owning team": ("owned_by", False),
+    "owned by": ("owned_by", False), "maintainer": ("owned_by", False), "maintainers": ("owned_by", False),
+    "maintained by": ("owned_by", False), "team": ("owned_by", False), "region": ("located_in", False),
+    "location": ("located_in", False), "depends on": ("depends_on", False), "dependencies": ("depends_on", False),
+    "supersedes": ("precedes", True), "replaces": ("precedes", True), "superseded by": ("precedes", False),
+    "related": ("refers_to", False),
+}
+REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|hard\s+dependency|cannot|must|mandatory|blocking|needs?)\b", re.I)
+LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
+OBJECT_GAP = re.compile(r"^[\s\w'’/-]{0,40}$")
+SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
+TYPE_OK = {
+    "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
+    "located_in": (None, {"LOCATION"}),
+    "part_of": (None, None),
+}
+
+
+def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
+    found: dict[tuple[str, str, str], dict] = {}
+
+    def add(src, dst, rel: str, weight: float, pattern: str, block: Block, s: int, e: int, proximity: float = 1.0):
+        if src is None or dst is None:
+            return
+        a, b = _name(src), _name(dst)
+        if not a or not b or a.lower() == b.lower() and rel != "same_as":
+            return
+        if _same(src, dst):
+            return
+        confidence = round(weight * proximity * min(1.0, 0.5 + 0.5 * min(src.score, dst.score) / 0.9), 4)
+        key = (a, rel, b)
+        sentence = doc.text[s:e].strip()
+        prev = found.get(key)
+        if prev is not None and prev["confidence"] >= confidence:
+            return
+        found[key] = {
+            "kind": records.RELATION,
+            "src": a,
+            "dst": b,
+            "rel": rel,
+            "confidence": confidence,
+            "pattern": pattern,
+            "src_type": src.type,
+            "dst_type": dst.type,
+            "evidence": {"start": s, "end": e, "sentence": sentence},
+        }
+
+    by_block = _spans_by_block(doc, spans)
+    for block in doc.blocks:
+        if block.kind == "code":
+            continue
+        bspans = by_block.get(id(block), [])
+        for s0, e0 in block.sentences():
+            s, e = block.start + s0, block.start + e0
+            sent_spans = [sp for sp in bspans if s <= sp.start and sp.end <= e]
+            _sentence_patterns(doc, block, s, e, sent_spans, add)
+        _structural(doc, block, bspans, add)
+    _steps(doc, by_block, add)
+    _tables(doc, by_block, add)
+    return list(found.values())
+
+
+def _name(sp) -> str:
+    return (sp.refers or sp.surface).strip()
+
+
+def _same(a, b) -> bool:
+    return (a.ref_start if a.refers else a.start) == (b.ref_start if b.refers else b.start) and _name(a) == _name(b)
+
+
+def _spans_by_block(doc: Document, spans: list) -> dict[int, list]:
+    out: dict[int, list] = {}
+    blocks = doc.blocks
+    i = 0
+    for sp in sorted(spans, key=lambda x: x.start):
+        while i < len(blocks) and blocks[i].end <= sp.start:
+            i += 1
+        if i < len(blocks) and blocks[i].start <= sp.start:
+            out.setdefault(id(blocks[i]), []).append(sp)
+    return out
+
+
+def _relevant(sp) -> bool:
+    return sp.type not in ("DATE", "VERSION")
+
+
+def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: list, add) -> None:
+    text = doc.text
+    masked_sentence = block.masked[s - block.start:e - block.start]
+    taken: list[tuple[int, int]] = []
+    for trig in TRIGGERS:
+        for m in trig.regex.finditer(masked_sentence):
+            ts, te = s + m.start(), s + m.end()
+            if any(ts < b and a < te for a, b in taken):
+                continue
+            if any(sp.start < te and ts < sp.end for sp in sent_spans):
+                continue  # the trigger word is inside a name
+            left = [sp for sp in sent_spans if sp.end <= ts and _relevant(sp)]
+            right = [sp for sp in sent_spans if sp.start >= te and _relevant(sp)]
+            if not right:
+                continue
+            objects = _objects(doc, te, right, block)
+            if not objects:
+                continue
+            subject = _dep_subject(doc, block, ts, sent_spans)
+            if subject is None or subject.start >= ts:
+                subject = _subject(doc, block, ts, left)
+            proximity = 1.0
+            if subject is None:
+                subject = doc.subject_at(ts)
+                proximity = 0.6
+            if subject is None:
+                continue
+            taken.append((ts, te))
+            for k, obj in enumerate(objects):
+                src, dst = (obj, subject) if trig.inverse else (subject, obj)
+                if trig.rel == "same_as":
+                    src, dst = (obj, subject)
+                if not _types_ok(trig.rel, src, dst):
+                    continue
+                add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
+
+
+def _types_ok(rel: str, src, dst) -> bool:
+    if rel == "owned_by":
+        return dst.type in ("TEAM", "ORG", "PERSON", "SERVICE") or dst.source in ("name", "gazetteer", "coref")
+    if rel == "located_in":
+        return dst.type == "LOCATION" or dst.features.get("ner_label") in ("GPE", "LOC", "FAC") or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
+    if rel == "part_of" and src.type == "PERSON":
+        return dst.type not in ("PERSON", "DATE", "VERSION")
+    return True
+
+
+def _objects(doc: Document, after: int, right: list, block: Block) -> list:
+    first = right[0]
+    gap = doc.text[after:first.start]
+    if not OBJECT_GAP.match(_unmark(gap)):
+        return []
+    objs = [first]
+    for nxt in right[1:]:
+        between = _unmark(doc.text[objs[-1].end:nxt.start])
+        if LIST_GAP.match(between):
+            objs.append(nxt)
+        else:
+            break
+    return objs
+
+
+def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
+    """The grammatical subject of the trigger's verb, from spaCy's parse, as one of our spans."""
+    sdocs = getattr(doc, "nlp_docs", None)
+    if not sdocs:
+        return None
+    try:
+        sdoc = sdocs[doc.blocks.index(block)]
+    except ValueError:
+        return None
+    if sdoc is None:
+        return None
+    rel = trigger_start - block.start
+    tok = next((t for t in sdoc if t.idx <= rel < t.idx + len(t)), None)
+    for _ in range(5):
+        if tok is None:
+            return None
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None:
+            if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
+                subj = tok.head
+            return _span_at(block, subj, sent_spans)
+        if tok.dep_ == "relcl":
+            return _span_at(block, tok.head, sent_spans)
+        if tok.dep_ in ("ROOT",):
+            return None
+        tok = tok.head
+    return None
+
+
+def _span_at(block: Block, token, spans: list):
+    pos = block.start + token.idx
+    for sp in spans:
+        if sp.start <= pos < sp.end:
+            return sp
+    lo = block.start + token.left_edge.idx
+    hi = block.start + token.right_edge.idx + len(token.right_edge)
+    inside = [sp for sp in spans if lo <= sp.start and sp.end <= hi]
+    return inside[0] if inside else None
+
+
+def _subject(doc: Document, block: Block, trigger_start: int, left: list):
+    if not left:
+        return None
+    nearest = left[-1]
+    gap = _unmark(doc.text[nearest.end:trigger_start])
+    if SUBJECT_GAP.match(gap):
+        # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
+        return nearest
+    # the sentence's first name is its usual subject ("X ... and works from Y")
+    first = left[0]
+    gap_first = _unmark(doc.text[first.end:trigger_start])
+    if len(gap_first) <= 120 and ";" not in gap_first:
+        return first
+    return None
+
+
+def _unmark(text: str) -> str:
+    return re.sub(r"[*`_]", "", text)
+
+
+def _structural(doc: Document, block: Block, bspans: list, add) -> None:
+    sec = doc.section(block.start)
+    heading = sec.path[-1].strip(" *`:") if sec.path else ""
+    subject = doc.subject_at(block.start)
+    page_subject = doc.subject
+    # "Owner: T", "Region: X", "Supersedes: ADR-4"
+    for m in KEY_VALUE.finditer(block.masked):
+        key = re.sub(r"\s+", " ", m.group("key").lower())
+        rel, inverse = KEY_RELATIONS[key]
+        pos = block.start + m.end()
+        vals = [sp for sp in bspans if sp.start >= pos]
+        if not vals:
+            continue
+        gap = doc.text[pos:vals[0].start]
+        if len(_unmark(gap).strip()) > 20:
+            continue
+        objs = [vals[0]]
+        for nxt in vals[1:]:
+            if LIST_GAP.match(_unmark(doc.text[objs[-1].end:nxt.start])):
+                objs.append(nxt)
+            else:
+                break
+        subj = page_subject or subject
+        for obj in objs:
+            src, dst = (obj, subj) if inverse else (subj, obj)
+            add(src, dst, rel, 0.9, f"key:{key}", block, block.start, block.end)
+    if block.kind == "item" and bspans:
+        first = next((sp for sp in bspans if _relevant(sp)), None)
+        subj = page_subject or subject
+        if first is None or subj is None:
+            return
+        if DEPENDENCY_HEADINGS.search(heading):
+            rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
+            add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
+        elif SEE_ALSO_HEADINGS.match(heading) or REFERENCE_HEADINGS.match(heading):
+            rel = "cites" if REFERENCE_HEADINGS.match(heading) else "refers_to"
+            for sp in bspans:
+                if _relevant(sp):
+                    add(subj, sp, rel, 0.7, f"section:{heading.lower()}", block, block.start, block.end)
+    # "(OPS-781)", "see POL-007": an informal reference from the sentence's subject
+    for sp in bspans:
+        if sp.features.get("pattern") != "ticket":
+            continue
+        before = doc.text[max(block.start, sp.start - 6):sp.start].lower()
+        if "(" in before or "see " in before:
+            s0, e0 = _sentence_of(block, sp.start)
+            owners = [x for x in bspans if block.start + s0 <= x.start < sp.start and _relevant(x) and x.features.get("pattern") != "ticket"]
+            src = owners[0] if owners else subject
+            if src is not None:
+                add(src, sp, "refers_to", 0.7, "parenthetical", block, block.start + s0, block.start + e0)
+
+
+def _sentence_of(block: Block, pos: int) -> tuple[int, int]:
+    rel = pos - block.start
+    for s, e in block.sentences():
+        if s <= rel < e:
+            return s, e
+    return 0, len(block.raw)
+
+
+def _steps(doc: Document, by_block: dict[int, list], add) -> None:
+    """Consecutive numbered steps: the key thing of step n precedes that of step n+1."""
+    prev_block, prev_key = None, None
+    for block in doc.blocks:
+        if block.kind == "heading":
+            prev_block, prev_key = None, None
+            continue
+        if block.kind != "item" or block.step is None:
+            continue
+        key = _step_key(by_block.get(id(block), []), doc.subject)
+        if prev_block is not None and block.step == prev_block.step + 1 and key is not None and prev_key is not None:
+            add(prev_key, key, "precedes", 0.6, "numbered steps", block, prev_block.start, block.end)
+        prev_block, prev_key = block, key
+
+
+def _step_key(bspans: list, subject):
+    cands = [sp for sp in bspans if _relevant(sp) and sp.source != "coref"]
+    for sp in cands:
+        if sp.source == "code" or sp.type == "API":
+            return sp
+    for sp in cands:
+        if subject is None or sp.surface != subject.surface:
+            return sp
+    return None
+
+
+def _tables(doc: Document, by_block: dict[int, list], add) -> None:
+    header: list[str] | None = None
+    for block in doc.blocks:
+        if block.kind != "row":
+            header = None
+            continue
+        cells = _cells(block)
+        if header is None:
+            header = [c[2].strip().lower() for c in cells]
+            continue
+        bspans = by_block.get(id(block), [])
+        if not cells or not bspans:
+            continue
+        row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
+        if row_entity is None:
+            continue
+        for (cs, ce, _), name in zip(cells[1:], header[1:]):
+            rel = _column_relation(name)
+            if rel is None:
+                continue
+            for sp in bspans:
+                if cs <= sp.start < ce and _relevant(sp):
+                    add(row_entity, sp, rel, 0.75, f"table:{name}", block, block.start, block.end)
+
+
+def _cells(block: Block) -> list[tuple[int, int, str]]:
+    out = []
+    pos = block.start
+    for part in block.raw.split("|"):
+        out.append((pos, pos + len(part), part))
+        pos += len(part) + 1
+    return [c for c in out[1:-1]] if block.raw.strip().startswith("|") else out
+
+
+def _column_relation(name: str) -> str | None:
+    if re.search(r"\b(?:owner|owning|team|maintainer)", name):
+        return "owned_by"
+    if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re))", name):
+        return "located_in"
+    if re.search(r"\b(?:depends|dependenc|requires)", name):
+        return "depends_on"
+    if re.search(r"\b(?:uses|integrat|calls)", name):
+        return "uses"
+    if re.search(r"\b(?:part\s+of|parent|component\s+of)", name):
+        return "part_of"
+    return None
