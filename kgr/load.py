@@ -21,6 +21,7 @@ from typing import Iterable, Iterator
 
 import orjson
 
+from . import graphstore as graph
 from . import records
 from .store import Store, dumps, now_ms
 
@@ -54,9 +55,17 @@ class DocGroup:
     derived: list[dict] = field(default_factory=list)  # mentions, relations: stored by later stages
 
     def signature(self) -> str:
+        """Over the document and its chunks: unchanged means no content to write."""
         h = hashlib.sha256(self.doc["hash"].encode())
         for rec in self.chunks:
             h.update(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
+        return h.hexdigest()
+
+    def graph_signature(self) -> str | None:
+        """Over the mentions, entities and relations; None when the stream carried none."""
+        if not self.derived:
+            return None
+        h = hashlib.sha256()
         for rec in self.derived:
             h.update(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
         return h.hexdigest()
@@ -127,15 +136,22 @@ def write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
     doc = group.doc
     path = doc["path"]
     sig = group.signature()
-    row = store.conn.execute("SELECT id, sig, status, mtime_ms, size, file_hash FROM docs WHERE path=?", (path,)).fetchone()
+    graph_sig = group.graph_signature()
+    row = store.conn.execute("SELECT id, sig, status, mtime_ms, size, file_hash, graph_sig FROM docs WHERE path=?", (path,)).fetchone()
     if row is not None and row[1] == sig and row[2] == "ok":
-        summary.unchanged += 1
-        if (row[3], row[4], row[5]) != (doc.get("mtime_ms"), doc.get("size"), doc.get("file_hash")):
+        stat_changed = (row[3], row[4], row[5]) != (doc.get("mtime_ms"), doc.get("size"), doc.get("file_hash"))
+        graph_changed = graph_sig is not None and graph_sig != row[6]
+        if not graph_changed:
+            summary.unchanged += 1
+        if stat_changed or graph_changed:
             with store.write():
                 store.execute(
                     "UPDATE docs SET mtime_ms=?, size=?, file_hash=? WHERE id=?",
                     (doc.get("mtime_ms"), doc.get("size"), doc.get("file_hash"), row[0]),
                 )
+                if graph_changed:
+                    graph.replace_derived(store, row[0], group.derived, graph_sig)
+                    summary.written += 1
         return
     with store.write() as conn:
         values = _doc_values(doc, sig)
@@ -148,6 +164,7 @@ def write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
             doc_id = conn.last_insert_rowid()
         else:
             doc_id = row[0]
+            touched = graph.doc_graph(store, doc_id)
             conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             conn.execute(
                 f"UPDATE docs SET {', '.join(c + '=?' for c in _DOC_COLUMNS)}, status='ok', error=NULL, updated_ms=? WHERE id=?",
@@ -158,6 +175,10 @@ def write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [_chunk_values(doc_id, c) for c in group.chunks],
         )
+        if row is not None:
+            graph.collect_garbage(store, *touched)
+        if graph_sig is not None:
+            graph.replace_derived(store, doc_id, group.derived, graph_sig)
         store.set_meta("last_file", path)
         store.set_meta("last_ingest_ms", now_ms())
     summary.written += 1
@@ -213,14 +234,19 @@ def record_failure(store: Store, err: dict, summary: LoadSummary) -> None:
 
 
 def delete_docs(store: Store, paths: Iterable[str]) -> int:
-    """Purge documents (and by cascade their chunks, mentions and evidence)."""
+    """Purge documents (and by cascade their chunks, mentions and evidence), then the
+    edges and entities that nothing supports any more."""
     n = 0
     for path in paths:
         with store.write() as conn:
-            conn.execute("DELETE FROM docs WHERE path=?", (path,))
-            if conn.changes():
-                n += 1
-                store.log_event("delete", path, None)
+            row = conn.execute("SELECT id FROM docs WHERE path=?", (path,)).fetchone()
+            if row is None:
+                continue
+            touched = graph.doc_graph(store, row[0])
+            conn.execute("DELETE FROM docs WHERE id=?", (row[0],))
+            n += 1
+            store.log_event("delete", path, None)
+            graph.collect_garbage(store, *touched)
     return n
 
 

@@ -33,7 +33,8 @@ CREATE TABLE docs (
   size       INTEGER,
   file_hash  TEXT,                   -- sha256 of the file's bytes
   hash       TEXT,                   -- sha256 of the normalized text
-  sig        TEXT,                   -- sha256 over hash and every derived record: same sig, nothing to write
+  sig        TEXT,                   -- sha256 over hash and chunks: same sig, no content to write
+  graph_sig  TEXT,                   -- sha256 over the mentions, entities and relations loaded from it
   title      TEXT,
   lang       TEXT,
   text       TEXT,
