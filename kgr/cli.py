@@ -254,6 +254,121 @@ def load(input, db, prune_root, config_path):
 
 
 @cli.command()
+@input_argument
+@db_option()
+@click.option("--no-db", is_flag=True, help="Do not read the mined gazetteer from the database.")
+@config_option
+def extract(input, db, no_db, config_path):
+    """Find entity mentions and relations in chunk records.
+
+    Each doc record and its chunks pass on, followed by the document's mention and
+    relation records. The gazetteer mined by `kgr mine` is used when the database exists.
+
+    \b
+    Example:
+        kgr normalize docs/ | kgr chunk | kgr extract --db kb.sqlite | jq -c 'select(.kind=="mention")'
+    """
+    from . import extract as extracting
+
+    cfg = load_config(config_path)
+    gazetteer = None
+    path = resolve_db(db, config_path)
+    if not no_db and os.path.exists(path):
+        from .graphbuild import load_gazetteer
+        from .store import Store
+
+        with Store(path, readonly=True) as store:
+            gazetteer = load_gazetteer(store)
+    extractor = extracting.Extractor(
+        nlp=extracting.load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"]
+    )
+    counter = Counter("extract")
+    emit(counter.watch(extracting.extract(read_input(input, "extract"), extractor=extractor)))
+    finish(counter)
+
+
+@cli.command()
+@input_argument
+@db_option()
+@click.option("--no-db", is_flag=True, help="Start from no entities instead of the database's.")
+@config_option
+def link(input, db, no_db, config_path):
+    """Link mentions to canonical entities (new entities are created as needed).
+
+    Mention records gain "entity" and "link_score"; relations get entity keys; entity
+    records are emitted before the mentions that use them.
+
+    \b
+    Example:
+        kgr normalize docs/ | kgr chunk | kgr extract | kgr link | kgr load --db kb.sqlite
+    """
+    from . import link as linking
+
+    path = resolve_db(db, config_path)
+    entities = []
+    if not no_db and os.path.exists(path):
+        from .graphbuild import stored_entities
+        from .store import Store
+
+        with Store(path, readonly=True) as store:
+            entities = stored_entities(store)
+    counter = Counter("link")
+    emit(counter.watch(linking.link(read_input(input, "link"), linker=linking.Linker(entities))))
+    finish(counter)
+
+
+@cli.command()
+@db_option()
+@click.option("--top-k", type=click.IntRange(1), help="Keep at most this many terms.")
+@click.option("--min-freq", type=click.IntRange(1), help="Minimum frequency of a name found in running text.")
+@json_option
+@config_option
+def mine(db, top_k, min_freq, as_json, config_path):
+    """Mine the gazetteer (names from titles, headings, bold, code) from stored documents.
+
+    \b
+    Example:
+        kgr mine --db kb.sqlite --json | jq -r .term | head
+    """
+    from .graphbuild import mine as mine_terms
+    from .store import Store
+
+    cfg = load_config(config_path, **{"extract.gazetteer.mine_topk": top_k, "extract.gazetteer.min_freq": min_freq})
+    with Store(resolve_db(db, config_path)) as store:
+        terms = mine_terms(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+    if as_json:
+        emit({"kind": "term", "term": t.term, "type": t.type, "freq": t.freq, "source": t.source} for t in terms)
+    else:
+        warn(f"mined {len(terms)} terms")
+
+
+@cli.group(name="eval")
+def eval_group():
+    """Measure extraction and retrieval quality against annotated data."""
+
+
+@eval_group.command(name="extraction")
+@click.option("--golden", required=True, type=click.Path(exists=True, file_okay=False), help="Folder with docs/ and annotations/.")
+@click.option("--db", type=click.Path(dir_okay=False), help="Keep the scratch database here (default: a temporary file).")
+@json_option
+@config_option
+def eval_extraction(golden, db, as_json, config_path):
+    """Precision, recall and F1 of mentions, canonical entities and relations.
+
+    \b
+    Example:
+        kgr eval extraction --golden ../shared/golden --json | jq .relation.f1
+    """
+    from . import evaluate
+
+    result = evaluate.eval_extraction(golden, db=db, config=load_config(config_path))
+    if as_json:
+        emit([result])
+    else:
+        click.echo(evaluate.format_table(result))
+
+
+@cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @db_option()
 @click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")

@@ -167,7 +167,7 @@ def write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
             touched = graph.doc_graph(store, doc_id)
             conn.execute("DELETE FROM chunks WHERE doc_id=?", (doc_id,))
             conn.execute(
-                f"UPDATE docs SET {', '.join(c + '=?' for c in _DOC_COLUMNS)}, status='ok', error=NULL, updated_ms=? WHERE id=?",
+                f"UPDATE docs SET {', '.join(c + '=?' for c in _DOC_COLUMNS)}, status='ok', error=NULL, graph_sig=NULL, updated_ms=? WHERE id=?",
                 (*values, now_ms(), doc_id),
             )
         conn.executemany(

@@ -30,12 +30,13 @@ class IngestSummary:
     failed: int = 0
     chunks: int = 0
     pruned: int = 0
+    extracted: int = 0  # documents whose graph was (re)built
     seconds: float = 0.0
 
     def line(self) -> str:
         return (
             f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
-            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks in {self.seconds:.1f}s"
+            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed in {self.seconds:.1f}s"
         )
 
     def as_dict(self) -> dict:
@@ -75,6 +76,7 @@ def ingest(
     prune: bool = True,
     progress: bool = False,
     on_error: Callable[[dict], None] | None = None,
+    graph: bool = True,
 ) -> IngestSummary:
     from . import config as config_mod
     from . import normalize as norm
@@ -116,6 +118,10 @@ def ingest(
 
     if prune:
         summary.pruned = _prune(store, paths, root_path, seen_paths)
+    if graph:
+        from .graphbuild import build_pending
+
+        summary.extracted = build_pending(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
 
