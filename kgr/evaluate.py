@@ -86,14 +86,19 @@ def score(store: Store, ann: Path) -> dict[str, Any]:
     for m in gold_mentions:
         gold_key[(m["doc"], m["surface"], m["n"])] = m["entity"]
 
+    # Pronouns and definite descriptions are annotated only in some documents (those whose
+    # annotation has any): coreference predictions elsewhere can be neither right nor wrong.
+    coref_docs = {m["doc"] for m in gold_mentions if m.get("kind", "name") != "name"}
     pred: dict[tuple, int] = {}
     seen_spans = set()
     rows = store.query(
-        'SELECT d.path, c.start + m.start, c.start + m."end", m.entity_id FROM mentions m '
+        'SELECT d.path, c.start + m.start, c.start + m."end", m.entity_id, m.source FROM mentions m '
         "JOIN chunks c ON c.id = m.chunk_id JOIN docs d ON d.id = m.doc_id ORDER BY d.path, 2"
     )
-    for path, start, end, eid in rows:
+    for path, start, end, eid, source in rows:
         if (path, start, end) in seen_spans or start is None:
+            continue
+        if source == "coref" and path not in coref_docs:
             continue
         seen_spans.add((path, start, end))
         text = texts.get(path, "")

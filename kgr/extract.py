@@ -75,6 +75,8 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
     ("ticket", "CONCEPT", re.compile(rf"{_B}(?:CVE-\d{{4}}-\d{{4,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])")),
     # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
     ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
+    # cloud regions: eu-central-1, us-east-2, ap-southeast-1
+    ("region", "LOCATION", re.compile(rf"{_B}[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}")),
     # SNAKE_CASE constants: LEDGER_DB_URL (at least two parts)
     ("snake", "API", re.compile(rf"{_B}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+{_E}")),
     # CamelCase with at least two humps: CreateOrder, PostJournalEntry, KestrelConsumerLagHigh
@@ -86,6 +88,9 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
 # Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
 DEFAULT_VERSION = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
 
+KEBAB = re.compile(rf"{_B}[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+{_E}")
+EXTENSION_HEADS = ("office", "adapter", "renderer", "relay", "cluster", "bus", "sidecar", "replica", "queue", "header",
+                   "database", "room", "library", "client", "cli", "worker", "plugin")
 CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
 BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 IDENTIFIER = re.compile(r"^[A-Za-z][\w.:/{}-]*(?:\s[a-z][\w-]*)?$")
@@ -229,7 +234,10 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     """
     strong: dict[str, tuple[str, str]] = {}
     counts: dict[str, int] = {}
+    kebab: dict[str, int] = {}
     for doc in docs:
+        for m in KEBAB.finditer(doc.get("text", "")):
+            kebab[m.group()] = kebab.get(m.group(), 0) + 1
         parsed = parse_document(doc.get("text", ""), title=doc.get("title"))
         for term, source in _strong_terms(parsed):
             strong.setdefault(term, (source, _guess_type(term, source)))
@@ -240,6 +248,16 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
             for s, e in _name_runs(block.masked, block.sentence_starts):
                 term = block.masked[s:e]
                 counts[term] = counts.get(term, 0) + 1
+    # code names written in plain text ("ledger-svc", "notif-hub") that abbreviate a known name
+    from .link import is_abbreviation
+
+    long_names = [t for t in list(strong) + [t for t, n in counts.items() if n >= min_freq] if len(t.split()) > 1]
+    for token, n in sorted(kebab.items()):
+        if token in strong:
+            continue
+        if any(is_abbreviation(token, name) for name in long_names):
+            strong[token] = ("codename", "COMPONENT")
+            counts[token] = counts.get(token, 0) + n
     out = []
     for term, n in counts.items():
         if term in strong:
@@ -253,22 +271,39 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
 
 def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
     if doc.title:
-        t = _clean_title(doc.title)
-        if t:
-            yield t, "title"
+        for t in _split_parenthetical(_clean_title(doc.title)):
+            if _looks_like_name(t):
+                yield t, "title"
     for block in doc.blocks:
         if block.kind == "heading":
-            h = _clean_title(block.text)
-            if h and _looks_like_name(h) and len(h.split()) > 1:
-                yield h, "heading"
+            for h in _split_parenthetical(_clean_title(block.text)):
+                if _looks_like_name(h) and len(h.split()) > 1:
+                    yield h, "heading"
         for m in BOLD.finditer(block.raw):
-            term = m.group(2).strip().rstrip(":").strip()
-            if _definable(term) and not _common_word(term, doc.text):
-                yield term, "bold"
+            for term in _split_parenthetical(m.group(2).strip().rstrip(":").strip()):
+                if _definable(term) and not _common_word(term, doc.text) and _used_elsewhere(term, doc.text, m.start()):
+                    yield term, "bold"
         for m in CODE_SPAN.finditer(block.raw):
             term = m.group(1).strip()
             if IDENTIFIER.match(term) and len(term) >= 3:
                 yield term, "code"
+
+
+def _split_parenthetical(term: str) -> list[str]:
+    """"Secrets Handling Policy (POL-011)" -> ["Secrets Handling Policy", "POL-011"]; "RPO / RTO" -> both."""
+    m = re.match(r"^(.*?)\s*\(([^()]+)\)\s*$", term)
+    parts = [m.group(1), m.group(2)] if m else [term]
+    out = []
+    for part in parts:
+        out.extend(p.strip() for p in re.split(r"\s+/\s+", part) if p.strip())
+    return out
+
+
+def _used_elsewhere(term: str, text: str, here: int) -> bool:
+    """A bold label ("**Deciders:**") is not a name unless the text uses the term again."""
+    flags = re.I if " " in term or term.islower() else 0
+    rx = re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])", flags)
+    return any(abs(m.start() - here) > len(term) + 4 for m in rx.finditer(text))
 
 
 def _common_word(term: str, text: str) -> bool:
@@ -293,6 +328,8 @@ def _looks_like_name(text: str) -> bool:
 def _definable(term: str) -> bool:
     words = term.split()
     if not 0 < len(words) <= 5 or len(term) > 60:
+        return False
+    if len(words) == 1 and term.islower():
         return False
     if term.lower() in STOP_NAMES or not re.search(r"[A-Za-z]", term):
         return False
@@ -406,10 +443,11 @@ class Extractor:
             if block.kind == "code":
                 continue
             spans.extend(self._block_spans(doc, block, sdoc, local))
-        primary = _resolve([sp for sp in spans if sp.source != "ner"])
+        primary = _extend_heads(doc, _resolve([sp for sp in spans if sp.source != "ner"]))
         ner = [sp for sp in spans if sp.source == "ner"]
         chosen = _add_ner(primary, ner)
         _mark_sentences(doc, chosen)
+        doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
         chosen.extend(self._coref(doc, chosen, spacy_docs))
         chosen.sort(key=lambda s: s.start)
@@ -616,6 +654,28 @@ def _resolve(spans: list[Span]) -> list[Span]:
         by_pos[(sp.start, sp.end)] = sp
         chosen.append(sp)
     return chosen
+
+
+def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
+    """"Porto" + " office", "Mercury SMS" + " adapter", "outbox" + " relay": a name followed by
+    (at most two lower-case words and) a head noun names the part, not the whole."""
+    text = doc.text
+    ordered = sorted(spans, key=lambda x: x.start)
+    for i, sp in enumerate(ordered):
+        if sp.source == "regex" and sp.type in ("VERSION", "DATE"):
+            continue
+        m = re.match(r" ((?:[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % "|".join(EXTENSION_HEADS), text[sp.end:sp.end + 40])
+        if not m:
+            continue
+        new_end = sp.end + m.end()
+        nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        if nxt is not None and nxt.start < new_end:
+            continue
+        sp.end = new_end
+        sp.surface = text[sp.start:sp.end]
+        sp.type = _guess_type(sp.surface, "name")
+        sp.features["extended"] = True
+    return spans
 
 
 def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
