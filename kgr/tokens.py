@@ -181,8 +181,13 @@ def resolve_model_dir(model: str | None) -> Path:
     return directory
 
 
-@functools.lru_cache(maxsize=8)
 def get_counter(model: str = DEFAULT_MODEL) -> TokenCounter:
     """The (cached) token counter of ``model``."""
-    directory = resolve_model_dir(model)
-    return TokenCounter.from_model_dir(directory, name=model or DEFAULT_MODEL)
+    if not model or model.lower() in _DEFAULT_ALIASES:
+        return _cached_counter(DEFAULT_MODEL)
+    return _cached_counter(str(Path(model).expanduser().resolve()))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_counter(model: str) -> TokenCounter:
+    return TokenCounter.from_model_dir(resolve_model_dir(model), name=model)
