@@ -134,6 +134,9 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             sent_spans = [sp for sp in bspans if s <= sp.start and sp.end <= e]
             _sentence_patterns(doc, block, s, e, sent_spans, add)
         _structural(doc, block, bspans, add)
+        _appositions(doc, block, bspans, add)
+        _locations(doc, block, bspans, add)
+        _definition(doc, block, bspans, add)
     _steps(doc, by_block, add)
     _tables(doc, by_block, add)
     return list(found.values())
@@ -247,7 +250,11 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 subj = tok.head
             return _span_at(block, subj, sent_spans)
         if tok.dep_ == "relcl":
-            return _span_at(block, tok.head, sent_spans)
+            head = tok.head
+            hit = _span_at(block, head, sent_spans)
+            if hit is None and head.dep_ == "appos":
+                hit = _span_at(block, head.head, sent_spans)
+            return hit
         if tok.dep_ in ("ROOT",):
             return None
         tok = tok.head
@@ -335,6 +342,65 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             src = owners[0] if owners else subject
             if src is not None:
                 add(src, sp, "refers_to", 0.7, "parenthetical", block, block.start + s0, block.start + e0)
+
+
+PLACE_PREP = re.compile(r"(?:\bin|\bfrom|\bat|\bbetween|\bwithin|\bout\s+of)\s+(?:the\s+)?$", re.I)
+PLACE_LIST = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*(?:the\s+)?$", re.I)
+
+
+def _is_place(sp) -> bool:
+    return sp.type == "LOCATION" or sp.features.get("ner_label") in ("GPE", "LOC") or sp.features.get("pattern") == "region"
+
+
+def _locations(doc: Document, block: Block, bspans: list, add) -> None:
+    """"X ... in Tallinn", "runs in eu-central-1 with a standby in eu-west-1": the nearest earlier
+    thing (not a person) in the sentence is located in the place."""
+    for s0, e0 in block.sentences():
+        s, e = block.start + s0, block.start + e0
+        spans = [sp for sp in bspans if s <= sp.start < e]
+        prev_place = None
+        for i, sp in enumerate(spans):
+            if not _is_place(sp):
+                prev_place = None
+                continue
+            before = _unmark(doc.text[max(s, sp.start - 20):sp.start])
+            listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end:sp.start]))
+            if not (PLACE_PREP.search(before) or listed):
+                prev_place = None
+                continue
+            owner = next((x for x in reversed(spans[:i]) if x.type not in ("PERSON", "DATE", "VERSION") and not _is_place(x)
+                          and x.type not in ("CONCEPT",)), None)
+            if owner is not None:
+                add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
+            prev_place = sp
+
+
+def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
+    """"Amara Osei (Payments Platform)" -> part_of; "Mercury is NHub's SMS adapter" -> part_of."""
+    text = doc.text
+    for a, b in zip(bspans, bspans[1:]):
+        gap = text[a.end:b.start]
+        after = text[b.end:b.end + 2]
+        if a.type == "PERSON" and re.fullmatch(r"\s*\(\s*", gap) and after.startswith(")") and b.type not in ("PERSON", "DATE"):
+            add(a, b, "part_of", 0.75, "person (team)", block, block.start, block.end)
+        elif re.fullmatch(r"\s*(?:\*\*)?\s*(?:is|are)\s+(?:the\s+|an?\s+)?", _unmark(gap)) is not None and re.match(r"['’]s\b", text[b.end:b.end + 3]):
+            s0, e0 = _sentence_of(block, a.start)
+            add(a, b, "part_of", 0.8, "X is Y's part", block, block.start + s0, block.start + e0)
+
+
+def _definition(doc: Document, block: Block, bspans: list, add) -> None:
+    """Glossary style "**Term**: A Toggler flag that ..." -> the term is part of the named thing."""
+    m = re.match(r"\s*(?:[-*+]\s+)?\*\*([^*]+)\*\*\s*:?\s*:?\s*(?:An?|The)\s+", block.raw)
+    if not m or not bspans:
+        return
+    term = next((sp for sp in bspans if sp.start <= block.start + m.start(1) < sp.end or sp.start == block.start + m.start(1)), None)
+    if term is None:
+        return
+    s0, e0 = _sentence_of(block, block.start + m.end())
+    end = block.start + e0
+    inside = [sp for sp in bspans if block.start + m.end() <= sp.start < end and sp.type in ("SERVICE", "COMPONENT", "PRODUCT", "ORG")]
+    if inside:
+        add(term, inside[0], "part_of", 0.5, "definition", block, block.start, end)
 
 
 def _sentence_of(block: Block, pos: int) -> tuple[int, int]:

@@ -445,3 +445,42 @@ def test_unicode_offsets_are_exact():
 def test_crlf_and_tabs():
     text = "# Title\r\n\r\n" + "\r\n".join(sentences(1, topic=f"line{i}") for i in range(60)) + "\r\n\t- item\r\n"
     chunks_of(make_doc(text))
+
+
+# --- a tokenizer whose counts do not add up (SentencePiece-like, as EmbeddingGemma's) --------
+
+
+@pytest.fixture(scope="module")
+def metaspace_model(tmp_path_factory):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator([paragraphs(20), "# How to\n\n1. Step one.\n- item `code`"] * 3, trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)]
+    )
+    directory = tmp_path_factory.mktemp("metaspace-model")
+    tok.save(str(directory / "tokenizer.json"))
+    (directory / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
+    return directory
+
+
+def test_other_tokenizers_are_counted_on_the_final_text(metaspace_model):
+    counter = get_counter(str(metaspace_model))
+    assert not counter.additive and counter.max_length == 128 and counter.special_tokens == 2
+    text = (
+        "# Guide\n\n" + paragraphs(6) + "\n\n## Steps\n\n" + "\n".join(f"{i}. Step {i} runs." for i in range(1, 9))
+        + "\n\n" + "q" * 20000 + "\n\n" + "中文字符" * 300 + "\n"
+    )
+    doc = make_doc(text)
+    out = chunk_doc(doc, model=str(metaspace_model), max_tokens=256)
+    assert len(out) > 5
+    counts = counter.count_batch([c["text"] for c in out])
+    preludes = counter.count_batch([c["prelude"] for c in out])
+    for c, n, pn in zip(out, counts, preludes):
+        assert text[c["start"]:c["end"]] == c["text"]
+        assert c["tokens"] == n
+        assert n + pn + 2 <= 128
+        assert len(counter.encode(c["prelude"] + "\n" + c["text"], add_special_tokens=True).ids) <= 128 + 1
