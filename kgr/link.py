@@ -145,6 +145,7 @@ ALIAS_PATTERNS = [
     # "Long, usually written Short" / "Long, also called Short" / "Long (also known as Short)"
     re.compile(r"(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5}),?\s+(?:usually|often|commonly|also)\s+(?:written|called|known\s+as|abbreviated(?:\s+as)?|referred\s+to\s+as)\s+\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"),
 ]
+ID_AFTER_NAME = re.compile(r"(?P<long>(?:[A-Z][\w'-]*\s+){1,5}(?:Policy|Standard|Procedure|Policies|Guideline|Guidelines|Plan|Agreement|Charter))\s+\((?P<id>[A-Z][A-Z0-9]{1,9}-\d{1,6})\)")
 SUBJECT_ALIAS = re.compile(
     r"(?:[Ss]hort\s+name|[Aa]bbreviation|[Aa]lso\s+known\s+as|[Aa]ka|[Rr]epository|[Rr]epo|[Cc]ode\s+name|[Ss]ervice\s+id|[Ii]d)\s*:?\**\s*:?\s*\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"
 )
@@ -159,6 +160,9 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
             long = _trim_long(long, short)
             if long and is_abbreviation(short, long):
                 pairs.append((short, long))
+    # "Access Control Policy (POL-003)": a document id in parentheses names the thing before it
+    for m in ID_AFTER_NAME.finditer(text):
+        pairs.append((m.group("id"), m.group("long")))
     if subject:
         for m in SUBJECT_ALIAS.finditer(text):
             short = m.group("short").strip()

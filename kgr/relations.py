@@ -326,8 +326,9 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         if DEPENDENCY_HEADINGS.search(heading):
             rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
             add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
-        elif SEE_ALSO_HEADINGS.match(heading) or REFERENCE_HEADINGS.match(heading):
-            rel = "cites" if REFERENCE_HEADINGS.match(heading) else "refers_to"
+        elif REFERENCE_HEADINGS.match(heading):
+            # "See also" lists are navigation, not statements; "References" are citations.
+            rel = "cites"
             for sp in bspans:
                 if _relevant(sp):
                     add(subj, sp, rel, 0.7, f"section:{heading.lower()}", block, block.start, block.end)
@@ -338,8 +339,10 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         before = doc.text[max(block.start, sp.start - 6):sp.start].lower()
         if "(" in before or "see " in before:
             s0, e0 = _sentence_of(block, sp.start)
-            owners = [x for x in bspans if block.start + s0 <= x.start < sp.start and _relevant(x) and x.features.get("pattern") != "ticket"]
-            src = owners[0] if owners else subject
+            prev = [x for x in bspans if x.end <= sp.start]
+            if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end:sp.start]) and len(prev[-1].surface.split()) > 1:
+                continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
+            src = subject
             if src is not None:
                 add(src, sp, "refers_to", 0.7, "parenthetical", block, block.start + s0, block.start + e0)
 

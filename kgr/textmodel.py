@@ -94,6 +94,11 @@ class Document:
             inside = [s for s in spans if sec.heading.start <= s.start < sec.heading.end and s.source != "coref"]
             if inside:
                 best = max(inside, key=lambda s: (s.end - s.start, -s.start))
+                first = min(inside, key=lambda s: s.start)
+                # "ADR-019: Store money ...", "v3.2.1 (2024-05-14)": a leading id names the section
+                lead = sec.heading.masked[: first.start - sec.heading.start].strip()
+                if not lead and (first.features.get("pattern") in ("ticket", "version") or first.type == "VERSION"):
+                    best = first
                 self.section_subjects[idx] = best
                 if self.title_block is not None and sec.heading is self.title_block:
                     self.subject = best
