@@ -618,7 +618,7 @@ class Chunker:
                     raise _TooManyChunks()
 
         if not self.counter.additive:
-            spans = self._verify(doc, spans, limit_of)
+            spans = self._verify(plan, spans, limit_of)
 
         out = []
         for ord_, (i, start, end, tokens) in enumerate(spans):
@@ -921,23 +921,36 @@ class Chunker:
 
     # -- exact counts for tokenizers whose counts do not add up -----------------
 
-    def _verify(self, doc: _Doc, spans, limit_of) -> list[tuple[int, int, int, int]]:
-        text = doc.text
-        counts = self.counter.count_batch([text[s:e] for _, s, e, _ in spans])
+    def _verify(self, plan: "_Plan", spans, limit_of) -> list[tuple[int, int, int, int]]:
+        """Count the final texts again, and what the embedder reads, and cut what is over.
+
+        Only for tokenizers whose counts do not add up over cut text; chunks over the
+        limit are cut again between their own tokens (rare: a count changed by the cut).
+        """
+        text = plan.doc.text
+        preludes = plan.preludes
+        bodies = [text[s:e] for _, s, e, _ in spans]
+        counts = self.counter.count_batch(bodies)
+        embedded = self.counter.count_batch([preludes[i] + "\n" + b for (i, _, _, _), b in zip(spans, bodies)])
         out = []
-        for (i, s, e, _), n in zip(spans, counts):
+        for (i, s, e, _), n, m in zip(spans, counts, embedded):
             limit = limit_of(i)
-            if n <= limit:
+            if n <= limit and m <= self.text_limit:
                 out.append((i, s, e, n))
                 continue
+            # the join with the prelude may cost tokens of its own
+            limit = max(1, min(limit, limit - (m - self.text_limit)))
             pos = s
             while pos < e:
                 offsets = self.counter.offsets(text[pos:e])
                 end = e if len(offsets) <= limit else pos + max(1, offsets[limit - 1][1])
-                tokens = self.counter.count(text[pos:end])
-                while tokens > limit and end - pos > 1:
+                while True:
+                    body = text[pos:end]
+                    tokens = self.counter.count(body)
+                    if (tokens <= limit and self.counter.count(preludes[i] + "\n" + body) <= self.text_limit) \
+                            or end - pos <= 1:
+                        break
                     end = pos + (end - pos) // 2
-                    tokens = self.counter.count(text[pos:end])
                 out.append((i, pos, end, tokens))
                 pos = end
                 while pos < e and text[pos].isspace():
