@@ -139,6 +139,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         _definition(doc, block, bspans, add)
     _steps(doc, by_block, add)
     _tables(doc, by_block, add)
+    _sequences(doc, by_block, add)
     return list(found.values())
 
 
@@ -177,8 +178,9 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if any(sp.start < te and ts < sp.end for sp in sent_spans):
                 continue  # the trigger word is inside a name
-            left = [sp for sp in sent_spans if sp.end <= ts and _relevant(sp)]
-            right = [sp for sp in sent_spans if sp.start >= te and _relevant(sp)]
+            ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
+            left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
+            right = [sp for sp in sent_spans if sp.start >= te and ok(sp)]
             if not right:
                 continue
             objects = _objects(doc, te, right, block)
@@ -423,21 +425,36 @@ def _steps(doc: Document, by_block: dict[int, list], add) -> None:
             continue
         if block.kind != "item" or block.step is None:
             continue
-        key = _step_key(by_block.get(id(block), []), doc.subject)
+        key = _step_key(doc, block, by_block.get(id(block), []))
         if prev_block is not None and block.step == prev_block.step + 1 and key is not None and prev_key is not None:
             add(prev_key, key, "precedes", 0.6, "numbered steps", block, prev_block.start, block.end)
         prev_block, prev_key = block, key
 
 
-def _step_key(bspans: list, subject):
-    cands = [sp for sp in bspans if _relevant(sp) and sp.source != "coref"]
-    for sp in cands:
-        if sp.source == "code" or sp.type == "API":
-            return sp
-    for sp in cands:
-        if subject is None or sp.surface != subject.surface:
+def _step_key(doc: Document, block: Block, bspans: list):
+    """The actor of a step: the grammatical subject of its first sentence ("3. OIS commits ...").
+    Imperative steps ("Check the dashboard") have no actor and link nothing."""
+    s0, e0 = block.sentences()[0] if block.sentences() else (0, len(block.raw))
+    first = [sp for sp in bspans if sp.start < block.start + e0 and _relevant(sp)]
+    for sp in first:
+        tok_subject = _dep_subject_of_span(doc, block, sp)
+        if tok_subject:
             return sp
     return None
+
+
+def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
+    sdocs = getattr(doc, "nlp_docs", None)
+    if not sdocs:
+        return False
+    try:
+        sdoc = sdocs[doc.blocks.index(block)]
+    except ValueError:
+        return False
+    if sdoc is None:
+        return False
+    rel_start, rel_end = sp.start - block.start, sp.end - block.start
+    return any(t.dep_ in ("nsubj", "nsubjpass") and rel_start <= t.idx < rel_end for t in sdoc)
 
 
 def _tables(doc: Document, by_block: dict[int, list], add) -> None:
@@ -486,3 +503,17 @@ def _column_relation(name: str) -> str | None:
     if re.search(r"\b(?:part\s+of|parent|component\s+of)", name):
         return "part_of"
     return None
+
+
+def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
+    """"upgraded X from 1.2.7 to 1.3.2", "A -> B -> C": the first precedes the second."""
+    for block in doc.blocks:
+        spans = by_block.get(id(block), [])
+        for a, b in zip(spans, spans[1:]):
+            gap = _unmark(doc.text[a.end:b.start])
+            before = _unmark(doc.text[max(block.start, a.start - 6):a.start]).lower()
+            if re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) or (
+                re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type
+            ):
+                s0, e0 = _sentence_of(block, a.start)
+                add(a, b, "precedes", 0.75, "sequence", block, block.start + s0, block.start + e0)
