@@ -125,6 +125,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         }
 
     by_block = _spans_by_block(doc, spans)
+    doc._spans_cache = by_block
     for block in doc.blocks:
         if block.kind == "code":
             continue
@@ -137,6 +138,9 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         _appositions(doc, block, bspans, add)
         _locations(doc, block, bspans, add)
         _definition(doc, block, bspans, add)
+        _as_required(doc, block, bspans, add)
+        _defined_terms(doc, block, bspans, add)
+        _release_additions(doc, block, bspans, add)
     _steps(doc, by_block, add)
     _tables(doc, by_block, add)
     _sequences(doc, by_block, add)
@@ -191,7 +195,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
             if subject is None:
-                subject = doc.subject_at(ts)
+                subject = _topic(doc, block) or doc.subject_at(ts)
                 proximity = 0.6
             if subject is None:
                 continue
@@ -203,6 +207,16 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 if not _types_ok(trig.rel, src, dst):
                     continue
                 add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
+
+
+def _topic(doc: Document, block: Block):
+    """A block that starts with a bold term ("**Idempotency key**: ...") is about that term."""
+    m = re.match(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?\*\*([^*]+)\*\*", block.raw)
+    if not m:
+        return None
+    pos = block.start + m.start(1)
+    spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
+    return next((sp for sp in spans if sp.start <= pos < sp.end or sp.start == pos), None)
 
 
 def _types_ok(rel: str, src, dst) -> bool:
@@ -329,11 +343,8 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
             add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
         elif REFERENCE_HEADINGS.match(heading):
-            # "See also" lists are navigation, not statements; "References" are citations.
-            rel = "cites"
-            for sp in bspans:
-                if _relevant(sp):
-                    add(subj, sp, rel, 0.7, f"section:{heading.lower()}", block, block.start, block.end)
+            # "See also" lists are navigation, not statements; "References" cite their first item.
+            add(subj, first, "cites", 0.7, f"section:{heading.lower()}", block, block.start, block.end)
     # "(OPS-781)", "see POL-007": an informal reference from the sentence's subject
     for sp in bspans:
         if sp.features.get("pattern") != "ticket":
@@ -517,3 +528,50 @@ def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
             ):
                 s0, e0 = _sentence_of(block, a.start)
                 add(a, b, "precedes", 0.75, "sequence", block, block.start + s0, block.start + e0)
+
+
+AS_REQUIRED = re.compile(r"\bas\s+(?:the\s+)?$", re.I)
+REQUIRE_VERB = re.compile(r"^\s*(?:requires|required|recommends|mandates|specifies|demands|prescribes|says)\b", re.I)
+ID_LIKE = re.compile(r"^[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
+
+
+def _as_required(doc: Document, block: Block, bspans: list, add) -> None:
+    """"..., as ADR-012 recommends" (a document cites a document); "X is due ..., as the
+    Incident Policy requires" (the policy defines X)."""
+    for sp in bspans:
+        before = _unmark(doc.text[max(block.start, sp.start - 8):sp.start])
+        if not AS_REQUIRED.search(before) or not REQUIRE_VERB.match(_unmark(doc.text[sp.end:sp.end + 20])):
+            continue
+        s0, e0 = _sentence_of(block, sp.start)
+        s, e = block.start + s0, block.start + e0
+        if ID_LIKE.match(sp.surface) or sp.type == "STANDARD":
+            src = doc.subject_at(sp.start)
+            if src is not None:
+                add(src, sp, "cites", 0.75, "as X requires", block, s, e)
+        else:
+            first = next((x for x in bspans if s <= x.start < sp.start and _relevant(x)), None)
+            if first is not None:
+                add(sp, first, "defines", 0.7, "as X requires", block, s, e)
+
+
+def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
+    """A policy or standard that introduces a term in bold ("**Legal hold**: ...") defines it."""
+    subject = doc.subject
+    if subject is None or subject.type not in ("POLICY", "STANDARD"):
+        return
+    topic = _topic(doc, block)
+    if topic is not None and topic.surface != subject.surface:
+        add(subject, topic, "defines", 0.6, "bold term in a policy", block, block.start, block.end)
+
+
+def _release_additions(doc: Document, block: Block, bspans: list, add) -> None:
+    """Release notes: "error code X was added", "New: error code X" -> the release defines X."""
+    owner = doc.subject_at(block.start)
+    if owner is None or owner.type != "VERSION":
+        return
+    for sp in bspans:
+        before = _unmark(doc.text[max(block.start, sp.start - 14):sp.start]).lower()
+        after = _unmark(doc.text[sp.end:sp.end + 16]).lower()
+        if re.search(r"error\s+codes?\s+$", before) or re.match(r"\s*(?:was|were|is|are)\s+(?:added|introduced|new)\b", after):
+            s0, e0 = _sentence_of(block, sp.start)
+            add(owner, sp, "defines", 0.7, "release adds", block, block.start + s0, block.start + e0)
