@@ -84,7 +84,8 @@ KEY_RELATIONS = {
     "supersedes": ("precedes", True), "replaces": ("precedes", True), "superseded by": ("precedes", False),
     "related": ("refers_to", False),
 }
-REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|hard\s+dependency|cannot|must|mandatory|blocking|needs?)\b", re.I)
+REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I)
+NEGATION = re.compile(r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
 OBJECT_GAP = re.compile(r"^[\s\w'’/-]{0,40}$")
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
@@ -182,6 +183,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if any(sp.start < te and ts < sp.end for sp in sent_spans):
                 continue  # the trigger word is inside a name
+            if NEGATION.search(masked_sentence[max(0, m.start() - 24):m.start()]):
+                continue  # "SETL never calls the Charges API"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
             right = [sp for sp in sent_spans if sp.start >= te and ok(sp)]
