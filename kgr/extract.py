@@ -280,7 +280,9 @@ def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
                 if _looks_like_name(h) and len(h.split()) > 1:
                     yield h, "heading"
         for m in BOLD.finditer(block.raw):
-            for term in _split_parenthetical(m.group(2).strip().rstrip(":").strip()):
+            if m.group(2).strip().endswith(":"):
+                continue  # "**Owner:**" is a label
+            for term in _split_parenthetical(m.group(2).strip()):
                 if _definable(term) and not _common_word(term, doc.text) and _used_elsewhere(term, doc.text, m.start()):
                     yield term, "bold"
         for m in CODE_SPAN.finditer(block.raw):
@@ -671,6 +673,7 @@ def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
         nxt = ordered[i + 1] if i + 1 < len(ordered) else None
         if nxt is not None and nxt.start < new_end:
             continue
+        sp.features["base"] = sp.surface
         sp.end = new_end
         sp.surface = text[sp.start:sp.end]
         sp.type = _guess_type(sp.surface, "name")

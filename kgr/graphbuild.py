@@ -63,6 +63,10 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     extractor = Extractor(nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=load_gazetteer(store),
                           version_regex=cfg["extract"]["regex"]["version"])
     linker = Linker(stored_entities(store))
+    # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
+    # Service (OIS)" that another page declares, whatever order the pages come in.
+    for doc in stored_docs(store):
+        linker.learn(doc["text"], doc.get("title"))
     for doc_id, path, title, text, hash_ in pending:
         doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
         chunks = [

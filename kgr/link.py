@@ -46,6 +46,16 @@ def tokens(surface: str) -> list[str]:
     return [t for t in re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", folded)) if t]
 
 
+VERSION_TAIL = re.compile(r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)*(?:-[a-z0-9]+)?|\s+Type\s+(?:I{1,3}|[123]))+$")
+
+
+def unversioned(surface: str) -> str:
+    """"ISO/IEC 27001:2022" -> "ISO/IEC 27001", "PCI DSS v4.0" -> "PCI DSS", "PostgreSQL 15" -> "PostgreSQL"."""
+    core = VERSION_TAIL.sub("", surface).strip()
+    core = core.replace("ISO/IEC ", "ISO ")
+    return core if core and len(core) >= 2 else surface
+
+
 def singular(n: str) -> str:
     if n.endswith("ies") and len(n) > 4:
         return n[:-3] + "y"
@@ -191,6 +201,7 @@ class Linker:
         self.by_norm: dict[str, str] = {}
         self.by_token: dict[str, set[str]] = {}
         self.aliases: dict[str, str] = {}  # norm of a learned alias -> norm of its long form
+        self.pending_long: dict[str, str] = {}  # long forms declared before any mention of them
         for rec in entities:
             ent = Entity(rec["key"], rec["name"], rec["type"], rec.get("norm") or norm(rec["name"]),
                          list(rec.get("aliases") or []), rec.get("description"), rec.get("popularity") or 0.0,
@@ -233,6 +244,12 @@ class Linker:
                 out[self.by_norm[self.aliases[probe]]] = 1.0
         if out:
             return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+        core = unversioned(surface)
+        if core != surface and norm(core) in self.by_norm:
+            return [(self.by_norm[norm(core)], 0.95)]
+        special = self._special_candidates(surface)
+        if special:
+            return special
         toks = set(tokens(surface))
         keys: set[str] = set()
         for t in toks:
@@ -257,6 +274,23 @@ class Linker:
             if best:
                 out[key] = best
         return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _special_candidates(self, surface: str) -> list[tuple[str, float]]:
+        """Code names and contractions ("order-intake", "CoreInfra") of a multi-word name, and
+        first names of people: linked only when exactly one entity fits."""
+        words = surface.split()
+        fits: list[str] = []
+        if len(words) == 1 and (re.search(r"[-_]", surface) or re.search(r"[a-z][A-Z]", surface)):
+            first = norm(surface)[:1]
+            for key, ent in self.entities.items():
+                if len(ent.name.split()) > 1 and norm(ent.name)[:1] == first and is_abbreviation(surface, ent.name):
+                    fits.append(key)
+        elif len(words) == 1 and surface[:1].isupper() and surface[1:].islower():
+            n = norm(surface)
+            fits = [k for k, e in self.entities.items() if e.type == "PERSON" and len(e.name.split()) >= 2 and norm(e.name.split()[0]) == n]
+        if len(fits) == 1:
+            return [(fits[0], 0.9)]
+        return []
 
     def score(self, ent: Entity, string_sim: float, mtype: str, doc_path: str) -> float:
         tp = 1.0 if mtype == ent.type else 0.5 if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"} else 0.0
@@ -295,12 +329,18 @@ class Linker:
 
     # -- one document ------------------------------------------------------------------------
 
+    def learn(self, text: str, subject: str | None) -> None:
+        """Remember the aliases a text declares ("Order Intake Service (OIS)")."""
+        for short, long in learn_aliases(text, subject):
+            self.aliases.setdefault(norm(short), norm(long))
+            if norm(long) not in self.by_norm:
+                self.pending_long.setdefault(norm(long), long)
+
     def link_doc(self, doc: dict | None, mentions: list[dict], relations: list[dict]) -> list[dict]:
         path = doc["path"] if doc else ""
         subject = _subject_surface(doc, mentions)
         if doc is not None:
-            for short, long in learn_aliases(doc.get("text", ""), subject):
-                self.aliases.setdefault(norm(short), norm(long))
+            self.learn(doc.get("text", ""), subject)
         touched: dict[str, Entity] = {}
         by_surface: dict[str, Entity] = {}
         out_mentions = []
@@ -313,7 +353,15 @@ class Linker:
             if surface in by_surface:
                 ent, score = by_surface[surface], 1.0
             else:
-                ent, score, _ = self.link(surface, m.get("type") or "CONCEPT", path)
+                base = (m.get("features") or {}).get("base")
+                long_norm = self.aliases.get(norm(surface))
+                if long_norm and long_norm not in self.by_norm and long_norm in self.pending_long:
+                    ent = self._new(self.pending_long[long_norm], m.get("type") or "CONCEPT")
+                    score = 1.0
+                elif base and self.candidates(base) and self.candidates(base)[0][1] >= 1.0:
+                    ent, score, _ = self.link(base, m.get("type") or "CONCEPT", path)
+                else:
+                    ent, score, _ = self.link(surface, m.get("type") or "CONCEPT", path)
                 # a learned alias points a new short form at its long form
                 long_norm = self.aliases.get(norm(surface))
                 if long_norm and long_norm in self.by_norm and self.by_norm[long_norm] != ent.key and _fresh(ent):
