@@ -82,7 +82,7 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
     # CamelCase with at least two humps: CreateOrder, PostJournalEntry, KestrelConsumerLagHigh
     ("camel", "API", re.compile(rf"{_B}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+{_E}")),
     # dotted identifiers: orders.created.v1, setl.release.enabled (two dots or more, lower case)
-    ("dotted", "API", re.compile(rf"{_B}[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}")),
+    ("dotted", "API", re.compile(rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}")),
 ]
 
 # Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
@@ -235,6 +235,14 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     strong: dict[str, tuple[str, str]] = {}
     counts: dict[str, int] = {}
     kebab: dict[str, int] = {}
+    docs = list(docs)
+    lower: set[str] = set()
+    for doc in docs:
+        lower.update(re.findall(r"(?<![\w-])[a-z][a-z']+(?![\w-])", doc.get("text", "")))
+
+    def common(word: str, _pos: int) -> bool:
+        return word.lower() in lower or word.lower() in STOP_NAMES
+
     for doc in docs:
         for m in KEBAB.finditer(doc.get("text", "")):
             kebab[m.group()] = kebab.get(m.group(), 0) + 1
@@ -245,7 +253,7 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
         for block in parsed.blocks:
             if block.kind in ("code",):
                 continue
-            for s, e in _name_runs(block.masked, block.sentence_starts):
+            for s, e in _name_runs(block.masked, block.sentence_starts, common):
                 term = block.masked[s:e]
                 counts[term] = counts.get(term, 0) + 1
     # code names written in plain text ("ledger-svc", "notif-hub") that abbreviate a known name
@@ -363,7 +371,7 @@ def _guess_type(term: str, source: str) -> str:
 # -- names by spelling ---------------------------------------------------------------------
 
 
-def _name_runs(masked: str, sentence_starts: set[int]) -> Iterator[tuple[int, int]]:
+def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[tuple[int, int]]:
     """Runs of capitalised words (with inner connectors) that are proper names by spelling.
 
     A run that starts a sentence is kept only when it has two capitalised words or more
@@ -399,6 +407,13 @@ def _name_runs(masked: str, sentence_starts: set[int]) -> Iterator[tuple[int, in
             text = text[:-2]
         at_start = _at_sentence_start(masked, start, sentence_starts)
         words = text.split()
+        # "Ask Hollis Varga": a sentence-initial common word is not part of the name
+        if at_start and len(words) > 1 and common is not None and common(words[0], start):
+            cut = len(words[0]) + 1
+            start += cut
+            text = text[cut:]
+            words = words[1:]
+            at_start = False
         # drop leading stop words ("The Ledger" -> "Ledger"; "If Kestrel" -> "Kestrel")
         while words and words[0].lower() in STOP_NAMES and len(words) > 1:
             cut = len(words[0]) + 1
@@ -485,7 +500,13 @@ class Extractor:
                 yield Span(base + s, base + e, raw[s:e], t.type or "CONCEPT", "gazetteer", score,
                            {"gazetteer": True, "term": term, "gaz_source": t.source})
         if block.kind != "heading":
-            for s, e in _name_runs(masked, block.sentence_starts):
+            def common(word: str, pos: int, sdoc=sdoc) -> bool:
+                if sdoc is None:
+                    return word.lower() in STOP_NAMES
+                tok = next((t for t in sdoc if t.idx == pos), None)
+                return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
+
+            for s, e in _name_runs(masked, block.sentence_starts, common):
                 yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})
         if sdoc is not None:
             for ent in sdoc.ents:

@@ -1,0 +1,112 @@
+"""Extraction with the real spaCy model on texts written for these tests."""
+
+from kgr.extract import Gazetteer, GazTerm, mine_terms
+
+
+def surfaces(spans, source=None):
+    return [s.surface for s in spans if source is None or s.source == source]
+
+
+def triples(relations):
+    return {(r["src"], r["rel"], r["dst"]) for r in relations}
+
+
+def test_regex_families(analyse):
+    text = ("# Billing Gateway\n\nThe gateway exposes `ChargeCard` and `REFUND_LIMIT` on topic billing.charges.v2, "
+            "fixed in v4.1.2 after INC-2041. It follows RFC 9110 and ISO 27001 and runs in eu-west-2. "
+            "Clients call POST /v1/charges. Uptime was 99.95% over 2.5 days.\n")
+    spans, _ = analyse(text)
+    got = {s.surface: (s.type, s.source) for s in spans}
+    assert got["ChargeCard"][0] == "API"
+    assert got["REFUND_LIMIT"][0] == "API"
+    assert got["billing.charges.v2"][0] == "API"
+    assert got["v4.1.2"] == ("VERSION", "regex")
+    assert got["INC-2041"][1] == "regex"
+    assert got["RFC 9110"][0] == "STANDARD" and got["ISO 27001"][0] == "STANDARD"
+    assert got["eu-west-2"][0] == "LOCATION"
+    assert got["POST /v1/charges"][0] == "API"
+    assert "99.95" not in got and "2.5" not in got  # decimals are not versions
+
+
+def test_names_by_spelling_and_sentence_starts(analyse):
+    text = "Promote the replica first. Then ask Hollis Varga to check the Quarry Scheduler and the Borealis queue.\n"
+    spans, _ = analyse(text)
+    names = surfaces(spans)
+    assert "Hollis Varga" in names
+    assert "Quarry Scheduler" in names
+    assert "Promote" not in names and "Then" not in names
+
+
+def test_bold_defined_terms_match_plurals_in_lower_case(analyse):
+    text = ("# Glossary\n\n**Cold window**: The hour during which writes are refused.\n\n"
+            "Two cold windows a day are too many; the cold window starts at noon.\n")
+    spans, _ = analyse(text)
+    assert surfaces(spans).count("cold window") == 1
+    assert "cold windows" in surfaces(spans)
+
+
+def test_coreference_to_the_subject(analyse):
+    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans the nightly jobs. It is owned by Team Basin. "
+            "Once a day the scheduler reads the calendar.\n")
+    spans, rels = analyse(text)
+    corefs = {s.surface: s.refers for s in spans if s.source == "coref"}
+    assert corefs.get("It") == "Quarry Scheduler"
+    assert corefs.get("the scheduler") == "Quarry Scheduler"
+    assert ("Quarry Scheduler", "owned_by", "Team Basin") in triples(rels)
+
+
+def test_coordinated_objects_and_inverse_triggers(analyse):
+    text = "Team Basin owns the Quarry Scheduler, the Lumen Index and the Ferry Relay.\n"
+    _, rels = analyse(text)
+    assert {("Quarry Scheduler", "owned_by", "Team Basin"), ("Lumen Index", "owned_by", "Team Basin"),
+            ("Ferry Relay", "owned_by", "Team Basin")} <= triples(rels)
+
+
+def test_negated_statements_are_not_relations(analyse):
+    _, rels = analyse("The Lumen Index never calls the Ferry Relay directly.\n")
+    assert not any(r["rel"] == "uses" for r in rels)
+
+
+def test_structural_rules(analyse):
+    text = ("# Lumen Index\n\n**Owner:** Team Basin\n\n## Dependencies\n\n"
+            "- **Ferry Relay**: required; the index cannot start without it.\n"
+            "- **Borealis Cache**: speeds up reads.\n\n"
+            "## Upgrades\n\nWe upgraded Borealis Cache from v2.1.0 to v2.2.0. Escalation: Hollis Varga -> Ona Pike.\n")
+    _, rels = analyse(text)
+    t = triples(rels)
+    assert ("Lumen Index", "owned_by", "Team Basin") in t
+    assert ("Lumen Index", "depends_on", "Ferry Relay") in t
+    assert ("Lumen Index", "uses", "Borealis Cache") in t
+    assert ("v2.1.0", "precedes", "v2.2.0") in t
+    assert ("Hollis Varga", "precedes", "Ona Pike") in t
+
+
+def test_evidence_points_at_the_sentence(analyse):
+    text = "# Ferry Relay\n\nThe Ferry Relay is built on the Borealis Cache.\n"
+    _, rels = analyse(text)
+    (rel,) = [r for r in rels if r["rel"] == "depends_on"]
+    ev = rel["evidence"]
+    assert text[ev["start"]:ev["end"]].strip() == ev["sentence"] == "The Ferry Relay is built on the Borealis Cache."
+    assert 0 < rel["confidence"] <= 1
+
+
+def test_gazetteer_matches_case_and_boundaries():
+    g = Gazetteer([GazTerm("Lumen", "PRODUCT", 3, "name"), GazTerm("settlement batch", "CONCEPT", 2, "bold")])
+    text = "lumen and Lumen-2 and Lumen. Settlement batches and a settlement batch."
+    hits = [(text[s:e], t) for s, e, t in g.match(text)]
+    assert ("Lumen", "Lumen") in hits and ("lumen", "Lumen") not in hits
+    assert sum(1 for h, _ in hits if h == "Lumen") == 1  # not inside "Lumen-2"
+    assert ("Settlement batches", "settlement batch") in hits and ("settlement batch", "settlement batch") in hits
+
+
+def test_mining_keeps_titles_bold_code_and_frequent_names():
+    docs = [
+        {"title": "Ferry Relay", "text": "# Ferry Relay\n\nUse `ferry-cli` with **Cold window** rules. The cold window is short.\n"},
+        {"title": "Notes", "text": "Ask Hollis Varga. Hollis Varga knows. Then Hollis Varga left. Always ask first.\n"},
+    ]
+    terms = {t.term: t.source for t in mine_terms(docs, min_freq=3)}
+    assert terms["Ferry Relay"] == "title"
+    assert terms["ferry-cli"] == "code"
+    assert terms["Cold window"] == "bold"
+    assert terms["Hollis Varga"] == "name"
+    assert "Notes" not in terms or terms["Notes"] == "title"
