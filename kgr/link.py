@@ -6,7 +6,7 @@ entity-vector similarity joins when vectors exist. The candidates are scored
 
     score = 0.45 cos + 0.25 string_sim + 0.15 type_prior + 0.10 context + 0.05 popularity
 
-(weights renormalised over the terms that are available), and the mention links
+(until entity vectors exist, the string similarity stands in for the cosine), and the mention links
 when the score reaches the threshold (0.72); otherwise it founds a new entity with
 ``aliases=[surface]``. An exact norm or alias hit always links.
 
@@ -41,12 +41,16 @@ def norm(surface: str) -> str:
 
 
 def tokens(surface: str) -> list[str]:
-    folded = unicodedata.normalize("NFKD", surface.lower())
+    """Lower-case word tokens; CamelCase is split first ("BasinOps" -> basin, ops)."""
+    split = re.sub(r"([a-z])([A-Z])", r"\1 \2", surface)
+    folded = unicodedata.normalize("NFKD", split.lower())
     folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return [t for t in re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", folded)) if t]
+    return [t for t in re.split(r"[^a-z0-9]+", folded) if t]
 
 
-VERSION_TAIL = re.compile(r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)*(?:-[a-z0-9]+)?|\s+Type\s+(?:I{1,3}|[123]))+$")
+# ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
+# not "ISO 27001" or "SOC 2", where the number is the name).
+VERSION_TAIL = re.compile(r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$")
 
 
 def unversioned(surface: str) -> str:
@@ -161,14 +165,22 @@ SUBJECT_ALIAS = re.compile(
 )
 
 
+def declared_short_form(short: str, long: str) -> bool:
+    """Looser than is_abbreviation, for forms the text declares ("SETL: short for Settlement Engine"):
+    same first letter, and the letters of the short form appear in order in the long one."""
+    s, l = norm(short), norm(long)
+    return bool(s) and len(s) < len(l) and s[0] == l[0] and _subseq(s, l)
+
+
 def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
     """(short, long) pairs the text itself declares."""
     pairs = []
-    for rx in ALIAS_PATTERNS:
+    for i, rx in enumerate(ALIAS_PATTERNS):
+        check = is_abbreviation if i == 0 else declared_short_form
         for m in rx.finditer(text):
             long, short = m.group("long").strip(), m.group("short").strip()
-            long = _trim_long(long, short)
-            if long and is_abbreviation(short, long):
+            long = _trim_long(long, short, check)
+            if long:
                 pairs.append((short, long))
     # "Access Control Policy (POL-003)": a document id in parentheses names the thing before it
     for m in ID_AFTER_NAME.finditer(text):
@@ -176,17 +188,18 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
     if subject:
         for m in SUBJECT_ALIAS.finditer(text):
             short = m.group("short").strip()
-            if is_abbreviation(short, subject) or norm(short).startswith(norm(subject)[:4]):
+            if declared_short_form(short, subject) or norm(short).startswith(norm(subject)[:4]):
                 pairs.append((short, subject))
     return pairs
 
 
-def _trim_long(long: str, short: str) -> str:
-    """"Recently the Payments Platform" -> the shortest tail that the short form abbreviates."""
+def _trim_long(long: str, short: str, check=None) -> str:
+    """"Recently the Payments Platform" -> the longest tail that the short form abbreviates."""
+    check = check or is_abbreviation
     words = long.split()
     for i in range(len(words)):
         cand = " ".join(words[i:])
-        if cand and cand[0].isupper() and is_abbreviation(short, cand):
+        if cand and cand[0].isupper() and check(short, cand):
             return cand
     return ""
 
@@ -296,8 +309,9 @@ class Linker:
         tp = 1.0 if mtype == ent.type else 0.5 if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"} else 0.0
         ctx = 1.0 if doc_path in ent.docs else 0.0
         pop = min(1.0, math.log1p(ent.popularity) / math.log(50))
-        total = 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
-        return total / 0.55
+        # Without entity vectors, the string similarity stands in for the cosine term.
+        cos = self.vectors(ent, string_sim) if self.vectors is not None else string_sim
+        return 0.45 * cos + 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
 
     def link(self, surface: str, mtype: str, doc_path: str) -> tuple[Entity, float, bool]:
         """Return (entity, link score, created) for a mention."""

@@ -1,0 +1,66 @@
+from kgr.link import Linker, is_abbreviation, learn_aliases, link, norm, unversioned
+
+
+def test_norm_and_abbreviations():
+    assert norm("Lucía Ferrante") == "luciaferrante" == norm("Lucia  Ferrante")
+    assert is_abbreviation("QIS", "Quarry Intake Service")
+    assert is_abbreviation("QuarPlat", "Quarry Platform")
+    assert is_abbreviation("quarry-svc", "Quarry Service")
+    assert is_abbreviation("BasinOps", "Basin Operations")
+    assert not is_abbreviation("XYZ", "Quarry Intake Service")
+    assert not is_abbreviation("Quarry", "Quarry")
+    assert unversioned("ISO/IEC 27001:2022") == "ISO 27001"
+    assert unversioned("Borealis Cache v2.1") == "Borealis Cache"
+
+
+def test_declared_aliases():
+    text = ("The Quarry Intake Service (QIS) takes orders. **LIX**: short for Lumen Index. "
+            "Team Basin Operations, usually written BasinOps, runs it.")
+    pairs = set(learn_aliases(text, None))
+    assert ("QIS", "Quarry Intake Service") in pairs
+    assert ("LIX", "Lumen Index") in pairs
+    assert ("BasinOps", "Basin Operations") in pairs
+
+
+def mention(surface, type_="SERVICE", ord_=0, **kw):
+    return {"kind": "mention", "chunk": f"a.md#{ord_}", "surface": surface, "type": type_, "start": 0, "end": len(surface), "score": 0.8, "source": "name", **kw}
+
+
+def test_linking_merges_aliases_keeps_people_apart_and_is_deterministic():
+    doc = {"kind": "doc", "path": "a.md", "title": "Quarry Intake Service",
+           "text": "The Quarry Intake Service (QIS) is run by Ona Pike. Ona asked QIS to use quarry-intake."}
+    ms = [mention("Quarry Intake Service"), mention("QIS"), mention("Ona Pike", "PERSON"), mention("Ona", "PERSON"),
+          mention("quarry-intake", "COMPONENT"), mention("It", source="coref", refers_to="Quarry Intake Service")]
+
+    def run():
+        out = list(link([doc, *[dict(m) for m in ms]]))
+        return {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}, [e for e in out if e["kind"] == "entity"]
+
+    keys, entities = run()
+    assert keys["QIS"] == keys["Quarry Intake Service"] == keys["quarry-intake"] == keys["It"]
+    assert keys["Ona"] == keys["Ona Pike"] != keys["QIS"]
+    again, _ = run()
+    assert again == keys
+    service = next(e for e in entities if e["key"] == keys["QIS"])
+    assert service["name"] == "Quarry Intake Service"
+    assert {"QIS", "quarry-intake"} <= set(service["aliases"])
+
+
+def test_relations_get_entity_keys():
+    doc = {"kind": "doc", "path": "a.md", "title": "x", "text": ""}
+    ms = [mention("Lumen Index"), mention("Team Basin", "TEAM")]
+    rel = {"kind": "relation", "src": "Lumen Index", "dst": "Team Basin", "rel": "owned_by", "confidence": 0.8,
+           "evidence": {"start": 0, "end": 5, "sentence": "x"}}
+    out = list(link([doc, *ms, rel]))
+    (r,) = [x for x in out if x["kind"] == "relation"]
+    keys = {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}
+    assert (r["src"], r["dst"]) == (keys["Lumen Index"], keys["Team Basin"])
+    assert r["src_surface"] == "Lumen Index"
+
+
+def test_fuzzy_candidates_and_threshold():
+    linker = Linker([{"key": "lumenindex", "name": "Lumen Index", "type": "SERVICE"}])
+    ent, score, created = linker.link("Lumen Indx", "SERVICE", "b.md")  # edit distance 1
+    assert not created and ent.key == "lumenindex" and score >= 0.72
+    ent, _, created = linker.link("Ferry Relay", "SERVICE", "b.md")
+    assert created and ent.key != "lumenindex"
