@@ -342,6 +342,148 @@ def mine(db, top_k, min_freq, as_json, config_path):
         warn(f"mined {len(terms)} terms")
 
 
+@cli.command()
+@click.argument("query")
+@db_option()
+@click.option("--type", "type_", help="Only entities of this type (PERSON, SERVICE, ...).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@json_option
+@config_option
+def entities(query, db, type_, limit, as_json, config_path):
+    """Look up entities by name, alias and type, best match first.
+
+    \b
+    Example:
+        kgr entities "order intake" --db kb.sqlite
+    """
+    from . import entities as ents
+    from .store import Store
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        hits = ents.lookup(store, query, type_=type_, limit=limit)
+    if as_json:
+        emit(hits)
+        return
+    if not hits:
+        warn(f"no entity matches {query!r}")
+        raise click.exceptions.Exit(ExitStatus.ERROR)
+    for h in hits:
+        aliases = f"  (also: {', '.join(h['aliases'][:5])})" if h["aliases"] else ""
+        click.echo(f"{h['score']:.2f}  {h['name']}  [{h['type']}]{aliases}")
+
+
+@cli.command()
+@click.argument("entity")
+@db_option()
+@click.option("--hops", type=click.IntRange(0, 3), default=2, show_default=True, help="Depth of the neighbourhood.")
+@json_option
+@config_option
+def explain(entity, db, hops, as_json, config_path):
+    """Explain an entity: definition, aliases, relations with evidence, sources, neighbourhood.
+
+    ENTITY is an id, a key, a name or an alias.
+
+    \b
+    Example:
+        kgr explain "Order Intake Service" --db kb.sqlite
+    """
+    from . import entities as ents
+    from .store import Store
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        info = ents.explain(store, entity, hops=hops)
+    if as_json:
+        emit([info])
+        return
+    out = click.echo
+    out(f"{info['name']}  [{info['type']}]  ({info['key']})")
+    if info["aliases"]:
+        out(f"aliases: {', '.join(info['aliases'])}")
+    if info["definition"]:
+        out(f"definition: {info['definition']}")
+    if info["relations"]:
+        out("relations:")
+        for r in info["relations"]:
+            ev = r["evidence"][0] if r["evidence"] else None
+            where = f"  <- {ev['path']}: {ev['sentence'][:100]}" if ev else ""
+            out(f"  {r['src_name']} --{r['rel']}--> {r['dst_name']}  ({r['confidence']:.2f}){where}")
+    if info["sources"]:
+        out("sources:")
+        for src in info["sources"]:
+            out(f"  {src['path']}  {src['mentions']} mentions  ({src['confidence']:.2f})")
+    nodes = [n for n in info["neighbourhood"]["nodes"] if n["distance"] > 0]
+    if nodes:
+        out(f"neighbourhood ({hops} hops, {info['neighbourhood']['method']}):")
+        for n in nodes:
+            out(f"  {'  ' * (n['distance'] - 1)}{n['name']}  (distance {n['distance']})")
+
+
+@cli.command()
+@db_option()
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@json_option
+@config_option
+def review(db, limit, as_json, config_path):
+    """List the lowest-confidence entity links and edges, for a person to check.
+
+    \b
+    Example:
+        kgr review --db kb.sqlite --limit 10
+    """
+    from . import entities as ents
+    from .store import Store
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        info = ents.review(store, limit=limit)
+    if as_json:
+        emit([info])
+        return
+    click.echo("links:")
+    for link_ in info["links"]:
+        click.echo(f"  {link_['link_score']:.2f}  {link_['surface']!r} -> {link_['entity']}  ({link_['path']})")
+    click.echo("edges:")
+    for e in info["edges"]:
+        click.echo(f"  {e['confidence']:.2f}  {e['src']} --{e['rel']}--> {e['dst']}  ({e['path']}: {(e['sentence'] or '')[:80]})")
+
+
+@cli.command()
+@click.argument("source")
+@click.argument("target")
+@db_option()
+@click.option("--max-hops", type=click.IntRange(1, 6), default=4, show_default=True)
+@click.option("--rels", help="Comma-separated relation types to follow (default: all).")
+@click.option("--limit", type=click.IntRange(1, 100), default=5, show_default=True)
+@json_option
+@config_option
+def path(source, target, db, max_hops, rels, limit, as_json, config_path):
+    """Shortest typed paths between two entities.
+
+    \b
+    Example:
+        kgr path "Settlement Engine" "Core Infrastructure" --db kb.sqlite
+    """
+    from . import entities as ents
+    from .store import Store
+
+    rel_list = [r.strip() for r in rels.split(",") if r.strip()] if rels else None
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        info = ents.paths(store, source, target, max_hops=max_hops, rels=rel_list, limit=limit)
+    if as_json:
+        emit([info])
+        return
+    if not info["paths"]:
+        warn(f"no path between {info['src']['name']} and {info['dst']['name']} within {max_hops} hops")
+        raise click.exceptions.Exit(ExitStatus.ERROR)
+    for p in info["paths"]:
+        parts = [p[0]["from_name"] if p[0]["forward"] else p[0]["to_name"]]
+        for step in p:
+            if step["forward"]:
+                parts.append(f"--{step['rel']}--> {step['to_name']}")
+            else:
+                parts.append(f"<--{step['rel']}-- {step['from_name']}")
+        click.echo(" ".join(parts))
+
+
 @cli.group(name="eval")
 def eval_group():
     """Measure extraction and retrieval quality against annotated data."""

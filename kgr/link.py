@@ -63,6 +63,8 @@ def unversioned(surface: str) -> str:
 def singular(n: str) -> str:
     if n.endswith("ies") and len(n) > 4:
         return n[:-3] + "y"
+    if n.endswith(("ches", "shes", "sses", "xes", "zes")) and len(n) > 5:
+        return n[:-2]
     if n.endswith("s") and not n.endswith("ss") and len(n) > 3:
         return n[:-1]
     return n
