@@ -516,9 +516,10 @@ def eval_extraction(golden, db, as_json, config_path):
 @click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Purge documents whose files are gone.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+@click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
 @json_option
 @config_option
-def ingest(paths, db, root, prune, progress, as_json, config_path):
+def ingest(paths, db, root, prune, progress, graph, as_json, config_path):
     """Normalize, chunk and load files in one process.
 
     Unchanged files (same mtime and size, else same hash) are skipped before parsing,
@@ -534,7 +535,8 @@ def ingest(paths, db, root, prune, progress, as_json, config_path):
     cfg = load_config(config_path)
     show = sys.stderr.isatty() if progress is None else progress
     with Store(resolve_db(db, config_path)) as store:
-        summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, on_error=lambda r: warn(error_line(r)))
+        summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, graph=graph,
+                                  on_error=lambda r: warn(error_line(r)))
     if as_json:
         emit([summary.as_dict()])
     else:

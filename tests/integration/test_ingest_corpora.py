@@ -19,7 +19,7 @@ def run_kgr(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> 
     return subprocess.run([sys.executable, "-m", "kgr", *args], input=stdin, capture_output=True, cwd=cwd, timeout=1800)
 
 
-def ingest_in_child(corpus: Path, db: Path) -> dict:
+def ingest_in_child(corpus: Path, db: Path, graph: bool = True) -> dict:
     """Ingest in a fresh interpreter and report the summary plus which heavy modules it imported."""
     code = (
         "import json, sys\n"
@@ -27,7 +27,7 @@ def ingest_in_child(corpus: Path, db: Path) -> dict:
         "from kgr.pipeline import ingest\n"
         "from kgr.store import Store\n"
         f"with Store({str(db)!r}) as s:\n"
-        f"    summary = ingest([{str(corpus)!r}], s, config=load(None))\n"
+        f"    summary = ingest([{str(corpus)!r}], s, config=load(None), graph={graph!r})\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in %r)\n"
         "print(json.dumps({'summary': summary.as_dict(), 'heavy': heavy}))\n" % (HEAVY,)
     )
@@ -48,7 +48,7 @@ def test_powershell_corpus_is_stored_whole_and_second_run_is_free(powershell, tm
     files = [p for p in powershell.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(powershell).parts)]
     md = [p for p in files if p.suffix.lower() in (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")]
     db = tmp_path / "ps.sqlite"
-    first = ingest_in_child(powershell, db)["summary"]
+    first = ingest_in_child(powershell, db, graph=False)["summary"]
     assert first["seen"] == len(md)
     with Store(db, readonly=True) as s:
         ok = s.scalar("SELECT count(*) FROM docs WHERE status='ok'")
@@ -60,7 +60,7 @@ def test_powershell_corpus_is_stored_whole_and_second_run_is_free(powershell, tm
         before = s.query("SELECT path, sig, mtime_ms FROM docs ORDER BY path")
         changes = s.scalar("SELECT count(*) FROM events")
     t = time.perf_counter()
-    second = ingest_in_child(powershell, db)
+    second = ingest_in_child(powershell, db, graph=False)
     wall = time.perf_counter() - t
     assert second["summary"]["unchanged"] == len(md)
     assert second["summary"]["ingested"] == 0
