@@ -1,0 +1,368 @@
+"""Format parsers: file bytes to Markdown text. HTML, PDF and DOCX run in a child process.
+
+Each parser returns ``(text, meta)`` or raises ParseFailure(reason, message) with a short
+reason class (binary, encrypted, malformed, dtd, zip_bomb, too_many_pages, ...). The
+parent (kgr.normalize) redacts, de-duplicates and hashes what comes back.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+import statistics
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ParseFailure
+
+TEXT_FORMATS = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt"}
+CHILD_FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx"}
+FORMATS = {**TEXT_FORMATS, **CHILD_FORMATS}
+
+MAGIC = [
+    (b"\x89PNG", "png"), (b"\x7fELF", "elf"), (b"PK\x03\x04", "zip"), (b"SQLite format 3\x00", "sqlite"),
+    (b"%PDF-", "pdf"), (b"GIF8", "gif"), (b"\xff\xd8\xff", "jpeg"), (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole"),
+    (b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ", "xz"), (b"MZ", "exe"),
+]
+
+
+@dataclass
+class Limits:
+    max_pages: int = 2000
+    max_chars: int = 5_000_000
+    max_zip_bytes: int = 100 * 1024 * 1024
+    max_zip_ratio: int = 100
+    max_zip_members: int = 10000
+
+
+# -- text ----------------------------------------------------------------------------
+
+
+def sniff_binary(head: bytes) -> str | None:
+    """The kind of binary a file is, from its first bytes; None for text.
+
+    Git's rule (a NUL in the first 8,000 bytes) after allowing for UTF-16/32 byte-order
+    marks, plus the magic numbers of common binary formats.
+    """
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return None
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            return kind
+    if b"\x00" in head[:8000]:
+        return "nul"
+    return None
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes to str without ever raising: BOMs honoured, invalid UTF-8 becomes U+FFFD,
+    NULs removed, CR and CRLF line ends become LF."""
+    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
+                     (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if data.startswith(bom):
+            text = data[len(bom):].decode(enc, errors="replace")
+            break
+    else:
+        text = data.decode("utf-8", errors="replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # lone surrogates cannot be stored as UTF-8
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def undecodable_share(text: str) -> float:
+    return text.count("\ufffd") / max(1, len(text))
+
+
+def parse_text(data: bytes, fmt: str) -> tuple[str, dict[str, Any]]:
+    kind = sniff_binary(data[:8192])
+    if kind is not None:
+        raise ParseFailure("binary", f"binary content ({kind}) in a .{fmt} file")
+    text = decode_text(data)
+    if len(text) > 1000 and undecodable_share(text) > 0.01:
+        raise ParseFailure("binary", "more than 1% of the bytes are not text")
+    return text, {}
+
+
+# -- HTML ----------------------------------------------------------------------------
+
+BOILERPLATE_TAGS = ["script", "style", "template", "noscript", "nav", "header", "footer", "aside", "form", "iframe", "svg",
+                    "button", "dialog", "object", "embed", "canvas", "select"]
+HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+
+def _hidden(el) -> bool:
+    attrs = getattr(el, "attrs", None) or {}
+    style = attrs.get("style", "") or ""
+    return "hidden" in attrs or attrs.get("aria-hidden") == "true" or bool(HIDDEN_STYLE.search(style if isinstance(style, str) else ""))
+
+
+def parse_html(data: bytes, limits: Limits) -> tuple[str, dict[str, Any]]:
+    """Main content to Markdown. Hidden elements are dropped (policy: hidden text is not content)."""
+    import html2text
+    from bs4 import BeautifulSoup, Comment
+
+    soup = BeautifulSoup(data, "lxml")
+    meta: dict[str, Any] = {}
+    title_tag = soup.find("title")
+    if title_tag and title_tag.get_text(strip=True):
+        meta["html_title"] = title_tag.get_text(" ", strip=True)
+    crumbs = soup.select('[aria-label*="readcrumb"], [class*="breadcrumb"], [id*="breadcrumb"]')
+    if crumbs:
+        parts = [a.get_text(" ", strip=True) for a in crumbs[0].find_all(["a", "li", "span"]) if a.get_text(strip=True)]
+        if not parts:
+            parts = [p.strip() for p in re.split(r"[›»>/|]", crumbs[0].get_text(" ", strip=True)) if p.strip()]
+        meta["breadcrumbs"] = list(dict.fromkeys(parts))
+    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
+        comment.extract()
+    hidden = [el for el in soup.find_all(True) if _hidden(el)]
+    for el in hidden:
+        if not getattr(el, "decomposed", False):
+            el.decompose()
+    main = soup.find("main") or soup.find(attrs={"role": "main"}) or soup.find("article")
+    root = main if main is not None else (soup.body or soup)
+    for tag in root.find_all(BOILERPLATE_TAGS):
+        tag.decompose()
+    h = html2text.HTML2Text()
+    h.body_width = 0
+    h.ignore_images = True
+    h.unicode_snob = True
+    h.ignore_emphasis = False
+    h.protect_links = False
+    h.single_line_break = False
+    text = h.handle(str(root))
+    text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+    return text, meta
+
+
+# -- PDF ------------------------------------------------------------------------------
+
+
+def parse_pdf(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
+    import pdfplumber
+    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+    from pdfminer.pdfparser import PDFSyntaxError
+
+    try:
+        pdf = pdfplumber.open(path)
+    except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
+        raise ParseFailure("encrypted", f"encrypted PDF ({type(exc).__name__})") from None
+    except PDFSyntaxError as exc:
+        raise ParseFailure("malformed", f"not a readable PDF: {exc}") from None
+    with pdf:
+        n = len(pdf.pages)
+        if n > limits.max_pages:
+            raise ParseFailure("too_many_pages", f"{n} pages, more than the limit of {limits.max_pages}")
+        pages: list[list[tuple[str, float]]] = []
+        total = 0
+        for page in pdf.pages:
+            try:
+                lines = page.extract_text_lines(layout=False, strip=True, return_chars=True)
+            finally:
+                page.close()
+            out = []
+            for line in lines:
+                sizes = [c.get("size", 0) for c in line.get("chars", []) if c.get("text", "").strip()]
+                out.append((line["text"], statistics.median(sizes) if sizes else 0.0))
+            pages.append(out)
+            total += sum(len(t) for t, _ in out)
+            if total > limits.max_chars:
+                break
+    return _pdf_markdown(pages), {"pages": n}
+
+
+def _pdf_markdown(pages: list[list[tuple[str, float]]]) -> str:
+    """Drop running headers and footers, mark larger-type lines as headings, join paragraphs."""
+    def key(line: str) -> str:
+        return re.sub(r"\d+", "#", line.strip().lower())
+
+    edges: dict[str, int] = {}
+    for lines in pages:
+        for text, _ in lines[:2] + lines[-2:]:
+            edges[key(text)] = edges.get(key(text), 0) + 1
+    running = {k for k, c in edges.items() if len(pages) >= 2 and c >= max(2, len(pages) // 2)}
+    sizes = [s for lines in pages for _, s in lines if s]
+    body = statistics.median(sizes) if sizes else 0.0
+    blocks: list[str] = []
+    para: list[str] = []
+    for lines in pages:
+        for i, (text, size) in enumerate(lines):
+            if key(text) in running and (i < 2 or i >= len(lines) - 2):
+                continue
+            if re.fullmatch(r"(?:page\s+)?\d+(?:\s*(?:/|of)\s*\d+)?", text.strip(), re.I):
+                continue
+            heading = body and size >= body * 1.15 and len(text) < 120
+            bullet = re.match(r"^\s*[•▪◦●·-]\s+", text)
+            numbered = re.match(r"^\s*(?:\d{1,3}[.)]|Step\s+\d+:)\s+", text)
+            if heading or bullet or numbered:
+                if para:
+                    blocks.append(" ".join(para))
+                    para = []
+                if heading:
+                    level = "#" if size >= body * 1.6 else "##"
+                    blocks.append(f"{level} {text.strip()}")
+                elif bullet:
+                    para = ["- " + text[bullet.end():].strip()]
+                else:
+                    para = [text.strip()]
+                continue
+            if para and (para[-1].endswith((".", ":", "!", "?")) and text[:1].isupper() and not para[0].startswith("- ")):
+                blocks.append(" ".join(para))
+                para = []
+            para.append(text.strip())
+    if para:
+        blocks.append(" ".join(para))
+    out = []
+    for b in blocks:
+        if out and (b.startswith("- ") and out[-1].startswith("- ")):
+            out[-1] += "\n" + b
+        else:
+            out.append(b)
+    return "\n\n".join(out).strip() + "\n"
+
+
+# -- DOCX ------------------------------------------------------------------------------
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def check_zip(path: str, limits: Limits) -> None:
+    """Stream-check an OOXML package before any parser sees it: total inflated bytes and
+    per-member ratio counted while inflating (headers are not trusted), member count,
+    nested archives, and no DTD in any XML part (billion laughs, XXE)."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if head.startswith(OLE_MAGIC):
+        raise ParseFailure("encrypted", "an encrypted (OLE) Office document, not a zip package")
+    if not head.startswith(b"PK"):
+        raise ParseFailure("malformed", "not a zip package")
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ParseFailure("malformed", f"bad zip: {exc}") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > limits.max_zip_members:
+            raise ParseFailure("zip_bomb", f"{len(infos)} members in the package")
+        total = 0
+        for info in infos:
+            if info.filename.lower().endswith((".zip", ".docx", ".xlsx", ".jar")):
+                raise ParseFailure("zip_bomb", f"nested archive {info.filename!r}")
+            inflated = 0
+            xml = info.filename.endswith((".xml", ".rels"))
+            first = b""
+            with zf.open(info) as member:
+                while True:
+                    chunk = member.read(1 << 16)
+                    if not chunk:
+                        break
+                    inflated += len(chunk)
+                    total += len(chunk)
+                    if xml and len(first) < 4096:
+                        first += chunk[: 4096 - len(first)]
+                        if b"<!doctype" in first.lower():
+                            raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
+                    if total > limits.max_zip_bytes:
+                        raise ParseFailure("zip_bomb", f"more than {limits.max_zip_bytes} bytes inflated")
+                    if inflated > 1 << 20 and inflated > limits.max_zip_ratio * max(1, info.compress_size):
+                        raise ParseFailure("zip_bomb", f"{info.filename} inflates more than {limits.max_zip_ratio}:1")
+            if xml and b"<!doctype" in first.lower():
+                raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
+    return None
+
+
+def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    check_zip(path, limits)
+    try:
+        document = docx.Document(path)
+    except Exception as exc:  # python-docx raises many kinds on a broken package
+        raise ParseFailure("malformed", f"not a readable DOCX: {type(exc).__name__}: {exc}") from None
+    out: list[str] = []
+    total = 0
+    body = document.element.body
+    for child in body.iterchildren():
+        tag = child.tag.rsplit("}", 1)[-1]
+        if tag == "p":
+            para = Paragraph(child, document)
+            text = para.text.strip()
+            if not text:
+                continue
+            style = (para.style.name if para.style is not None else "") or ""
+            m = re.match(r"Heading (\d)", style)
+            if style == "Title":
+                out.append(f"# {text}")
+            elif m:
+                out.append(f"{'#' * min(6, int(m.group(1)) + 0)} {text}")
+            elif "List" in style:
+                prefix = "1. " if "Number" in style else "- "
+                if out and re.match(r"^(?:- |1\. )", out[-1].split("\n")[-1]):
+                    out[-1] += "\n" + prefix + text
+                else:
+                    out.append(prefix + text)
+            else:
+                out.append(text)
+        elif tag == "tbl":
+            table = Table(child, document)
+            rows = []
+            for r, row in enumerate(table.rows):
+                cells = [" ".join(c.text.split()).replace("|", "\\|") for c in row.cells]
+                rows.append("| " + " | ".join(cells) + " |")
+                if r == 0:
+                    rows.append("|" + "|".join(" --- " for _ in cells) + "|")
+            if rows:
+                out.append("\n".join(rows))
+        total += len(out[-1]) if out else 0
+        if total > limits.max_chars:
+            break
+    return "\n\n".join(out).strip() + "\n", {}
+
+
+# -- dispatch (runs in the child) --------------------------------------------------------
+
+
+def parse_file(path: str, fmt: str, limits: Limits) -> tuple[str, dict[str, Any]]:
+    """Parse one file of a child format; the entry point run by the isolation pool."""
+    if fmt == "html":
+        with open(path, "rb") as fh:
+            data = fh.read()
+        kind = sniff_binary(data[:8192])
+        if kind is not None:
+            raise ParseFailure("binary", f"binary content ({kind}) in an .html file")
+        return parse_html(data, limits)
+    if fmt == "pdf":
+        with open(path, "rb") as fh:
+            if not fh.read(1024).lstrip().startswith(b"%PDF"):
+                raise ParseFailure("malformed", "no %PDF header")
+        return parse_pdf(path, limits)
+    if fmt == "docx":
+        return parse_docx(path, limits)
+    raise ParseFailure("unsupported", f"no parser for {fmt}")
+
+
+def parse_in_child(path: str, fmt: str, limits: Limits, parser: str | None = None) -> dict[str, Any]:
+    """Child-side wrapper: results and classified failures as plain dicts (picklable)."""
+    try:
+        if parser:  # "module:function", for tests and plugins
+            import importlib
+
+            mod, func = parser.split(":")
+            text, meta = getattr(importlib.import_module(mod), func)(path, fmt, limits)
+        else:
+            text, meta = parse_file(path, fmt, limits)
+        return {"ok": True, "text": text, "meta": meta}
+    except ParseFailure as exc:
+        return {"ok": False, "reason": exc.reason, "message": exc.message}
+    except MemoryError:
+        return {"ok": False, "reason": "memory", "message": "the parser ran out of memory"}
+    except RecursionError:
+        return {"ok": False, "reason": "recursion", "message": "the document nests too deeply"}
+    except Exception as exc:  # an unknown parser bug is classified, not propagated
+        return {"ok": False, "reason": "malformed", "message": f"{type(exc).__name__}: {str(exc)[:200]}"}

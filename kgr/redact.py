@@ -1,0 +1,133 @@
+"""Secret redaction, run on extracted text before anything leaves the normalize stage.
+
+Rules follow gitleaks: vendor formats with their prefixes (AWS, GitHub, GitLab, Slack,
+Stripe, OpenAI, Anthropic, Google), JWTs, PEM private keys, credentials in URLs, and a
+generic rule for password/secret/token assignments whose value has enough entropy and
+is not a placeholder. Patterns run on RE2 (linear time: a 50 MB line cannot make them
+backtrack). A secret is replaced by ``[REDACTED:<rule>:<8 hex of HMAC(key, secret)>]``:
+stable for one key, so the same secret gets the same tag everywhere, and unlinkable
+across keys; tags match no rule, so redaction is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import re2
+
+TAG = "[REDACTED:{rule}:{digest}]"
+
+# (rule id, pattern, group holding the secret (0 = whole match), keywords prefilter (lower case), min entropy)
+RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
+    ("private-key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{16,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", 0, ("private key",), 0.0),
+    ("aws-access-key-id", r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b", 1, ("a3t", "akia", "asia", "abia", "acca"), 3.0),
+    ("aws-secret-access-key", r"(?i)aws.{0,20}?(?:secret|sk|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b", 1, ("aws",), 3.5),
+    ("github-token", r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,255})\b", 1, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 3.0),
+    ("github-fine-grained-pat", r"\b(github_pat_[0-9A-Za-z_]{60,255})\b", 1, ("github_pat_",), 3.0),
+    ("gitlab-token", r"\b(gl(?:pat|dt|ptt|rt|cbt|oas)-[0-9A-Za-z_-]{20,60})\b", 1, ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"), 3.0),
+    ("slack-token", r"\b(xox[baprs]-[0-9A-Za-z-]{10,250})\b", 1, ("xox",), 3.0),
+    ("slack-webhook", r"(https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{40,120})", 1, ("hooks.slack.com",), 3.0),
+    ("stripe-key", r"\b((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99})\b", 1, ("sk_", "rk_"), 3.0),
+    ("anthropic-api-key", r"\b(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,120})", 1, ("sk-ant-",), 3.0),
+    ("openai-api-key", r"\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}T3BlbkFJ[A-Za-z0-9_-]{20,200})\b", 1, ("t3blbkfj",), 3.0),
+    ("openai-api-key", r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,200})\b", 1, ("sk-proj-", "sk-svcacct-", "sk-admin-"), 3.5),
+    ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})\b", 1, ("aiza",), 3.0),
+    ("jwt", r"\b(ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})", 1, ("eyj",), 3.0),
+    ("url-credentials", r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.-]+", 1, ("://",), 0.0),
+    ("generic-secret",
+     r"(?i)\b[\w.-]{0,40}(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credential|creds|private[_-]?key|client[_-]?secret)[\w.-]{0,20}[\"']?\s*(?:=|:=|:|=>|\s+is\s+)\s*[\"'`]?([^\s\"'`,;]{8,150})",
+     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
+]
+
+# Values that look like secrets but are placeholders, references or ordinary words.
+PLACEHOLDER = re2.compile(
+    r"(?i)^(?:\$\{?[\w.-]+\}?|\{\{.*\}\}|%[\w]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|(?:true|false|null|none|nil|undefined|"
+    r"changeme|example\w*|redacted\w*|password|secret|token|your[\w-]*|my[\w-]*|placeholder|dummy|sample|test|n/a|tbd)|"
+    r"(?:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
+)
+ALLOW = re2.compile(r"(?i)EXAMPLE|\bREDACTED:")
+
+_COMPILED = [(rule, re2.compile(pattern), group, keywords, entropy) for rule, pattern, group, keywords, entropy in RULES]
+
+
+def shannon_entropy(text: str) -> float:
+    if not text:
+        return 0.0
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def default_key() -> bytes:
+    """$KGR_REDACT_KEY, else a per-user random key kept in $XDG_DATA_HOME/kgr/redact.key."""
+    env = os.environ.get("KGR_REDACT_KEY")
+    if env:
+        return env.encode()
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "kgr"
+    path = base / "redact.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        base.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(32).hex().encode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        return key
+    except OSError:
+        return b"kgr-default-redaction-key"
+
+
+def tag(rule: str, secret: str, key: bytes) -> str:
+    digest = hmac.new(key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:8]
+    return TAG.format(rule=rule, digest=digest)
+
+
+def _is_secret(rule: str, value: str, min_entropy: float) -> bool:
+    if ALLOW.search(value):
+        return False
+    if rule == "generic-secret":
+        if PLACEHOLDER.match(value) or value.isalpha() and value.islower():
+            return False
+        if not any(c.isdigit() for c in value) and not any(not c.isalnum() for c in value) and value.lower() == value:
+            return False  # a plain lower-case word ("password: required")
+        if len(set(value)) <= 2:
+            return False
+    return shannon_entropy(value) >= min_entropy if min_entropy else True
+
+
+def redact(text: str, *, key: bytes | None = None) -> tuple[str, dict[str, int]]:
+    """Return the text with secrets replaced by tags, and how many of each rule were found."""
+    if not text:
+        return text, {}
+    key = key if key is not None else default_key()
+    lower = text.lower()
+    counts: dict[str, int] = {}
+    for rule, rx, group, keywords, min_entropy in _COMPILED:
+        if keywords and not any(k in lower for k in keywords):
+            continue
+        spans = []
+        for m in rx.finditer(text):
+            s, e = m.span(group)
+            if s < 0:
+                continue
+            value = text[s:e]
+            if _is_secret(rule, value, min_entropy):
+                spans.append((s, e, value))
+        if not spans:
+            continue
+        out, last = [], 0
+        for s, e, value in spans:
+            out.append(text[last:s])
+            out.append(tag(rule, value, key))
+            last = e
+        out.append(text[last:])
+        text = "".join(out)
+        lower = text.lower()
+        counts[rule] = counts.get(rule, 0) + len(spans)
+    return text, counts
