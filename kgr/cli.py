@@ -142,8 +142,13 @@ class KgrGroup(click.Group):
             if exc.hint:
                 warn(f"Hint: {exc.hint}")
             ctx.exit(int(exc.exit_status))
+        except BrokenPipeError:
+            # The reader went away (`kgr ... | head`): exit quietly (click would exit 1).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except OSError as exc:
-            if (ctx.obj or {}).get("traceback") or isinstance(exc, BrokenPipeError):
+            if (ctx.obj or {}).get("traceback"):
                 raise
             name = f": {exc.filename}" if exc.filename else ""
             warn(f"Error: {exc.strerror or exc}{name}")
