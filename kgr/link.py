@@ -414,8 +414,12 @@ class Linker:
         if ent.type_votes:
             ent.type = max(sorted(ent.type_votes), key=lambda t: ent.type_votes[t])
         if ent.surface_votes and ent.origin != "manual":
+            most = max(ent.surface_votes.values())
+
             def rank(s: str):
-                return (len(s.split()) > 1 and s[:1].isupper(), ent.surface_votes[s], len(s), s)
+                votes = ent.surface_votes.get(s, 0)
+                full = len(s.split()) > 1 and s[:1].isupper() and 2 * votes >= most
+                return (full, votes, len(s), s)
             best = max(ent.surface_votes, key=rank)
             if best != ent.name and (ent.name not in ent.surface_votes or rank(best) > rank(ent.name)):
                 if ent.name not in ent.aliases:

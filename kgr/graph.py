@@ -1,0 +1,123 @@
+"""Graph traversal: breadth-first search over the relations, in SQLite.
+
+The bfsvtab loadable extension (vendor/bfsvtab) is used when it is built and loads;
+otherwise an equivalent recursive CTE runs. Both give the same rows: every node
+reachable from the root within ``max_depth`` hops, once, at its minimum distance,
+with ``parent`` = the smallest id among the nodes one hop closer that reach it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+_LOADED: dict[int, str | None] = {}
+
+
+def load_bfs(conn) -> str | None:
+    """Load bfsvtab into ``conn`` if the built library exists; return its version or None."""
+    key = id(conn)
+    if key in _LOADED:
+        return _LOADED[key]
+    version = None
+    libs = sorted(Path(__file__).parent.glob("_bfsvtab*.so")) + sorted(Path(__file__).parent.glob("_bfsvtab*.dylib"))
+    if libs:
+        try:
+            conn.enable_load_extension(True)
+            conn.load_extension(str(libs[0]), "sqlite3_bfsvtab_init")
+            version = conn.execute("SELECT bfsvtab_version()").fetchone()[0]
+        except Exception:  # noqa: BLE001 - any failure means: use the CTE
+            version = None
+        finally:
+            try:
+                conn.enable_load_extension(False)
+            except Exception:  # noqa: BLE001
+                pass
+    _LOADED[key] = version
+    return version
+
+
+def bfs_method(conn) -> str:
+    version = load_bfs(conn)
+    return f"bfsvtab {version}" if version else "recursive CTE"
+
+
+def _edge_sql(edges: str, src: str, dst: str, direction: str, rels: list[str] | None) -> tuple[str, list[Any]]:
+    where = ""
+    params: list[Any] = []
+    if rels:
+        where = f" WHERE rel IN ({','.join('?' * len(rels))})"
+        params = list(rels)
+    out = f"SELECT {src} AS a, {dst} AS b FROM {edges}{where}"
+    if direction == "in":
+        out = f"SELECT {dst} AS a, {src} AS b FROM {edges}{where}"
+    elif direction == "both":
+        out = f"{out} UNION ALL SELECT {dst} AS a, {src} AS b FROM {edges}{where}"
+        params = params * 2
+    return out, params
+
+
+def bfs_cte(conn, root: int, *, max_depth: int | None = None, edges: str = "graph_edges", src: str = "src",
+            dst: str = "dst", rels: list[str] | None = None, direction: str = "out") -> list[tuple[int, int | None, int]]:
+    edge_sql, params = _edge_sql(edges, src, dst, direction, rels)
+    depth = 1_000_000 if max_depth is None else max_depth
+    # The recursive CTE walks level by level; the outer query keeps each node's minimum
+    # distance and, as parent, the smallest id at the level before.
+    sql = f"""
+    WITH RECURSIVE e(a, b) AS ({edge_sql}),
+    walk(id, parent, distance) AS (
+      SELECT ?, NULL, 0
+      UNION
+      SELECT e.b, w.id, w.distance + 1 FROM walk w JOIN e ON e.a = w.id WHERE w.distance < ?
+    ),
+    best AS (SELECT id, min(distance) AS d FROM walk GROUP BY id)
+    SELECT b.id, (SELECT min(w.parent) FROM walk w JOIN best p ON p.id = w.parent AND p.d = b.d - 1
+                  WHERE w.id = b.id AND w.distance = b.d), b.d
+    FROM best b ORDER BY b.d, b.id
+    """
+    if depth > 64 and max_depth is None:
+        return _bfs_python(conn, root, edge_sql, params, None)
+    return [tuple(r) for r in conn.execute(sql, (*params, root, depth)).fetchall()]
+
+
+def _bfs_python(conn, root: int, edge_sql: str, params: list[Any], max_depth: int | None):
+    adj: dict[int, list[int]] = {}
+    for a, b in conn.execute(edge_sql, params).fetchall():
+        adj.setdefault(a, []).append(b)
+    dist = {root: 0}
+    parent: dict[int, int | None] = {root: None}
+    frontier = [root]
+    while frontier and (max_depth is None or dist[frontier[0]] < max_depth):
+        nxt: dict[int, int] = {}
+        for node in frontier:
+            for b in adj.get(node, ()):
+                if b not in dist and (b not in nxt or node < nxt[b]):
+                    nxt[b] = node
+        d = dist[frontier[0]] + 1
+        for b, p in nxt.items():
+            dist[b], parent[b] = d, p
+        frontier = sorted(nxt)
+    return sorted(((n, parent[n], d) for n, d in dist.items()), key=lambda r: (r[2], r[0]))
+
+
+def bfs(conn, root: int, *, max_depth: int | None = None, edges: str = "graph_edges", src: str = "src", dst: str = "dst",
+        rels: list[str] | None = None, direction: str = "out", method: str = "auto") -> list[tuple[int, int | None, int]]:
+    """(id, parent, distance) rows sorted by (distance, id)."""
+    if direction not in ("out", "in", "both"):
+        raise ValueError(f"direction must be out, in or both, not {direction!r}")
+    if method in ("auto", "vtab") and load_bfs(conn):
+        try:
+            return _bfs_vtab(conn, root, max_depth=max_depth, edges=edges, src=src, dst=dst, rels=rels, direction=direction)
+        except Exception:  # noqa: BLE001
+            if method == "vtab":
+                raise
+    return bfs_cte(conn, root, max_depth=max_depth, edges=edges, src=src, dst=dst, rels=rels, direction=direction)
+
+
+def _bfs_vtab(conn, root, *, max_depth, edges, src, dst, rels, direction):
+    rows = conn.execute(
+        "SELECT id, parent, distance FROM bfsvtab WHERE tablename=? AND fromcolumn=? AND tocolumn=? AND root=? "
+        "AND max_depth=? AND direction=? AND rels=? ORDER BY distance, id",
+        (edges, src, dst, root, -1 if max_depth is None else max_depth, direction, ",".join(rels or [])),
+    ).fetchall()
+    return [tuple(r) for r in rows]
