@@ -137,9 +137,12 @@ def definition_of(store: Store, ent: dict[str, Any]) -> str | None:
         for name in names:
             if not tail.startswith(name):
                 continue
-            m = re.match(re.escape(name) + r"\**\s*(?:\([^)]*\))?\s*\**\s*(?::|\s+(?:is|are|was)\s+)\s*(.+?[.!?])(?:\s|$)", tail, re.S)
+            m = re.match(re.escape(name) + r"\**\s*(?:\([^)]*\))?\s*\**\s*:\s*(.+?[.!?])(?:\s|$)", tail, re.S)
             if m:
-                return re.sub(r"\s+", " ", (name + (": " if ":" in tail[len(name):len(name) + 6] else " is ") + m.group(1))).strip()
+                return re.sub(r"\s+", " ", f"{name}: {m.group(1)}").strip()
+            m = re.match(re.escape(name) + r"\s+(?:\([^)]*\)\s+)?(is|are|was)\s+((?:a|an|the|our)\s.+?[.!?])(?:\s|$)", tail, re.S)
+            if m:
+                return re.sub(r"\s+", " ", f"{name} {m.group(1)} {m.group(2)}").strip()
     return None
 
 
