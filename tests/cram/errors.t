@@ -13,10 +13,11 @@ the good records around it still pass:
 A binary file with a text extension is skipped with a reason, not parsed:
 
   $ mkdir kb && printf '\x89PNG\r\n\x1a\n\x00\x00\x00' > kb/image.md && echo '# Fine' > kb/fine.md
-  $ kgr normalize kb | python3 -c 'import json,sys; [print(r["kind"], r.get("reason", r.get("title"))) for r in map(json.loads, sys.stdin)]'
-  normalize: image.md: binary content (png) in a .md file [binary]
+  $ kgr normalize kb 2> err | python3 -c 'import json,sys; [print(r["kind"], r.get("reason", r.get("title"))) for r in map(json.loads, sys.stdin)]'
   doc Fine
   error binary
+  $ cat err
+  normalize: image.md: binary content (png) in a .md file [binary]
 
 A missing path and a usage error:
 
