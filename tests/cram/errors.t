@@ -3,12 +3,13 @@
 A bad line becomes an error record on stdout, one line on stderr, and exit status 1;
 the good records around it still pass:
 
-  $ printf '{"kind":"note"}\nnot json\n{"kind":"note2"}\n' | kgr chunk
+  $ printf '{"kind":"note"}\nnot json\n{"kind":"note2"}\n' | kgr chunk 2> err
   {"kind":"note"}
-  input: line 2: not valid JSON (*) (glob)
   {"kind":"error","stage":"input","message":"line 2: not valid JSON (*)","line":2} (glob)
   {"kind":"note2"}
   [1]
+  $ cat err
+  input: line 2: not valid JSON (*) (glob)
 
 A binary file with a text extension is skipped with a reason, not parsed:
 
