@@ -134,9 +134,25 @@ def parse_html(data: bytes, limits: Limits) -> tuple[str, dict[str, Any]]:
     h.ignore_emphasis = False
     h.protect_links = False
     h.single_line_break = False
-    text = h.handle(str(root))
+    text = _pipe_tables(h.handle(str(root)))
+    text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
     return text, meta
+
+
+def _pipe_tables(text: str) -> str:
+    """html2text writes "a| b" rows; give every row of a table leading and trailing pipes."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if re.fullmatch(r"\s*-{3,}(?:\s*\|\s*-{3,})+\s*", line):
+            start = i - 1
+            end = i + 1
+            while end < len(lines) and "|" in lines[end] and lines[end].strip():
+                end += 1
+            for k in range(max(0, start), end):
+                cells = [c.strip() for c in lines[k].split("|")]
+                lines[k] = "| " + " | ".join(cells) + " |"
+    return "\n".join(lines)
 
 
 # -- PDF ------------------------------------------------------------------------------
@@ -153,6 +169,12 @@ def parse_pdf(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
         raise ParseFailure("encrypted", f"encrypted PDF ({type(exc).__name__})") from None
     except PDFSyntaxError as exc:
         raise ParseFailure("malformed", f"not a readable PDF: {exc}") from None
+    except Exception as exc:  # pdfplumber wraps pdfminer's errors in PdfminerException
+        inner = exc.args[0] if exc.args else exc
+        name = type(inner).__name__ if isinstance(inner, BaseException) else str(inner)
+        if "Password" in name or "Encrypt" in name:
+            raise ParseFailure("encrypted", f"encrypted PDF ({name})") from None
+        raise ParseFailure("malformed", f"not a readable PDF: {name}: {str(inner)[:120]}") from None
     with pdf:
         n = len(pdf.pages)
         if n > limits.max_pages:
