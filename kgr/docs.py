@@ -78,7 +78,9 @@ def _help_parts(cmd: click.Command) -> tuple[str, str, str]:
 
 def command_page(path: tuple[str, ...], cmd: click.Command, parent: click.Context) -> str:
     name = "kgr-" + "-".join(path)
-    ctx = click.Context(cmd, info_name=" ".join(("kgr",) + path), parent=None)
+    from .cli import CONTEXT_SETTINGS
+
+    ctx = click.Context(cmd, info_name=" ".join(("kgr",) + path), help_option_names=CONTEXT_SETTINGS["help_option_names"])
     summary, body, example = _help_parts(cmd)
     out = [
         f'.TH "{name.upper()}" "1" "" "kgr {__version__}" "kgr manual"',

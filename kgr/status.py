@@ -31,7 +31,7 @@ def status(store: Store) -> dict[str, Any]:
         "schema_latest": migrations.LATEST,
         "sqlite_version": apsw.sqlite_lib_version(),
         "extensions": dict(store.extensions),
-        "root": store.get_meta("root"),
+        "root": _root(store),
         "counts": counts,
         "docs_by_status": by_status,
         "last_file": store.get_meta("last_file"),
@@ -40,6 +40,13 @@ def status(store: Store) -> dict[str, Any]:
         "last_error_ms": last_event[0] if last_event else None,
         "embedding": {"model": store.get_meta("embed_model"), "dim": _int(store.get_meta("embed_dim"))},
     }
+
+
+def _root(store: Store) -> str | None:
+    from .pipeline import stored_root
+
+    root = stored_root(store)
+    return None if root is None else str(root)
 
 
 def _int(value: Any) -> int | None:

@@ -33,7 +33,7 @@ def test_ci_runs_the_readme_test_command(repo):
 def test_main_job_works_on_a_copy_of_examples(repo, tmp_path):
     if not (repo / "examples" / "kb").is_dir():
         pytest.skip("examples/kb not present")
-    shutil.copytree(repo / "examples", tmp_path / "examples")
+    shutil.copytree(repo / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.sqlite*"))
     job = two_commands(repo)[0].split("&&", 1)[1].strip()  # the part after the install
     proc = subprocess.run(job.replace("kgr ", f"{sys.executable} -m kgr "), shell=True, cwd=tmp_path,
                           capture_output=True, text=True, timeout=900)
