@@ -373,8 +373,22 @@ def language(text: str) -> str:
         return "en"
     import py3langid
 
-    lang, _ = py3langid.classify(sample[:3000])
+    lang, _ = py3langid.classify(sample[:1500])
     return lang
+
+
+NUM_PERM = 64
+_PERMS = None
+
+
+def _permutations():
+    """The MinHash permutations, made once (datasketch would draw them for every paragraph)."""
+    global _PERMS
+    if _PERMS is None:
+        from datasketch import MinHash
+
+        _PERMS = MinHash(num_perm=NUM_PERM, seed=1).permutations
+    return _PERMS
 
 
 def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) -> tuple[str, int]:
@@ -398,20 +412,22 @@ def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) 
             candidates.append(i)
     if len(candidates) < 2:
         return text, 0
-    from datasketch import MinHash, MinHashLSH
+    import numpy as np
+    from datasketch import MinHash
 
-    lsh = MinHashLSH(threshold=threshold, num_perm=64)
-    drop = set()
+    sets = []
     for i in candidates:
         words = re.findall(r"\w+", parts[i].lower())
-        shingles = {" ".join(words[j:j + 3]) for j in range(max(1, len(words) - 2))}
-        mh = MinHash(num_perm=64)
-        for sh in shingles:
-            mh.update(sh.encode("utf-8"))
-        if lsh.query(mh):
+        sets.append([" ".join(words[j:j + 3]).encode("utf-8") for j in range(max(1, len(words) - 2))])
+    hashes = [mh.hashvalues for mh in MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32")]
+    drop = set()
+    kept: list[np.ndarray] = []
+    for i, hv in zip(candidates, hashes):
+        # estimated Jaccard = share of equal MinHash values, against every paragraph kept so far
+        if kept and float((np.vstack(kept) == hv).mean(axis=1).max()) >= threshold:
             drop.add(i)
         else:
-            lsh.insert(str(i), mh)
+            kept.append(hv)
     if not drop:
         return text, 0
     out = []
