@@ -412,6 +412,8 @@ def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) 
             candidates.append(i)
     if len(candidates) < 2:
         return text, 0
+    import zlib
+
     import numpy as np
     from datasketch import MinHash
 
@@ -419,7 +421,7 @@ def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) 
     for i in candidates:
         words = re.findall(r"\w+", parts[i].lower())
         sets.append([" ".join(words[j:j + 3]).encode("utf-8") for j in range(max(1, len(words) - 2))])
-    hashes = [mh.hashvalues for mh in MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32")]
+    hashes = [mh.hashvalues for mh in MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32", hashfunc=zlib.crc32)]
     drop = set()
     kept: list[np.ndarray] = []
     for i, hv in zip(candidates, hashes):
