@@ -21,6 +21,7 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "powershell-docs"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
+    ap.add_argument("--keep", help="keep the database at this path (for inspection)")
     args = ap.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -43,7 +44,7 @@ def main() -> None:
 
     extract.Extractor._parse = timed
     with tempfile.TemporaryDirectory() as tmp:
-        with Store(Path(tmp) / "g.sqlite") as store:
+        with Store(args.keep or Path(tmp) / "g.sqlite") as store:
             ingest([str(corpus)], store, config=config.load(None), graph=False)
             chunks = store.scalar("SELECT count(*) FROM chunks")
             t = time.perf_counter()
