@@ -31,6 +31,7 @@ def status(store: Store) -> dict[str, Any]:
         "schema_latest": migrations.LATEST,
         "sqlite_version": apsw.sqlite_lib_version(),
         "extensions": dict(store.extensions),
+        "graph_traversal": _traversal(store),
         "root": _root(store),
         "counts": counts,
         "docs_by_status": by_status,
@@ -40,6 +41,12 @@ def status(store: Store) -> dict[str, Any]:
         "last_error_ms": last_event[0] if last_event else None,
         "embedding": {"model": store.get_meta("embed_model"), "dim": _int(store.get_meta("embed_dim"))},
     }
+
+
+def _traversal(store: Store) -> str:
+    from .graph import bfs_method
+
+    return bfs_method(store.conn)
 
 
 def _root(store: Store) -> str | None:
@@ -65,6 +72,7 @@ def print_status(info: dict[str, Any], out=None) -> None:
     w(f"schema     {info['schema_version']} (kgr {info['kgr_version']}, SQLite {info['sqlite_version']})\n")
     exts = ", ".join(f"{k} {v or 'unavailable'}" for k, v in info["extensions"].items()) or "-"
     w(f"extensions {exts}\n")
+    w(f"traversal  {info['graph_traversal']}\n")
     emb = info["embedding"]
     w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims)" if emb["dim"] else "") + "\n")
     w(f"last file  {info['last_file'] or '-'}\n")
