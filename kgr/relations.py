@@ -64,7 +64,7 @@ TRIGGERS: list[Trigger] = [
     _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by", weight=0.8, name="superseded by"),
     # uses (broadest, last)
     _t("depends_on", r"collects(?:\s+\w+){0,5}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
-    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|reads(?:\s+\w+){0,3}\s+from|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+\w+){0,5}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
+    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|reads(?:\s+\w+){0,3}\s+from|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
 ]
 
 # Sections whose list items name what the page's subject needs.
@@ -203,13 +203,15 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None:
                 continue
             taken.append((ts, te))
-            for k, obj in enumerate(objects):
-                src, dst = (obj, subject) if trig.inverse else (subject, obj)
-                if trig.rel == "same_as":
-                    src, dst = (obj, subject)
-                if not _types_ok(trig.rel, src, dst):
-                    continue
-                add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
+            subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
+            for subj in subjects:
+                for k, obj in enumerate(objects):
+                    src, dst = (obj, subj) if trig.inverse else (subj, obj)
+                    if trig.rel == "same_as":
+                        src, dst = (obj, subj)
+                    if not _types_ok(trig.rel, src, dst):
+                        continue
+                    add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
 
 
 def _topic(doc: Document, block: Block):
@@ -244,7 +246,31 @@ def _objects(doc: Document, after: int, right: list, block: Block) -> list:
             objs.append(nxt)
         else:
             break
-    return objs
+    return [_versioned(doc, o, block) for o in objs]
+
+
+def _versioned(doc: Document, sp, block: Block):
+    """"uses kestrel-client 1.4.0": the object is that version of the thing."""
+    spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
+    for nxt in spans:
+        if nxt.start >= sp.end:
+            if nxt.type == "VERSION" and doc.text[sp.end:nxt.start] in (" ", " v"):
+                return nxt
+            break
+    return sp
+
+
+def _coordinated(doc: Document, subject, sent_spans: list) -> list:
+    """"The Ledger Service and OIS both use it": every subject of a coordinated list."""
+    out = [subject]
+    earlier = [sp for sp in sent_spans if sp.end <= subject.start]
+    while earlier:
+        prev = earlier.pop()
+        if LIST_GAP.match(_unmark(doc.text[prev.end:out[-1].start])) and _relevant(prev):
+            out.append(prev)
+        else:
+            break
+    return out
 
 
 def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
