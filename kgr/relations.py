@@ -374,19 +374,17 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         elif REFERENCE_HEADINGS.match(heading):
             # "See also" lists are navigation, not statements; "References" cite their first item.
             add(subj, first, "cites", 0.7, f"section:{heading.lower()}", block, block.start, block.end)
-    # "(OPS-781)", "see POL-007": an informal reference from the sentence's subject
+    # "(OPS-781)", "see POL-007", "recorded in ADR-012", "close SEC-2207": a page or section
+    # refers to every ticket or document id its text names
     for sp in bspans:
-        if sp.features.get("pattern") != "ticket":
+        if sp.features.get("pattern") != "ticket" or block.kind == "heading":
             continue
-        before = doc.text[max(block.start, sp.start - 6):sp.start].lower()
-        if "(" in before or "see " in before:
-            s0, e0 = _sentence_of(block, sp.start)
-            prev = [x for x in bspans if x.end <= sp.start]
-            if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end:sp.start]) and len(prev[-1].surface.split()) > 1:
-                continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
-            src = subject
-            if src is not None:
-                add(src, sp, "refers_to", 0.7, "parenthetical", block, block.start + s0, block.start + e0)
+        s0, e0 = _sentence_of(block, sp.start)
+        prev = [x for x in bspans if x.end <= sp.start]
+        if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end:sp.start]) and len(prev[-1].surface.split()) > 1:
+            continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
+        if subject is not None:
+            add(subject, sp, "refers_to", 0.6, "names an id", block, block.start + s0, block.start + e0)
 
 
 PLACE_PREP = re.compile(r"(?:\bin|\bfrom|\bat|\bbetween|\bwithin|\bout\s+of)\s+(?:the\s+)?$", re.I)
