@@ -597,15 +597,9 @@ def _expletive(text: str, end: int) -> bool:
 
 
 def _mark_sentences(doc: Document, spans: list[Span]) -> None:
-    blocks = doc.blocks
-    i = 0
-    for sp in sorted(spans, key=lambda x: x.start):
-        while i < len(blocks) and blocks[i].end <= sp.start:
-            i += 1
-        if i < len(blocks) and blocks[i].start <= sp.start:
-            b = blocks[i]
-            starts = [s for s, _ in b.sentences() if b.start + s <= sp.start]
-            sp.sentence = b.start + (starts[-1] if starts else 0)
+    for b, sp in doc.blocks_of(spans):
+        starts = [s for s, _ in b.sentences() if b.start + s <= sp.start]
+        sp.sentence = b.start + (starts[-1] if starts else 0)
 
 
 def _thing(sp: Span) -> bool:

@@ -158,13 +158,8 @@ def _same(a, b) -> bool:
 
 def _spans_by_block(doc: Document, spans: list) -> dict[int, list]:
     out: dict[int, list] = {}
-    blocks = doc.blocks
-    i = 0
-    for sp in sorted(spans, key=lambda x: x.start):
-        while i < len(blocks) and blocks[i].end <= sp.start:
-            i += 1
-        if i < len(blocks) and blocks[i].start <= sp.start:
-            out.setdefault(id(blocks[i]), []).append(sp)
+    for block, sp in doc.blocks_of(spans):
+        out.setdefault(id(block), []).append(sp)
     return out
 
 
@@ -273,15 +268,20 @@ def _coordinated(doc: Document, subject, sent_spans: list) -> list:
     return out
 
 
-def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
-    """The grammatical subject of the trigger's verb, from spaCy's parse, as one of our spans."""
+def _parse_of(doc: Document, block: Block):
+    """spaCy's parse of a block (kept by the extractor), or None."""
     sdocs = getattr(doc, "nlp_docs", None)
     if not sdocs:
         return None
     try:
-        sdoc = sdocs[doc.blocks.index(block)]
+        return sdocs[doc.blocks.index(block)]
     except ValueError:
         return None
+
+
+def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
+    """The grammatical subject of the trigger's verb, from spaCy's parse, as one of our spans."""
+    sdoc = _parse_of(doc, block)
     if sdoc is None:
         return None
     rel = trigger_start - block.start
@@ -482,13 +482,7 @@ def _step_key(doc: Document, block: Block, bspans: list):
 
 
 def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
-    sdocs = getattr(doc, "nlp_docs", None)
-    if not sdocs:
-        return False
-    try:
-        sdoc = sdocs[doc.blocks.index(block)]
-    except ValueError:
-        return False
+    sdoc = _parse_of(doc, block)
     if sdoc is None:
         return False
     rel_start, rel_end = sp.start - block.start, sp.end - block.start

@@ -76,6 +76,16 @@ class Document:
         self.subject: Any = None  # a Span, set by set_subject
         self.section_subjects: dict[int, Any] = {}
 
+    def blocks_of(self, spans: list):
+        """(block, span) for every span that starts inside a block, in document order."""
+        blocks = self.blocks
+        i = 0
+        for sp in sorted(spans, key=lambda x: x.start):
+            while i < len(blocks) and blocks[i].end <= sp.start:
+                i += 1
+            if i < len(blocks) and blocks[i].start <= sp.start:
+                yield blocks[i], sp
+
     def section_of(self, pos: int) -> int:
         return max(0, bisect.bisect_right(self._section_starts, pos) - 1)
 
