@@ -52,7 +52,7 @@ TRIGGERS: list[Trigger] = [
     _t("part_of", rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside", weight=0.85, name="part of"),
     _t("part_of", r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)", inverse=True, weight=0.8, name="with its components"),
     # depends_on
-    _t("depends_on", rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+on|depend\s+on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on", weight=0.85, name="depends on"),
+    _t("depends_on", rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+(?:\w+ly\s+)?on|depend\s+(?:\w+ly\s+)?on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on", weight=0.85, name="depends on"),
     # located_in
     _t("located_in", rf"{AUX}(?:located|based|hosted|deployed|housed|situated)\s+in|runs\s+in|run\s+in|sits\s+in|works\s+(?:from|in|out\s+of)|lives\s+in|(?:is\s+)?in\s+the\s+(?=\w+\s+(?:office|region)\b)", weight=0.85, name="located in"),
     # defines / cites
@@ -63,8 +63,8 @@ TRIGGERS: list[Trigger] = [
     _t("precedes", r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on", inverse=True, weight=0.8, name="supersedes"),
     _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by", weight=0.8, name="superseded by"),
     # uses (broadest, last)
-    _t("depends_on", r"collects(?:\s+\w+){0,5}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
-    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|reads(?:\s+\w+){0,3}\s+from|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
+    _t("depends_on", r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
+    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
 ]
 
 # Sections whose list items name what the page's subject needs.
@@ -87,7 +87,7 @@ KEY_RELATIONS = {
 REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I)
 NEGATION = re.compile(r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
-OBJECT_GAP = re.compile(r"^[\s\w'’/-]{0,40}$")
+OBJECT_GAP = re.compile(r"^[,:]?[\s\w'’/-]{0,40}$")
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
@@ -210,13 +210,19 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
 
 
 def _topic(doc: Document, block: Block):
-    """A block that starts with a bold term ("**Idempotency key**: ...") is about that term."""
-    m = re.match(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?\*\*([^*]+)\*\*", block.raw)
-    if not m:
-        return None
-    pos = block.start + m.start(1)
+    """A block that starts with a term is about it: "**Idempotency key**: ...",
+    "Kestrel: event bus on ...", "Settlement Engine (SETL). Nightly payouts ..."."""
     spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
-    return next((sp for sp in spans if sp.start <= pos < sp.end or sp.start == pos), None)
+    m = re.match(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?\*\*([^*]+)\*\*", block.raw)
+    if m:
+        pos = block.start + m.start(1)
+        return next((sp for sp in spans if sp.start <= pos < sp.end or sp.start == pos), None)
+    lead = len(block.masked) - len(block.masked.lstrip())
+    first = spans[0] if spans else None
+    if first is not None and first.start == block.start + lead and first.source != "coref":
+        if re.match(r"\s*(?:\([^()]{1,40}\))?\s*[.:]\s", doc.text[first.end:first.end + 48]):
+            return first
+    return None
 
 
 def _types_ok(rel: str, src, dst) -> bool:
