@@ -227,7 +227,7 @@ def _topic(doc: Document, block: Block):
 
 def _types_ok(rel: str, src, dst) -> bool:
     if rel == "owned_by":
-        return dst.type in ("TEAM", "ORG", "PERSON", "SERVICE") or dst.source in ("name", "gazetteer", "coref")
+        return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
     if rel == "located_in":
         return dst.type == "LOCATION" or dst.features.get("ner_label") in ("GPE", "LOC", "FAC") or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
     if rel == "part_of" and src.type == "PERSON":
@@ -508,6 +508,14 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
         bspans = by_block.get(id(block), [])
         if not cells or not bspans:
             continue
+        key_rel = _column_relation(cells[0][2].strip().lower().strip("*` ")) if len(cells) == 2 else None
+        if key_rel is not None and doc.subject_at(block.start) is not None:
+            # a key/value table: "| Owning team | Fulfilment |" about the page's subject
+            subj = doc.subject or doc.subject_at(block.start)
+            for sp in bspans:
+                if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp):
+                    add(subj, sp, key_rel, 0.75, f"table:{cells[0][2].strip().lower()}", block, block.start, block.end)
+            continue
         row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
         if row_entity is None:
             continue
@@ -532,7 +540,7 @@ def _cells(block: Block) -> list[tuple[int, int, str]]:
 def _column_relation(name: str) -> str | None:
     if re.search(r"\b(?:owner|owning|team|maintainer)", name):
         return "owned_by"
-    if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re))", name):
+    if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)", name):
         return "located_in"
     if re.search(r"\b(?:depends|dependenc|requires)", name):
         return "depends_on"
