@@ -50,6 +50,7 @@ PLACEHOLDER = re2.compile(
     r"changeme|example\w*|redacted\w*|password|secret|token|your[\w-]*|my[\w-]*|placeholder|dummy|sample|test|n/a|tbd)|"
     r"(?:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
 )
+TAG_RE = re2.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
 ALLOW = re2.compile(r"(?i)EXAMPLE|\bREDACTED:")
 
 _COMPILED = [(rule, re2.compile(pattern), group, keywords, entropy) for rule, pattern, group, keywords, entropy in RULES]
@@ -112,10 +113,13 @@ def redact(text: str, *, key: bytes | None = None) -> tuple[str, dict[str, int]]
         if keywords and not any(k in lower for k in keywords):
             continue
         spans = []
+        tags = [m.span() for m in TAG_RE.finditer(text)] if "[REDACTED:" in text else []
         for m in rx.finditer(text):
             s, e = m.span(group)
             if s < 0:
                 continue
+            if any(ts < m.end() and m.start() < te for ts, te in tags):
+                continue  # never redact (part of) a tag again
             value = text[s:e]
             if _is_secret(rule, value, min_entropy):
                 spans.append((s, e, value))
