@@ -398,7 +398,11 @@ PLACE_LIST = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*(?:the\s+)?$", re.I)
 
 
 def _is_place(sp) -> bool:
-    return sp.type == "LOCATION" or sp.features.get("ner_label") in ("GPE", "LOC") or sp.features.get("pattern") == "region"
+    if sp.features.get("pattern") == "region":
+        return True
+    if sp.source in ("code", "regex") or sp.type in ("DATE", "VERSION", "API"):
+        return False
+    return sp.type == "LOCATION" or sp.features.get("ner_label") in ("GPE", "LOC")
 
 
 def _locations(doc: Document, block: Block, bspans: list, add) -> None:
@@ -417,8 +421,11 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             if not (PLACE_PREP.search(before) or listed):
                 prev_place = None
                 continue
-            owner = next((x for x in reversed(spans[:i]) if x.type not in ("PERSON", "DATE", "VERSION") and not _is_place(x)
-                          and x.type not in ("CONCEPT",)), None)
+            prep = doc.text.rfind(" ", s, sp.start - 1)
+            owner = _dep_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans)
+            if owner is None or owner.type in ("PERSON", "DATE", "VERSION") or _is_place(owner) or owner.start >= sp.start:
+                owner = next((x for x in reversed(spans[:i]) if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT")
+                              and not _is_place(x)), None)
             if owner is not None:
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp

@@ -101,7 +101,7 @@ class Document:
         for idx, sec in enumerate(self.sections):
             if sec.heading is None:
                 continue
-            inside = [s for s in spans if sec.heading.start <= s.start < sec.heading.end and s.source != "coref"]
+            inside = [s for s in spans if sec.heading.start <= s.start < sec.heading.end and s.source != "coref" and s.type != "DATE"]
             if inside:
                 best = max(inside, key=lambda s: (s.end - s.start, -s.start))
                 first = min(inside, key=lambda s: s.start)
