@@ -64,7 +64,7 @@ TRIGGERS: list[Trigger] = [
     _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by", weight=0.8, name="superseded by"),
     # uses (broadest, last)
     _t("depends_on", r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
-    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|through|via", weight=0.7, name="uses"),
+    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|(?:sends|routes|talks)(?:\s+\w+){0,4}\s+(?:through|via)", weight=0.7, name="uses"),
 ]
 
 # Sections whose list items name what the page's subject needs.
@@ -193,6 +193,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
             if subject is None:
+                if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
+                    continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
                 subject = _topic(doc, block) or doc.subject_at(ts)
                 proximity = 0.6
             if subject is None:
