@@ -265,6 +265,8 @@ class Linker:
         special = self._special_candidates(surface)
         if special:
             return special
+        if any(c.isdigit() for c in n):
+            return []  # "ADR-019" is not a typo of "ADR-012": ids and numbers only match exactly
         toks = set(tokens(surface))
         keys: set[str] = set()
         for t in toks:
@@ -276,6 +278,8 @@ class Linker:
             best = 0.0
             for name in [ent.name, *ent.aliases]:
                 en = norm(name)
+                if any(c.isdigit() for c in en):
+                    continue
                 et = set(tokens(name))
                 if len(n) >= 5 and Levenshtein.distance(n, en, score_cutoff=1) <= 1:
                     best = max(best, 0.9)

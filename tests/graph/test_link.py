@@ -64,3 +64,10 @@ def test_fuzzy_candidates_and_threshold():
     assert not created and ent.key == "lumenindex" and score >= 0.72
     ent, _, created = linker.link("Ferry Relay", "SERVICE", "b.md")
     assert created and ent.key != "lumenindex"
+
+
+def test_ids_and_numbers_only_link_exactly():
+    linker = Linker([{"key": "adr012", "name": "ADR-012", "type": "CONCEPT"}, {"key": "v321", "name": "v3.2.1", "type": "VERSION"}])
+    assert linker.link("ADR-019", "CONCEPT", "a.md")[2] is True  # created, not merged into ADR-012
+    assert linker.link("v3.2.2", "VERSION", "a.md")[2] is True
+    assert linker.link("ADR-012", "CONCEPT", "a.md")[0].key == "adr012"
