@@ -642,8 +642,11 @@ def _nearest(candidates: list[Span], pos: int, ok) -> Span | None:
 
 def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span | None) -> Span | None:
     """"the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
-    if noun in ("team", "squad"):
-        return _nearest(candidates, pos, lambda s: s.type == "TEAM") or None
+    if noun in ("team", "squad", "group"):
+        hit = _nearest(candidates, pos, lambda s: s.type == "TEAM")
+        if hit is None and subject is not None and subject.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "API"):
+            return subject  # "## Payments Platform ... The team owns ..."
+        return hit
     if noun in ("service", "system", "tool"):
         hit = _nearest(candidates, pos, lambda s: s.type in ("SERVICE", "COMPONENT"))
         return hit or (subject if subject is not None and subject.type in ("SERVICE", "COMPONENT") else None)

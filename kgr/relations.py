@@ -87,7 +87,7 @@ KEY_RELATIONS = {
 REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I)
 NEGATION = re.compile(r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
-OBJECT_GAP = re.compile(r"^[,:]?[\s\w'’/-]{0,40}$")
+OBJECT_GAP = re.compile(r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I)
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
@@ -195,6 +195,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None:
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
+                if trig.inverse and trig.rel in ("owned_by", "part_of") and not left and masked_sentence[: m.start()].strip():
+                    continue  # "Production runs X 1.9": who owns X is not said
                 subject = _topic(doc, block) or doc.subject_at(ts)
                 proximity = 0.6
             if subject is None:
