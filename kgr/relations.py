@@ -458,9 +458,10 @@ def _definition(doc: Document, block: Block, bspans: list, add) -> None:
         return
     s0, e0 = _sentence_of(block, block.start + m.end())
     end = block.start + e0
-    inside = [sp for sp in bspans if block.start + m.end() <= sp.start < end and sp.type in ("SERVICE", "COMPONENT", "PRODUCT", "ORG")]
-    if inside:
-        add(term, inside[0], "part_of", 0.5, "definition", block, block.start, end)
+    # "A Toggler flag that ...": a name right after the article, used as a modifier of a noun
+    first = next((sp for sp in bspans if sp.start == block.start + m.end()), None)
+    if first is not None and first is not term and re.match(r"\s+[a-z]", doc.text[first.end:first.end + 3]):
+        add(term, first, "part_of", 0.5, "definition", block, block.start, end)
 
 
 def _sentence_of(block: Block, pos: int) -> tuple[int, int]:
