@@ -96,6 +96,8 @@ class Document:
         path = self.section(pos).path
         return path[-1] if path else None
 
+    COLLECTION = re.compile(r"\b(?:glossary|faq|faqs|overview|notes|handbook|directory|minutes|welcome|readme|table of contents)\s*$", re.I)
+
     def set_subject(self, spans: list) -> None:
         """The document's subject: the main name in its title; each section's: the name in its heading."""
         for idx, sec in enumerate(self.sections):
@@ -109,6 +111,8 @@ class Document:
                 lead = sec.heading.masked[: first.start - sec.heading.start].strip()
                 if not lead and (first.features.get("pattern") in ("ticket", "version") or first.type == "VERSION"):
                     best = first
+                if self.COLLECTION.search(best.surface):
+                    continue
                 self.section_subjects[idx] = best
                 if self.title_block is not None and sec.heading is self.title_block:
                     self.subject = best
@@ -117,6 +121,9 @@ class Document:
             named = [s for s in spans if s.source != "coref" and s.surface.lower() in title and len(s.surface) > 2]
             if named:
                 self.subject = max(named, key=lambda s: (len(s.surface), -s.start))
+        # A collection page (a glossary, an FAQ, meeting notes) is about many things, not one.
+        if self.subject is not None and self.COLLECTION.search(self.subject.surface):
+            self.subject = None
 
     def subject_at(self, pos: int):
         """The nearest subject for a position: its section's (or a parent's), else the document's."""
