@@ -110,3 +110,12 @@ def test_mining_keeps_titles_bold_code_and_frequent_names():
     assert terms["Cold window"] == "bold"
     assert terms["Hollis Varga"] == "name"
     assert "Notes" not in terms or terms["Notes"] == "title"
+
+
+def test_a_collection_page_has_no_single_subject(extractor):
+    from kgr.textmodel import parse_document
+
+    for title, expect in (("Engineering Glossary", None), ("Team FAQ", None), ("Lumen Index", "Lumen Index")):
+        doc = parse_document(f"# {title}\n\nThe Ferry Relay is owned by Team Basin.\n", title=title)
+        extractor.mentions(doc)
+        assert (doc.subject.surface if doc.subject else None) == expect, title
