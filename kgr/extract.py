@@ -485,7 +485,7 @@ class Extractor:
             term = m.group(1).strip()
             s = m.start(1) + (len(m.group(1)) - len(m.group(1).lstrip()))
             code_ranges.append((m.start(), m.end()))
-            if IDENTIFIER.match(term) and len(term) >= 2 and not term.isdigit():
+            if IDENTIFIER.match(term) and len(term) >= 2 and not term.isdigit() and not doc.prose_word(term):
                 yield Span(base + s, base + s + len(term), term, _guess_type(term, "code"), "code", 0.8, {"code_font": True})
         for family, typ, rx in REGEXES:
             for m in rx.finditer(masked):
@@ -497,16 +497,20 @@ class Extractor:
         for gaz, score in ((local, 0.8), (self.gazetteer, 0.75)):
             for s, e, term in gaz.match(masked):
                 t = gaz.terms[term]
+                if (term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()) and doc.prose_word(term):
+                    continue
                 yield Span(base + s, base + e, raw[s:e], t.type or "CONCEPT", "gazetteer", score,
                            {"gazetteer": True, "term": term, "gaz_source": t.source})
         if block.kind != "heading":
-            def common(word: str, pos: int, sdoc=sdoc) -> bool:
+            def common(word: str, pos: int, sdoc=sdoc) -> bool:  # noqa: E306
                 if sdoc is None:
                     return word.lower() in STOP_NAMES
                 tok = next((t for t in sdoc if t.idx == pos), None)
                 return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
 
             for s, e in _name_runs(masked, block.sentence_starts, common):
+                if raw[s:e].isupper() and len(raw[s:e]) > 4 and doc.prose_word(raw[s:e]):
+                    continue  # "DESCRIPTION", "NOTES": a shouted common word, not a name
                 yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})
         if sdoc is not None:
             for ent in sdoc.ents:

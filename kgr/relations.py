@@ -230,6 +230,8 @@ def _topic(doc: Document, block: Block):
 
 
 def _types_ok(rel: str, src, dst) -> bool:
+    if rel == "cites":  # one cites standards and documents, not commands ("includes the following aliases")
+        return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
     if rel == "owned_by":
         return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
     if rel == "located_in":

@@ -74,7 +74,21 @@ class Document:
         self.title_block = first_heading if first_heading is not None and first_heading.level == 1 else None
         self.title_end = self.title_block.end if self.title_block is not None else 0
         self.subject: Any = None  # a Span, set by set_subject
+        self._prose_words: set[str] | None = None
         self.section_subjects: dict[int, Any] = {}
+
+    def prose_word(self, word: str) -> bool:
+        """Does the prose (outside code) use this word in lower case? Then, written as `using` or
+        DESCRIPTION, it is a keyword or a label, not the name of something."""
+        if not re.fullmatch(r"[A-Za-z]+", word):
+            return False
+        if self._prose_words is None:
+            words: set[str] = set()
+            for b in self.blocks:
+                if b.kind != "code":
+                    words.update(re.findall(r"(?<![\w`.-])[a-z]+(?![\w`-])", re.sub(r"`[^`]*`", " ", b.raw)))
+            self._prose_words = words
+        return word.lower() in self._prose_words
 
     def blocks_of(self, spans: list):
         """(block, span) for every span that starts inside a block, in document order."""
