@@ -527,6 +527,8 @@ class Extractor:
                     text = text[:-2]
                 if not text or text.lower() in STOP_NAMES:
                     continue
+                if text.isupper() and len(text) > 4 and (doc.prose_word(text) or block.kind == "heading" and " " not in text):
+                    continue  # "## DESCRIPTION" is a label
                 if ent.label_ == "DATE" and not re.search(r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b", text):
                     continue
                 if ent.label_ not in ("DATE",) and text[:1].islower():
