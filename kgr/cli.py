@@ -284,9 +284,7 @@ def extract(input, db, no_db, config_path):
 
         with Store(path, readonly=True) as store:
             gazetteer = load_gazetteer(store)
-    extractor = extracting.Extractor(
-        nlp=extracting.load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"]
-    )
+    extractor = extracting.extractor_from_config(cfg, gazetteer)
     counter = Counter("extract")
     emit(counter.watch(extracting.extract(read_input(input, "extract"), extractor=extractor)))
     finish(counter)

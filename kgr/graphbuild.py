@@ -56,12 +56,11 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     pending = store.query("SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path")
     if not pending:
         return 0
-    from .extract import Extractor, extract_doc, load_nlp
+    from .extract import extract_doc, extractor_from_config
     from .link import Linker
 
     mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
-    extractor = Extractor(nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=load_gazetteer(store),
-                          version_regex=cfg["extract"]["regex"]["version"])
+    extractor = extractor_from_config(cfg, load_gazetteer(store))
     linker = Linker(stored_entities(store))
     # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
     # Service (OIS)" that another page declares, whatever order the pages come in.
