@@ -35,3 +35,10 @@ ingest runs the stages in one process; a second run finds nothing to do:
   17 17 0
   $ kgr entities "fare engine" --db ingest.sqlite --limit 1
   1.00  Fare Engine  [SERVICE]  (also: *) (glob)
+
+The whole pipeline as filters, graph included:
+
+  $ kgr normalize examples/kb | kgr chunk | kgr extract | kgr link | kgr load --db graph.sqlite
+  loaded 17 documents (41 chunks), 0 unchanged, 0 failed, 0 pruned, 0 errors
+  $ kgr status --db graph.sqlite --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["counts"]; print(c["entities"] > 50, c["relations"] > 20, c["relation_evidence"] >= c["relations"])'
+  True True True
