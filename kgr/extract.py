@@ -386,7 +386,7 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
             continue
         j = i
         caps = 1
-        while j + 1 < len(tokens):
+        while j + 1 < len(tokens) and not tokens[j][2].endswith(("'s", "’s")):  # "NHub's SMS adapter"
             ns, ne, nw = tokens[j + 1]
             gap = masked[tokens[j][1]:ns]
             if gap not in (" ", "\u00a0"):
@@ -527,6 +527,9 @@ class Extractor:
                     text = text[:-2]
                 if not text or text.lower() in STOP_NAMES:
                     continue
+                if e - s == len(sdoc[ent.start]) and sdoc[ent.start].tag_.startswith("VB") and \
+                        _at_sentence_start(masked, s, block.sentence_starts):
+                    continue  # "Captures card payments", "Integrates with ...": a verb opening a list item
                 if text.isupper() and len(text) > 4 and (doc.prose_word(text) or block.kind == "heading" and " " not in text):
                     continue  # "## DESCRIPTION" is a label
                 if ent.label_ == "DATE" and not re.search(r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b", text):
@@ -561,12 +564,12 @@ class Extractor:
                     target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
                     kind = "nominal"
                 elif low in PRONOUNS_PERSON:
-                    target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None)
+                    target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None, doc.text)
                     kind = "pronoun"
                 else:
                     if low == "it" and _expletive(block.masked, m.end()):
                         continue
-                    target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos))
+                    target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
                     kind = "pronoun"
                 if target is None:
                     continue
@@ -612,20 +615,39 @@ def _thing(sp: Span) -> bool:
     return sp.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "CONCEPT") or sp.source in ("code",)
 
 
-def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | None) -> Span | None:
-    """The first compatible name of this sentence, else of the previous sentence, else ``fallback``."""
+SUBORDINATORS = r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
+CLAUSE_OPENERS = re.compile(rf"(?:^|[,;(]|\b(?:and|but|or|so|then|that|which|where|{SUBORDINATORS}))\s*$", re.I)
+LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
+
+
+def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | None, text: str = "") -> Span | None:
+    """The first compatible name of this sentence, else of the previous sentence, else ``fallback``.
+
+    An object pronoun ("Payments Platform owns it") never stands for a name of its own
+    clause, and a name inside a leading subordinate clause ("When Paylode confirms, the
+    engine calls ...") is not the sentence's subject.
+    """
     rel = pos - block.start
     sentences = block.sentences()
     here = next((i for i, (s, e) in enumerate(sentences) if s <= rel < e), None)
     if here is not None:
         s, _ = sentences[here]
         same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
+        before = block.masked[s:rel]
+        if same and text[pos:pos + 2].lower() == "it" and pos + 2 <= len(text) and not text[pos + 2:pos + 3].isalpha() \
+                and not CLAUSE_OPENERS.search(before):
+            same = []  # "it" as an object
         if same:
             return same[0]
     earlier = [sp for sp in pool if sp.start < (block.start + sentences[here][0] if here is not None else pos) and ok(sp)]
     if earlier:
         last_sentence_start = _sentence_start_before(earlier[-1], pool)
         firsts = [sp for sp in earlier if sp.start >= last_sentence_start]
+        if text and firsts:
+            lead = LEADING_CLAUSE.match(text, last_sentence_start)
+            if lead is not None:
+                main = [sp for sp in firsts if sp.start >= lead.end()]
+                firsts = main or firsts
         if firsts:
             return firsts[0]
     if fallback is not None and ok(fallback):

@@ -50,6 +50,7 @@ TRIGGERS: list[Trigger] = [
     _t("part_of", r"leads|heads|(?:is|as)\s+(?:the\s+)?(?:lead|head|manager|director)\s+of", weight=0.85, name="leads"),
     _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
     _t("part_of", rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside", weight=0.85, name="part of"),
+    _t("part_of", r"(?:is|are)\s+(?:the|an?|one\s+of\s+the)\s+(?:\w+\s+)?(?:entry\s+points?|front\s+ends?|sidecars?|adapters?|plugins?|modules?|components?|subsystems?|parts?|layers?|renderers?|workers?)\s+(?:of|in|inside|for)", weight=0.8, name="is the part of"),
     _t("part_of", r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)", inverse=True, weight=0.8, name="with its components"),
     # depends_on
     _t("depends_on", rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+(?:\w+ly\s+)?on|depend\s+(?:\w+ly\s+)?on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on", weight=0.85, name="depends on"),
@@ -72,7 +73,7 @@ DEPENDENCY_HEADINGS = re.compile(r"\b(?:dependenc|requirement|prerequisite|upstr
 SEE_ALSO_HEADINGS = re.compile(r"^(?:see\s+also|related(?:\s+\w+)?|further\s+reading|links)$", re.I)
 REFERENCE_HEADINGS = re.compile(r"^(?:references?|sources|citations|normative\s+references|bibliography)$", re.I)
 KEY_VALUE = re.compile(
-    r"(?:^|[·|;]\s*|\n)\s*(?P<key>owner|owners|owning\s+team|owned\s+by|maintainers?|maintained\s+by|team|region|location|"
+    r"(?:^|[·|;]\s*|\n|(?<=[.!?])\s+)\s*(?P<key>owner|owners|owning\s+team|owned\s+by|maintainers?|maintained\s+by|team|region|location|"
     r"depends\s+on|dependencies|supersedes|superseded\s+by|related|replaces)\s*:\s*",
     re.I,
 )
@@ -176,7 +177,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             ts, te = s + m.start(), s + m.end()
             if any(ts < b and a < te for a, b in taken):
                 continue
-            if any(sp.start < te and ts < sp.end for sp in sent_spans):
+            if any(sp.start < te and ts < sp.end and sp.source != "coref" for sp in sent_spans):
                 continue  # the trigger word is inside a name
             if NEGATION.search(masked_sentence[max(0, m.start() - 24):m.start()]):
                 continue  # "SETL never calls the Charges API"
@@ -189,6 +190,9 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if not objects:
                 continue
             subject = _dep_subject(doc, block, ts, sent_spans)
+            if trig.name == "with its components":  # "owns NHub together with its components": NHub's
+                named = [sp for sp in left if sp.source != "coref"]
+                subject = named[-1] if named else None
             if subject is None or subject.start >= ts:
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
@@ -227,6 +231,14 @@ def _topic(doc: Document, block: Block):
         if re.match(r"\s*(?:\([^()]{1,40}\))?\s*[.:]\s", doc.text[first.end:first.end + 48]):
             return first
     return None
+
+
+DECISION_RECORD = re.compile(r"^(?:ADR|RFC|PEP|KEP|JEP|BIP|EIP|DEP|NEP)[- ]?\d+$", re.I)
+
+
+def _citable(sp) -> bool:
+    """What a document formally cites: standards, specifications and decision records."""
+    return sp.type == "STANDARD" or sp.features.get("pattern") == "standard" or bool(DECISION_RECORD.match(sp.surface))
 
 
 def _types_ok(rel: str, src, dst) -> bool:
@@ -351,7 +363,7 @@ def _unmark(text: str) -> str:
 
 def _structural(doc: Document, block: Block, bspans: list, add) -> None:
     sec = doc.section(block.start)
-    heading = sec.path[-1].strip(" *`:") if sec.path else ""
+    heading = re.sub(r"^(?:\d+(?:\.\d+)*|[A-Z])[.)]?\s+", "", sec.path[-1].strip(" *`:")) if sec.path else ""  # "6. References"
     subject = doc.subject_at(block.start)
     page_subject = doc.subject
     # "Owner: T", "Region: X", "Supersedes: ADR-4"
@@ -384,8 +396,10 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
             add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
         elif REFERENCE_HEADINGS.match(heading):
-            # "See also" lists are navigation, not statements; "References" cite their first item.
-            add(subj, first, "cites", 0.7, f"section:{heading.lower()}", block, block.start, block.end)
+            # "See also" lists are navigation, not statements; "References" cite their first item
+            # when it is a standard or a decision record, and refer to anything else.
+            rel = "cites" if _citable(first) else "refers_to"
+            add(subj, first, rel, 0.7, f"section:{heading.lower()}", block, block.start, block.end)
     # "(OPS-781)", "see POL-007", "recorded in ADR-012", "close SEC-2207": a page or section
     # refers to every ticket or document id its text names
     for sp in bspans:
