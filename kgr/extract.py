@@ -527,7 +527,8 @@ class Extractor:
                     text = text[:-2]
                 if not text or text.lower() in STOP_NAMES:
                     continue
-                if e - s == len(sdoc[ent.start]) and sdoc[ent.start].tag_.startswith("VB") and \
+                tok0 = sdoc[ent.start]
+                if e - s == len(tok0) and (tok0.tag_.startswith("VB") or tok0.lemma_.lower() != tok0.lower_) and \
                         _at_sentence_start(masked, s, block.sentence_starts):
                     continue  # "Captures card payments", "Integrates with ...": a verb opening a list item
                 if text.isupper() and len(text) > 4 and (doc.prose_word(text) or block.kind == "heading" and " " not in text):

@@ -13,6 +13,7 @@ steps, "See also" links, table columns named Owner or Region.
 
 from __future__ import annotations
 
+import contextvars
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -70,6 +71,7 @@ TRIGGERS: list[Trigger] = [
 
 # Sections whose list items name what the page's subject needs.
 DEPENDENCY_HEADINGS = re.compile(r"\b(?:dependenc|requirement|prerequisite|upstream|integrations?\b|relies)", re.I)
+ITEM_LEAD = re.compile(r"\s*(?:[-*+]|\d+[.)])?\s*(?:(?:requires?|needs?|uses?|integrates\s+with|depends\s+on|calls|reads\s+from|writes\s+to)\s+)?(?:the\s+|an?\s+|our\s+)?", re.I)
 SEE_ALSO_HEADINGS = re.compile(r"^(?:see\s+also|related(?:\s+\w+)?|further\s+reading|links)$", re.I)
 REFERENCE_HEADINGS = re.compile(r"^(?:references?|sources|citations|normative\s+references|bibliography)$", re.I)
 KEY_VALUE = re.compile(
@@ -128,6 +130,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
 
     by_block = _spans_by_block(doc, spans)
     doc._spans_cache = by_block
+    PLACE_VOTES.set(_place_votes(spans))
     for block in doc.blocks:
         if block.kind == "code":
             continue
@@ -393,6 +396,12 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         if first is None or subj is None:
             return
         if DEPENDENCY_HEADINGS.search(heading):
+            # the item names what it is about first ("Kestrel: ...", "Requires the key from X"),
+            # not in passing ("A VPN connection to the bastion host")
+            lead = _unmark(doc.text[block.start:first.start])
+            if not ITEM_LEAD.fullmatch(lead):
+                return
+            # a hard dependency when the item says so ("requires", "cannot start without"), else uses
             rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
             add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
         elif REFERENCE_HEADINGS.match(heading):
@@ -422,7 +431,27 @@ def _is_place(sp) -> bool:
         return True
     if sp.source in ("code", "regex") or sp.type in ("DATE", "VERSION", "API"):
         return False
-    return sp.type == "LOCATION" or sp.features.get("ner_label") in ("GPE", "LOC")
+    if sp.features.get("gaz_source") in ("bold", "code", "title", "heading", "codename"):
+        return False  # a name the corpus defines (**Lantern**) is a thing, whatever NER guesses here
+    if sp.type != "LOCATION" and sp.features.get("ner_label") not in ("GPE", "LOC"):
+        return False
+    votes = PLACE_VOTES.get().get(sp.surface)
+    return votes is None or votes[0] * 2 >= votes[1]
+
+
+# per document: surface -> (mentions NER calls a place, mentions NER labels at all)
+PLACE_VOTES: contextvars.ContextVar[dict[str, tuple[int, int]]] = contextvars.ContextVar("place_votes", default={})
+
+
+def _place_votes(spans: list) -> dict[str, tuple[int, int]]:
+    votes: dict[str, list[int]] = {}
+    for sp in spans:
+        label = sp.features.get("ner_label")
+        if label:
+            v = votes.setdefault(sp.surface, [0, 0])
+            v[0] += label in ("GPE", "LOC", "FAC")
+            v[1] += 1
+    return {k: (a, b) for k, (a, b) in votes.items()}
 
 
 def _locations(doc: Document, block: Block, bspans: list, add) -> None:
