@@ -141,6 +141,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             _sentence_patterns(doc, block, s, e, sent_spans, add)
         _structural(doc, block, bspans, add)
         _appositions(doc, block, bspans, add)
+        _interfaces(doc, block, bspans, add)
         _locations(doc, block, bspans, add)
         _definition(doc, block, bspans, add)
         _as_required(doc, block, bspans, add)
@@ -199,6 +200,13 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None or subject.start >= ts:
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
+            if subject is None and trig.rel == "part_of" and not trig.inverse and PLURAL_INTERFACES.match(masked_sentence):
+                # "These endpoints are served by OIS": every endpoint the page documents
+                for api in _documented_apis(doc):
+                    for obj in objects:
+                        add(api, obj, "part_of", trig.weight, trig.name, block, s, e, 0.9)
+                taken.append((ts, te))
+                continue
             if subject is None:
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
@@ -218,6 +226,32 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     if not _types_ok(trig.rel, src, dst):
                         continue
                     add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
+
+
+PLURAL_INTERFACES = re.compile(r"\s*(?:these|the|all|its|their|our)\s+(?:\w+\s+)?(?:endpoints|methods|calls|operations|apis|rpcs|routes|commands|subcommands)\b", re.I)
+INTERFACE_LABEL = re.compile(r"\s*(?:[-*+]\s+)?(?:\*\*)?(?:gRPC|REST|HTTP|RPCs?|APIs?|endpoints|methods|operations|interfaces?|commands|subcommands)(?:\*\*)?\s*:(?:\*\*)?", re.I)
+
+
+def _documented_apis(doc: Document) -> list:
+    """The interfaces a reference page documents: the API names its section headings give."""
+    seen, out = set(), []
+    for sp in doc.section_subjects.values():
+        if sp.type == "API" and sp.surface not in seen:
+            seen.add(sp.surface)
+            out.append(sp)
+    return out
+
+
+def _interfaces(doc: Document, block: Block, bspans: list, add) -> None:
+    """"- gRPC: `PostJournalEntry`, `GetAccountBalance`" on a service's page: its interface."""
+    m = INTERFACE_LABEL.match(block.raw)
+    subj = doc.subject_at(block.start)
+    if m is None or subj is None or subj.type not in ("SERVICE", "COMPONENT", "PRODUCT"):
+        return
+    s0, e0 = _sentence_of(block, block.start + m.end())
+    for sp in bspans:
+        if block.start + m.end() <= sp.start < block.start + e0 and sp.type == "API" and sp.source != "coref":
+            add(sp, subj, "part_of", 0.8, "interface list", block, block.start + s0, block.start + e0)
 
 
 def _topic(doc: Document, block: Block):
