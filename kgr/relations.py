@@ -63,7 +63,7 @@ TRIGGERS: list[Trigger] = [
     _t("cites", r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the", weight=0.6, name="cites"),
     # precedes
     _t("precedes", r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on", inverse=True, weight=0.8, name="supersedes"),
-    _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by", weight=0.8, name="superseded by"),
+    _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by|(?:later\s+)?led\s+to", weight=0.7, name="superseded by"),
     # uses (broadest, last)
     _t("depends_on", r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
     _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|(?:sends|routes|talks)(?:\s+\w+){0,4}\s+(?:through|via)", weight=0.7, name="uses"),
@@ -150,7 +150,10 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
     _steps(doc, by_block, add)
     _tables(doc, by_block, add)
     _sequences(doc, by_block, add)
-    return list(found.values())
+    # a pair related in a specific way ("Supersedes: ADR-004", "following ADR-023") needs no
+    # generic "refers to" besides
+    specific = {(r["src"], r["dst"]) for r in found.values() if r["rel"] not in ("refers_to", "same_as")}
+    return [r for r in found.values() if not (r["rel"] == "refers_to" and (r["src"], r["dst"]) in specific)]
 
 
 def _name(sp) -> str:
@@ -216,6 +219,10 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 proximity = 0.6
             if subject is None:
                 continue
+            if trig.rel == "cites" and not _doclike(subject):
+                subject = doc.subject_at(ts)  # "X is enforced, following ADR-023": the release or policy cites
+                if subject is None or not _doclike(subject):
+                    continue
             taken.append((ts, te))
             subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
             for subj in subjects:
@@ -271,6 +278,11 @@ def _topic(doc: Document, block: Block):
 
 
 DECISION_RECORD = re.compile(r"^(?:ADR|RFC|PEP|KEP|JEP|BIP|EIP|DEP|NEP)[- ]?\d+$", re.I)
+
+
+def _doclike(sp) -> bool:
+    """Things that can cite: policies, standards, releases, decision records."""
+    return sp.type in ("POLICY", "STANDARD", "VERSION") or bool(DECISION_RECORD.match(sp.surface))
 
 
 def _citable(sp) -> bool:
@@ -575,7 +587,8 @@ def _step_key(doc: Document, block: Block, bspans: list):
         tok_subject = _dep_subject_of_span(doc, block, sp)
         if tok_subject:
             return sp
-    return None
+    # an imperative step ("Freeze writes with `ledgerctl freeze`") is keyed by the command it runs
+    return next((sp for sp in first if sp.features.get("code_font") and sp.type in ("API", "COMPONENT")), None)
 
 
 def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
