@@ -705,6 +705,10 @@ def _resolve(spans: list[Span]) -> list[Span]:
     return chosen
 
 
+# words that end a name's head-noun extension: "Borealis Queue is the queue" is a sentence, not a name
+FUNCTION_WORDS = r"(?:is|are|was|were|be|been|has|have|had|the|a|an|of|to|in|on|at|by|for|from|with|and|or|that|which|as|its|their|our)"
+
+
 def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
     """"Porto" + " office", "Mercury SMS" + " adapter", "outbox" + " relay": a name followed by
     (at most two lower-case words and) a head noun names the part, not the whole."""
@@ -713,7 +717,8 @@ def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
     for i, sp in enumerate(ordered):
         if sp.source == "regex" and sp.type in ("VERSION", "DATE"):
             continue
-        m = re.match(r" ((?:[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % "|".join(EXTENSION_HEADS), text[sp.end:sp.end + 40])
+        m = re.match(r" ((?:(?!%s )[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % (FUNCTION_WORDS, "|".join(EXTENSION_HEADS)),
+                     text[sp.end:sp.end + 40])
         if not m:
             continue
         new_end = sp.end + m.end()

@@ -186,6 +186,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if any(sp.start < te and ts < sp.end and sp.source != "coref" for sp in sent_spans):
                 continue  # the trigger word is inside a name
+            if trig.rel == "uses" and masked_sentence[m.start()].isupper():
+                continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
             if NEGATION.search(masked_sentence[max(0, m.start() - 24):m.start()]):
                 continue  # "SETL never calls the Charges API"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
@@ -210,7 +212,19 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         add(api, obj, "part_of", trig.weight, trig.name, block, s, e, 0.9)
                 taken.append((ts, te))
                 continue
+            if subject is None and PLURAL_PRONOUN.match(masked_sentence):
+                both = _previous_subjects(doc, block, s)
+                if len(both) > 1:  # "Basalt and Sluice ... . Both are run by Data Platform."
+                    taken.append((ts, te))
+                    for subj in both:
+                        for obj in objects:
+                            src, dst = (obj, subj) if trig.inverse else (subj, obj)
+                            if _types_ok(trig.rel, src, dst):
+                                add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, 0.9)
+                continue  # "They ...": never the page's single subject
             if subject is None:
+                if trig.rel == "defines":
+                    continue  # "How long they are kept is defined in POL-007": what is defined is not named
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
                 if trig.inverse and trig.rel in ("owned_by", "part_of") and not left and masked_sentence[: m.start()].strip():
@@ -326,6 +340,30 @@ def _versioned(doc: Document, sp, block: Block):
                 return nxt
             break
     return sp
+
+
+PLURAL_PRONOUN = re.compile(r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\s+(?:are|were|have|will|can|must)\b", re.I)
+
+
+def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list:
+    """The coordinated names that open the sentence before ``sentence_start`` in the block."""
+    starts = [block.start + s0 for s0, _ in block.sentences()]
+    prev = [st for st in starts if st < sentence_start]
+    if not prev:
+        return []
+    spans = [sp for sp in getattr(doc, "_spans_cache", {}).get(id(block), []) if prev[-1] <= sp.start < sentence_start
+             and _relevant(sp)]
+    if not spans:
+        return []
+    out = [spans[0]]
+    for nxt in spans[1:]:
+        if LIST_GAP.match(_unmark(doc.text[out[-1].end:nxt.start])):
+            out.append(nxt)
+        else:
+            break
+    if len(out) == 1:  # "A is the warehouse, and B is the pipeline that fills it": the clauses' subjects
+        out = [sp for sp in spans if sp.source != "coref" and _dep_subject_of_span(doc, block, sp)]
+    return out
 
 
 def _coordinated(doc: Document, subject, sent_spans: list) -> list:
@@ -693,10 +731,25 @@ def _as_required(doc: Document, block: Block, bspans: list, add) -> None:
                 add(sp, first, "defines", 0.7, "as X requires", block, s, e)
 
 
+ERROR_WORDS = re.compile(r"\b(?:errors?|rejects?|rejected|returns?|fails?\s+with|raises?)\b", re.I)
+ERROR_CODE = re.compile(r"^(?:[A-Z][A-Z0-9]*_)+[A-Z0-9]+$|^[A-Z]{2,}(?:-\d{3})?-[A-Z]{3,}$|^[A-Z]{1,3}\d{3,5}$")
+
+
 def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
     """A policy or standard that introduces a term in bold ("**Legal hold**: ...") defines it."""
     subject = doc.subject
-    if subject is None or subject.type not in ("POLICY", "STANDARD"):
+    if subject is None or not _doclike(subject) or subject.type == "VERSION":
+        return
+    # a decision record or policy that states the error a rule raises defines that error code
+    for s0, e0 in block.sentences():
+        sentence = block.masked[s0:e0]
+        if not ERROR_WORDS.search(sentence):
+            continue
+        for sp in bspans:
+            in_code = sp.features.get("code_font") or doc.text[sp.start - 1:sp.start] == "`"
+            if block.start + s0 <= sp.start < block.start + e0 and in_code and ERROR_CODE.match(sp.surface):
+                add(subject, sp, "defines", 0.6, "error code in a decision", block, block.start + s0, block.start + e0)
+    if subject.type not in ("POLICY", "STANDARD"):
         return
     topic = _topic(doc, block)
     if topic is not None and topic.surface != subject.surface:
@@ -705,7 +758,9 @@ def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
 
 def _release_additions(doc: Document, block: Block, bspans: list, add) -> None:
     """Release notes: "error code X was added", "New: error code X" -> the release defines X."""
-    owner = doc.subject_at(block.start)
+    owner = _topic(doc, block)  # "- 2.8.0: `OIS-409-DUPLICATE` was added"
+    if owner is None or owner.type != "VERSION":
+        owner = doc.subject_at(block.start)
     if owner is None or owner.type != "VERSION":
         return
     for sp in bspans:

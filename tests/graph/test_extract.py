@@ -119,3 +119,43 @@ def test_a_collection_page_has_no_single_subject(extractor):
         doc = parse_document(f"# {title}\n\nThe Ferry Relay is owned by Team Basin.\n", title=title)
         extractor.mentions(doc)
         assert (doc.subject.surface if doc.subject else None) == expect, title
+
+
+def test_reference_lists_cite_standards_and_refer_to_other_documents(analyse):
+    text = ("# Backup Policy\n\nThe Backup Policy sets how long snapshots are kept.\n\n## 4. References\n\n"
+            "- ISO 22301, clause 8.4: business continuity\n- Storage Handling Policy (POL-021)\n")
+    _, rels = analyse(text)
+    got = triples(rels)
+    assert ("Backup Policy", "cites", "ISO 22301") in got
+    assert ("Backup Policy", "refers_to", "Storage Handling Policy") in got
+    assert ("Backup Policy", "cites", "Storage Handling Policy") not in got
+
+
+def test_object_pronouns_and_leading_clauses(analyse):
+    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans every batch. Storage Guild owns it.\n\n"
+            "1. When Borealis confirms the plan, the scheduler starts the run.\n"
+            "2. At noon it sends a report to Hollis Varga.\n")
+    spans, rels = analyse(text)
+    owned = [r for r in rels if r["rel"] == "owned_by"]
+    assert ("Quarry Scheduler", "owned_by", "Storage Guild") in triples(owned)
+    it = [s for s in spans if s.source == "coref" and s.surface == "it"]
+    assert it and all(s.refers == "Quarry Scheduler" for s in it)  # never "Storage Guild", never "Borealis"
+
+
+def test_interfaces_of_a_service_are_its_parts(analyse):
+    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans batches.\n\n## Interfaces\n\n"
+            "- gRPC: `PlanBatch`, `CancelBatch`.\n")
+    _, rels = analyse(text)
+    got = triples(rels)
+    assert ("PlanBatch", "part_of", "Quarry Scheduler") in got and ("CancelBatch", "part_of", "Quarry Scheduler") in got
+
+
+def test_both_after_two_clauses_and_decision_error_codes(analyse):
+    text = ("# ADR-031: Reject unbalanced batches\n\n"
+            "The scheduler rejects an unbalanced batch with the error `ERR_BATCH_SKEW`.\n\n"
+            "Quarry Store is the planner, and Borealis Queue is the queue that feeds it. Both are run by Storage Guild.\n")
+    _, rels = analyse(text)
+    got = triples(rels)
+    assert ("ADR-031", "defines", "ERR_BATCH_SKEW") in got
+    assert ("Quarry Store", "owned_by", "Storage Guild") in got and ("Borealis Queue", "owned_by", "Storage Guild") in got
+    assert ("ADR-031", "owned_by", "Storage Guild") not in got
