@@ -8,17 +8,21 @@ with ``parent`` = the smallest id among the nodes one hop closer that reach it.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
-_LOADED: dict[int, str | None] = {}
+# Per connection: the loaded bfsvtab version, or None. Keyed by the connection itself
+# (weakly): an id() would be reused by a later connection that never loaded it.
+_LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def load_bfs(conn) -> str | None:
     """Load bfsvtab into ``conn`` if the built library exists; return its version or None."""
-    key = id(conn)
-    if key in _LOADED:
-        return _LOADED[key]
+    try:
+        return _LOADED[conn]
+    except (KeyError, TypeError):  # TypeError: not weakly referenceable, so checked each time
+        pass
     version = None
     libs = sorted(Path(__file__).parent.glob("_bfsvtab*.so")) + sorted(Path(__file__).parent.glob("_bfsvtab*.dylib"))
     if libs:
@@ -33,7 +37,10 @@ def load_bfs(conn) -> str | None:
                 conn.enable_load_extension(False)
             except Exception:  # noqa: BLE001
                 pass
-    _LOADED[key] = version
+    try:
+        _LOADED[conn] = version
+    except TypeError:
+        pass
     return version
 
 
@@ -42,17 +49,27 @@ def bfs_method(conn) -> str:
     return f"bfsvtab {version}" if version else "recursive CTE"
 
 
+def _ident(name: str, what: str) -> str:
+    """``name`` quoted as an SQL identifier: a table or column name is never SQL."""
+    if not isinstance(name, str) or not name or "\x00" in name:
+        raise ValueError(f"{what} must be a non-empty name, not {name!r}")
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _edge_sql(edges: str, src: str, dst: str, direction: str, rels: list[str] | None) -> tuple[str, list[Any]]:
+    # Columns are qualified with the alias: an unknown "name" is then an error, not a string literal.
+    table = f"{_ident(edges, 'edges')} AS e"
+    src, dst = f"e.{_ident(src, 'src')}", f"e.{_ident(dst, 'dst')}"
     where = ""
     params: list[Any] = []
     if rels:
-        where = f" WHERE rel IN ({','.join('?' * len(rels))})"
+        where = f" WHERE e.rel IN ({','.join('?' * len(rels))})"
         params = list(rels)
-    out = f"SELECT {src} AS a, {dst} AS b FROM {edges}{where}"
+    out = f"SELECT {src} AS a, {dst} AS b FROM {table}{where}"
     if direction == "in":
-        out = f"SELECT {dst} AS a, {src} AS b FROM {edges}{where}"
+        out = f"SELECT {dst} AS a, {src} AS b FROM {table}{where}"
     elif direction == "both":
-        out = f"{out} UNION ALL SELECT {dst} AS a, {src} AS b FROM {edges}{where}"
+        out = f"{out} UNION ALL SELECT {dst} AS a, {src} AS b FROM {table}{where}"
         params = params * 2
     return out, params
 
