@@ -487,6 +487,118 @@ def path(source, target, db, max_hops, rels, limit, as_json, config_path):
         click.echo(" ".join(parts))
 
 
+def model_overrides(model: str | None) -> dict:
+    """--model NAME or --model PATH (a local sentence-transformers folder)."""
+    if not model:
+        return {}
+    if os.path.isdir(model):
+        return {"embed.model_path": model}
+    return {"embed.model": model, "embed.model_path": None}
+
+
+@cli.command()
+@input_argument
+@db_option()
+@click.option("--model", help="Embedding model: a name, or the path of a local sentence-transformers model.")
+@click.option("--batch-size", type=click.IntRange(1, 4096), help="Texts per model call.")
+@click.option("--pending", is_flag=True, help="Read no records: embed what the database lacks, in place.")
+@click.option("--reembed", is_flag=True, help="With --pending: drop every vector first (after changing the model).")
+@config_option
+def embed(input, db, model, batch_size, pending, reembed, config_path):
+    """Add vectors to chunk and entity records (a filter), or to a database.
+
+    As a filter, chunk and entity records gain `embedding` (base64 float32), `model` and
+    `dim`; other records pass through. With --db, vectors already in that database's cache
+    are reused. With --pending, the database itself is brought up to date.
+
+    \b
+    Examples:
+        kgr normalize docs/ | kgr chunk | kgr embed | kgr load --db kb.sqlite
+        kgr embed --db kb.sqlite --pending --reembed --model /models/embeddinggemma
+    """
+    from .store import Store
+
+    cfg = load_config(config_path, **{"embed.batch_size": batch_size, **model_overrides(model)})
+    if reembed and not pending:
+        raise click.UsageError("--reembed needs --pending (it rewrites the database's vectors)")
+    if pending:
+        from . import pipeline, vectors
+
+        with Store(resolve_db(db, config_path)) as store:
+            if reembed:
+                vectors.drop_all(store)
+            n = pipeline.embed_store(store, cfg)
+        warn(f"embedded {n} chunks and entities")
+        return
+    from .embed import embed as embed_stage
+    from .embedders import get_embedder
+
+    counter = Counter("embed")
+    embedder = get_embedder(cfg, purpose="document")
+    store = Store(db) if db else None
+    try:
+        recs = counter.watch(read_input(input, "embed"))
+        emit(embed_stage(recs, embedder, batch_size=int(cfg["embed"]["batch_size"]), store=store))
+    finally:
+        if store is not None:
+            store.close()
+    finish(counter)
+
+
+@cli.command()
+@click.argument("text")
+@db_option()
+@click.option("--k", "k", type=click.IntRange(1, 200), help="How many results [default: retrieval.k].")
+@click.option("--hops", type=click.IntRange(0, 4), help="Graph expansion depth [default: retrieval.hops].")
+@click.option("--rels", help="Comma-separated relation types to expand over [default: retrieval.rels].")
+@click.option("--mode", type=click.Choice(["bm25", "vector", "hybrid", "graph"]), default="graph", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per result (JSON Lines).")
+@config_option
+def query(text, db, k, hops, rels, mode, as_json, config_path):
+    """Ask the knowledge base: ranked chunks with their path, section, snippet and why.
+
+    \b
+    Examples:
+        kgr query "who owns the ledger service" --db kb.sqlite
+        kgr query "retention of settlement records" --mode hybrid --json | jq .path
+    """
+    from . import query as query_mod
+    from .store import Store
+
+    cfg = load_config(config_path)
+    r = cfg["retrieval"]
+    rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else r["rels"]
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        embed_query = query_embedder(store, cfg) if mode != "bm25" else None
+        result = query_mod.hybrid_query(store, text, k=k or r["k"], hops=r["hops"] if hops is None else hops,
+                                        rels=rel_list, mode=mode, embed_query=embed_query,
+                                        weights=query_mod.Weights.from_config(cfg))
+    if as_json:
+        emit([{"kind": "result", "query": text, "mode": mode, **row} for row in result["results"]])
+    else:
+        click.echo(query_mod.format_results(result))
+
+
+def query_embedder(store, cfg):
+    """A function text -> vector with the database's model, or None when it has no vectors."""
+    from . import vectors
+
+    spec = vectors.stored_spec(store)
+    if spec is None:
+        return None
+    cache = {}
+
+    def embed_query(text: str):
+        if "e" not in cache:
+            from .embedders import get_embedder
+
+            cache["e"] = get_embedder(cfg, purpose="query")
+            vectors.check_spec(store, vectors.VectorSpec(cache["e"].model, int(cache["e"].dim)))
+        return cache["e"].embed_queries([text])[0]
+
+    return embed_query
+
+
 @cli.group(name="eval")
 def eval_group():
     """Measure extraction and retrieval quality against annotated data."""
@@ -513,6 +625,42 @@ def eval_extraction(golden, db, as_json, config_path):
         click.echo(evaluate.format_table(result))
 
 
+@eval_group.command(name="retrieval")
+@click.option("--dataset", required=True, type=click.Path(exists=True, file_okay=False),
+              help="An eval folder (corpus.json + gold.json), a BEIR folder, or a golden folder.")
+@click.option("--db", required=True, type=click.Path(dir_okay=False),
+              help="The database to query; ingested from the dataset's corpus when it does not exist.")
+@click.option("--modes", default="bm25,vector,hybrid,graph", show_default=True, help="Comma-separated retrieval modes.")
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
+@click.option("--limit", type=click.IntRange(1), help="Ask only the first N questions.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+@json_option
+@config_option
+def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_path):
+    """Recall@2/5/10, MRR@10 and nDCG@10 of each retrieval mode, side by side.
+
+    \b
+    Example:
+        kgr eval retrieval --dataset ../shared/eval/hotpotqa_dev200 --db /tmp/hotpot.sqlite --json
+    """
+    from . import evalret
+
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+    bad = [m for m in mode_list if m not in ("bm25", "vector", "hybrid", "graph")]
+    if bad or not mode_list:
+        raise click.BadParameter(f"unknown mode {', '.join(bad) or '(none)'}; choose from bm25, vector, hybrid, graph",
+                                 param_hint="--modes")
+    cfg = load_config(config_path)
+    ds = evalret.load_dataset(dataset, split=split)
+    show = sys.stderr.isatty() if progress is None else progress
+    evalret.ensure_database(ds, db, cfg, progress=show)
+    rows = evalret.evaluate(ds, db, cfg, modes=mode_list, limit=limit)
+    if as_json:
+        emit([{k: v for k, v in row.items()} for row in rows])
+    else:
+        click.echo(evalret.format_table(ds.name, rows))
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @db_option()
@@ -520,9 +668,10 @@ def eval_extraction(golden, db, as_json, config_path):
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Purge documents whose files are gone.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
+@click.option("--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet.")
 @json_option
 @config_option
-def ingest(paths, db, root, prune, progress, graph, as_json, config_path):
+def ingest(paths, db, root, prune, progress, graph, embed, as_json, config_path):
     """Normalize, chunk and load files in one process.
 
     Unchanged files (same mtime and size, else same hash) are skipped before parsing,
@@ -539,7 +688,7 @@ def ingest(paths, db, root, prune, progress, graph, as_json, config_path):
     show = sys.stderr.isatty() if progress is None else progress
     with Store(resolve_db(db, config_path)) as store:
         summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, graph=graph,
-                                  on_error=lambda r: warn(error_line(r)))
+                                  embed=embed, on_error=lambda r: warn(error_line(r)))
     if as_json:
         emit([summary.as_dict()])
     else:

@@ -24,6 +24,7 @@ parse to find the subject), and from structural rules (Dependencies sections,
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from dataclasses import dataclass, field
@@ -236,9 +237,23 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     counts: dict[str, int] = {}
     kebab: dict[str, int] = {}
     docs = list(docs)
-    lower: set[str] = set()
+    lower_n: collections.Counter = collections.Counter()
+    mid_caps: collections.Counter = collections.Counter()  # capitalised words inside sentences
     for doc in docs:
-        lower.update(re.findall(r"(?<![\w-])[a-z][a-z']+(?![\w-])", doc.get("text", "")))
+        text = doc.get("text", "")
+        lower_n.update(re.findall(r"(?<![\w-])[a-z][a-z']+(?![\w-])", text))
+        mid_caps.update(re.findall(r"(?<=[a-z0-9,;)] )[A-Z][a-z']+(?![\w-])", text))
+    lower = set(lower_n)
+
+    def label(term: str, source: str) -> bool:
+        """"NOTES", "RELATED LINKS", "### None", "Specifies ...": labels and sentence-initial
+        common words, not names. A code-font term is always kept."""
+        if source in ("code", "codename"):
+            return False
+        letters = re.findall(r"[A-Za-z]+", term)
+        if term.isupper() and letters and all(w.lower() in lower for w in letters):
+            return True
+        return bool(re.fullmatch(r"[A-Z][a-z']+", term)) and lower_n[term.lower()] >= max(1, mid_caps[term])
 
     def common(word: str, _pos: int) -> bool:
         return word.lower() in lower or word.lower() in STOP_NAMES
@@ -270,8 +285,9 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     for term, n in counts.items():
         if term in strong:
             source, typ = strong[term]
-            out.append(GazTerm(term, typ, n, source))
-        elif n >= min_freq and len(term.split()) >= 1:
+            if not label(term, source):
+                out.append(GazTerm(term, typ, n, source))
+        elif n >= min_freq and len(term.split()) >= 1 and not label(term, "name"):
             out.append(GazTerm(term, _guess_type(term, "name"), n, "name"))
     out.sort(key=lambda t: (-t.freq, t.term))
     return out[:topk]

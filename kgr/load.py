@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from . import graphstore as graph
+from .errors import BadRecord
 from . import records
 from .store import Store, dumps, now_ms
 
@@ -53,6 +54,7 @@ class DocGroup:
     doc: dict
     chunks: list[dict] = field(default_factory=list)
     derived: list[dict] = field(default_factory=list)  # mentions, relations: stored by later stages
+    vectors: dict[tuple[str, str], tuple] = field(default_factory=dict)  # (kind, ord or key) -> (embedding, model, dim)
 
     def signature(self) -> str:
         """Over the document and its chunks: unchanged means no content to write."""
@@ -71,6 +73,14 @@ class DocGroup:
         return h.hexdigest()
 
 
+def _take_vector(group: DocGroup, rec: dict, kind: str, key) -> dict:
+    """Keep a record's vector (from kgr embed) aside: it is stored in the vector tables, not with the record."""
+    if "embedding" not in rec:
+        return rec
+    group.vectors[(kind, str(key))] = (rec["embedding"], rec.get("model"), rec.get("dim"))
+    return {k: v for k, v in rec.items() if k not in ("embedding", "model", "dim")}
+
+
 def group_records(recs: Iterable[dict], summary: LoadSummary) -> Iterator[DocGroup | dict]:
     """Group a record stream into documents; yield error records as they come."""
     current: DocGroup | None = None
@@ -84,12 +94,14 @@ def group_records(recs: Iterable[dict], summary: LoadSummary) -> Iterator[DocGro
             yield rec
         elif kind == records.CHUNK:
             if current is not None and rec.get("doc") == current.doc["path"]:
-                current.chunks.append(rec)
+                current.chunks.append(_take_vector(current, rec, "chunk", rec.get("ord")))
             else:
                 summary.orphans += 1
                 yield records.error("load", f"chunk of {rec.get('doc')!r} does not follow its doc record", path=rec.get("doc"))
         else:
             if current is not None:
+                if kind == records.ENTITY:
+                    rec = _take_vector(current, rec, "entity", rec.get("key"))
                 current.derived.append(rec)
             else:
                 summary.orphans += 1
@@ -133,6 +145,45 @@ def _doc_values(doc: dict, sig: str) -> tuple:
 
 
 def write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
+    _write_group(store, group, summary)
+    if group.vectors:
+        write_vectors(store, group)
+
+
+def write_vectors(store: Store, group: DocGroup) -> None:
+    """Store the vectors a record stream carried for this document's chunks and entities."""
+    from . import embed, vectors
+
+    specs = {(model, dim) for _, model, dim in group.vectors.values()}
+    if len(specs) != 1 or None in next(iter(specs)):
+        raise BadRecord(None, f"{group.doc['path']}: embedded records need one model and dim each",
+                        hint="embed the whole stream with one kgr embed")
+    model, dim = next(iter(specs))
+    spec = vectors.VectorSpec(model, int(dim))
+    vectors.ensure_tables(store, spec)
+    doc_id = store.scalar("SELECT id FROM docs WHERE path=?", (group.doc["path"],))
+    chunk_ids = {str(o): (cid, prelude, text) for cid, o, prelude, text in
+                 store.query("SELECT id, ord, prelude, text FROM chunks WHERE doc_id=?", (doc_id,))}
+    rows = {"chunk": [], "entity": []}
+    for (kind, key), (emb, _, _) in group.vectors.items():
+        try:
+            vec = embed.decode(emb, int(dim))
+        except ValueError as exc:
+            raise BadRecord(None, f"{group.doc['path']}: bad embedding: {exc}") from None
+        if kind == "chunk" and key in chunk_ids:
+            cid, prelude, text = chunk_ids[key]
+            rows["chunk"].append((cid, vectors.text_hash(vectors.chunk_text(prelude, text)), vec))
+        elif kind == "entity":
+            row = store.query("SELECT id, name, type, aliases, description FROM entities WHERE key=?", (key,))
+            if row:
+                eid, name, typ, aliases, desc = row[0]
+                rows["entity"].append((eid, vectors.text_hash(vectors.entity_text(name, typ, aliases, desc)), vec))
+    with store.write():
+        for kind, items in rows.items():
+            vectors.put(store, spec, kind, items)
+
+
+def _write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
     doc = group.doc
     path = doc["path"]
     sig = group.signature()

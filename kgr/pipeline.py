@@ -31,12 +31,14 @@ class IngestSummary:
     chunks: int = 0
     pruned: int = 0
     extracted: int = 0  # documents whose graph was (re)built
+    embedded: int = 0  # chunk and entity vectors stored (from the model or the cache)
     seconds: float = 0.0
 
     def line(self) -> str:
         return (
             f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
-            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed in {self.seconds:.1f}s"
+            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
+            f"{self.embedded} vectors in {self.seconds:.1f}s"
         )
 
     def as_dict(self) -> dict:
@@ -91,6 +93,7 @@ def ingest(
     progress: bool = False,
     on_error: Callable[[dict], None] | None = None,
     graph: bool = True,
+    embed: bool = True,
 ) -> IngestSummary:
     from . import config as config_mod
     from . import normalize as norm
@@ -136,8 +139,24 @@ def ingest(
         from .graphbuild import build_pending
 
         summary.extracted = build_pending(store, cfg)
+    if embed:
+        summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def embed_store(store: Store, cfg, *, on_batch=None) -> int:
+    """Embed the chunks and entities that have no current vector; the model loads only if any."""
+    from . import vectors
+
+    def get():
+        from .embedders import get_embedder
+
+        return get_embedder(cfg, purpose="document")
+
+    counts = vectors.embed_pending(store, get, quantize=int(cfg["embed"]["quantize"]),
+                                   batch=max(32, int(cfg["embed"]["batch_size"]) * 8), on_batch=on_batch)
+    return counts["chunks"] + counts["entities"]
 
 
 def _changed(f, known: dict, touched: list) -> bool:

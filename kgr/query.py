@@ -1,0 +1,425 @@
+"""Hybrid retrieval: BM25 + vectors fused by RRF, then graph expansion.
+
+One function, :func:`hybrid_query`, answers ``kgr query`` and the MCP tool ``hybrid_query``.
+
+Modes:
+
+- ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
+- ``vector``: KNN over the chunk vectors;
+- ``hybrid``: both, fused by reciprocal rank fusion (RRF);
+- ``graph`` (the default): hybrid, then seed entities (named in the query, nearest by
+  entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
+  relation types and over what chunks mention, up to ``hops``. Chunks reached through the
+  graph compete with the fused ones on one score (seed 000 section 14)::
+
+      final = w_semantic * semantic + w_hop * hop_score(distance) + w_rel * rel_weight(edge)
+
+  where ``semantic`` mixes the chunk's cosine similarity to the query with its fused rank.
+
+Every result carries provenance (path, section, snippet, offsets), its entities, the edges
+that reached it and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .entities import fts_query
+from .errors import UsageError
+from .link import norm
+from .store import Store, loads
+from . import vectors
+
+MODES = ("bm25", "vector", "hybrid", "graph")
+RRF_K = 60
+HOP_SCORE = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
+REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "owned_by": 0.7, "precedes": 0.6,
+               "located_in": 0.6, "refers_to": 0.5, "cites": 0.5, "same_as": 1.0, "mentions": 0.6}
+MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
+SNIPPET_CHARS = 240
+
+
+@dataclass
+class Weights:
+    semantic: float = 0.7
+    hop: float = 0.2
+    rel: float = 0.1
+    cosine_share: float = 0.5  # inside "semantic": cosine similarity vs fused rank
+
+    @classmethod
+    def from_config(cls, cfg: dict | None) -> "Weights":
+        w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
+        out = cls()
+        for name in ("semantic", "hop", "rel", "cosine_share"):
+            if name in w and w[name] is not None:
+                setattr(out, name, float(w[name]))
+        if "graph" in w and "hop" not in w and "rel" not in w:  # seed 000: {semantic, graph}
+            out.hop, out.rel = 2 * float(w["graph"]) / 3, float(w["graph"]) / 3
+        return out
+
+
+@dataclass
+class Candidate:
+    chunk_id: int
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    cosine: float | None = None
+    rrf: float = 0.0
+    hop: float = 0.0
+    rel: float = 0.0
+    via: list[dict] = field(default_factory=list)  # edges that reached it
+    entities: set[int] = field(default_factory=set)
+    score: float = 0.0
+
+
+def clamp(value: int, low: int, high: int, name: str) -> int:
+    if value is None:
+        return low
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def bm25(store: Store, q: str, n: int) -> list[int]:
+    match = fts_query(q)
+    if not match:
+        return []
+    rows = store.query(
+        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 1.0, 0.5) LIMIT ?", (match, n)
+    )
+    return [r[0] for r in rows]
+
+
+def hybrid_query(
+    store: Store,
+    q: str,
+    *,
+    k: int = 10,
+    hops: int = 2,
+    rels: Sequence[str] | None = None,
+    mode: str = "graph",
+    embed_query: Callable[[str], Any] | None = None,
+    weights: Weights | None = None,
+    candidates: int | None = None,
+    max_nodes: int = 500,
+) -> dict[str, Any]:
+    """Rank chunks for ``q``. ``embed_query`` maps text to a vector (needed by vector, hybrid, graph)."""
+    q = (q or "").strip()
+    if not q:
+        raise UsageError("the query is empty")
+    if mode not in MODES:
+        raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    k = clamp(k, 1, MAX_K, "k")
+    hops = clamp(hops, 0, MAX_HOPS, "hops")
+    max_nodes = clamp(max_nodes, 1, MAX_NODES, "max_nodes")
+    weights = weights or Weights()
+    n = candidates or max(50, 5 * k)
+    rels = list(rels) if rels else None
+    if rels:
+        known = {r[0] for r in store.query("SELECT name FROM relation_types")} | {"mentions"}
+        bad = [r for r in rels if r not in known]
+        if bad:
+            raise UsageError(f"unknown relation type {', '.join(bad)}", hint=f"known: {', '.join(sorted(known))}")
+
+    cands: dict[int, Candidate] = {}
+
+    def cand(cid: int) -> Candidate:
+        if cid not in cands:
+            cands[cid] = Candidate(cid)
+        return cands[cid]
+
+    if mode in ("bm25", "hybrid", "graph"):
+        for rank, cid in enumerate(bm25(store, q, n), 1):
+            c = cand(cid)
+            c.bm25_rank = rank
+            c.rrf += 1.0 / (RRF_K + rank)
+    qvec = None
+    if mode in ("vector", "hybrid", "graph"):
+        if vectors.stored_spec(store) is None:
+            if mode == "vector":
+                raise UsageError(f"{store.path} has no vectors yet", hint=f"run: kgr embed --db {store.path}")
+        else:
+            if embed_query is None:
+                raise UsageError("this mode needs a query embedder")
+            qvec = embed_query(q)
+            for rank, (cid, sim) in enumerate(vectors.knn(store, vectors.CHUNK, qvec, n), 1):
+                c = cand(cid)
+                c.vector_rank = rank
+                c.cosine = sim
+                c.rrf += 1.0 / (RRF_K + rank)
+
+    seeds: dict[int, str] = {}
+    reached: dict[int, dict] = {}
+    edges: list[dict] = []
+    truncated = False
+    if mode == "graph" and cands:
+        seeds = _seed_entities(store, q, qvec, cands, weights)
+        reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes)
+        _reach_chunks(store, reached, cands, rels)
+
+    if qvec is not None:
+        missing = [cid for cid, c in cands.items() if c.cosine is None]
+        for cid, sim in vectors.similarities(store, vectors.CHUNK, qvec, missing).items():
+            cands[cid].cosine = sim
+
+    _score(cands, mode, weights, qvec is not None)
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))[:k]
+    results = _describe(store, ranked, reached)
+    ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
+    return {
+        "query": q,
+        "mode": mode,
+        "k": k,
+        "hops": hops,
+        "results": results,
+        "entities": ent_rows,
+        "edges": edges[:200],
+        "truncated": truncated or len(edges) > 200,
+    }
+
+
+# -- graph -------------------------------------------------------------------------------
+
+
+def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int]]:
+    """Entities to start from, with their distance from the query: named in it (0); nearest by
+    vector or mentioned in the top chunks (1, one step away)."""
+    seeds: dict[int, tuple[str, int]] = {}
+    qnorm = f" {norm(q)} "
+    match = fts_query(q)
+    if match:
+        for eid, name, aliases in store.query(
+            "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
+            "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
+            (match,),
+        ):
+            for name_ in (name, *loads(aliases, [])):
+                nn = norm(name_)
+                if len(nn) >= 3 and f" {nn} " in qnorm:
+                    seeds[eid] = (f"named in the query ({name_})", 0)
+                    break
+    if qvec is not None:
+        for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
+            if sim >= 0.75 and eid not in seeds:
+                seeds[eid] = (f"close to the query ({sim:.2f})", 1)
+    top = sorted(cands.values(), key=lambda c: -c.rrf)[:3]
+    if top:
+        ids = [c.chunk_id for c in top]
+        for eid, cid in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
+            f"WHERE m.chunk_id IN ({','.join('?' * len(ids))}) AND e.status = 'active' AND m.source != 'coref' "
+            f"AND e.type NOT IN ('DATE', 'VERSION')",
+            ids,
+        ):
+            seeds.setdefault(eid, (f"mentioned in a top result (chunk {cid})", 1))
+    return seeds
+
+
+def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int):
+    """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge)."""
+    from .graph import bfs
+
+    reached: dict[int, dict] = {e: {"distance": d, "parent": None, "rel": None, "why": why} for e, (why, d) in seeds.items()}
+    edges: list[dict] = []
+    truncated = False
+    rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
+    if hops == 0 or not seeds:
+        return reached, edges, truncated
+    for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
+        base = seeds[root][1]
+        if base >= hops:
+            continue
+        rows = bfs(store.conn, root, max_depth=hops - base, edges="relations", src="src_id", dst="dst_id", rels=rel_filter,
+                   direction="both")
+        for eid, parent, dist in rows:
+            if dist == 0:
+                continue
+            dist += base
+            prev = reached.get(eid)
+            if prev is not None and (prev["distance"] < dist or prev["distance"] == dist and prev["parent"] is not None):
+                continue  # an edge explains a reach better than a mere mention at the same distance
+            if len(reached) >= max_nodes:
+                truncated = True
+                break
+            reached[eid] = {"distance": dist, "parent": parent, "rel": None, "why": None}
+    # the exact edges traversed: parent -> child, in either stored direction
+    for eid, info in reached.items():
+        p = info["parent"]
+        if p is None:
+            continue
+        row = store.query(
+            "SELECT id, src_id, dst_id, rel, confidence FROM relations WHERE ((src_id=? AND dst_id=?) OR (src_id=? AND dst_id=?)) "
+            f"AND rel IN ({','.join('?' * len(rel_filter))}) ORDER BY confidence DESC LIMIT 1",
+            (p, eid, eid, p, *rel_filter),
+        )
+        if row:
+            rid, s, d, rel, conf = row[0]
+            info["rel"] = rel
+            edges.append({"id": rid, "src": s, "dst": d, "rel": rel, "confidence": conf})
+    return reached, edges, truncated
+
+
+def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels) -> None:
+    """Chunks that mention a reached entity get its hop score; an entity's own page counts most."""
+    if not reached:
+        return
+    allow_mentions = rels is None or "mentions" in rels
+    ids = list(reached)
+    for i in range(0, len(ids), 400):
+        part = ids[i:i + 400]
+        for eid, cid, in_title in store.query(
+            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')) FROM mentions m "
+            f"WHERE m.entity_id IN ({','.join('?' * len(part))}) AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id",
+            part,
+        ):
+            info = reached[eid]
+            dist = info["distance"]
+            about = bool(in_title)
+            if not about and not allow_mentions:
+                continue
+            hop = HOP_SCORE.get(dist, 0.1) * (1.0 if about else 0.5)
+            rel_w = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
+            c = cands.get(cid)
+            if c is None:
+                if not about or len(cands) > 5000:
+                    continue  # a passing mention of a far entity does not make a candidate
+                c = cands[cid] = Candidate(cid)
+            c.entities.add(eid)
+            if hop > c.hop:
+                c.hop = hop
+                c.rel = rel_w
+                c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
+
+
+def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine: bool) -> None:
+    if not cands:
+        return
+    top_rrf = max(c.rrf for c in cands.values()) or 1.0
+    cos = [c.cosine for c in cands.values() if c.cosine is not None]
+    lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
+    span = (hi - lo) or 1.0
+    for c in cands.values():
+        fused = c.rrf / top_rrf
+        if mode != "graph":
+            c.score = fused
+            continue
+        cosn = ((c.cosine - lo) / span) if c.cosine is not None else 0.0
+        share = weights.cosine_share if have_cosine else 0.0
+        semantic = share * cosn + (1 - share) * fused
+        c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -> list[dict]:
+    if not ranked:
+        return []
+    ids = [c.chunk_id for c in ranked]
+    rows = {
+        r[0]: r
+        for r in store.query(
+            f'SELECT c.id, c.doc_id, d.path, d.title, c.section, c.text, c.start, c."end", c.ord FROM chunks c '
+            f"JOIN docs d ON d.id = c.doc_id WHERE c.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+    }
+    ents: dict[int, list[dict]] = defaultdict(list)
+    for cid, eid, name, typ in store.query(
+        f"SELECT DISTINCT m.chunk_id, e.id, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id "
+        f"WHERE m.chunk_id IN ({','.join('?' * len(ids))}) AND m.source != 'coref' ORDER BY m.chunk_id, m.start",
+        ids,
+    ):
+        if len(ents[cid]) < 12:
+            ents[cid].append({"id": eid, "name": name, "type": typ})
+    names = dict(store.query(
+        f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(reached))})", list(reached))) if reached else {}
+    out = []
+    for rank, c in enumerate(ranked, 1):
+        row = rows.get(c.chunk_id)
+        if row is None:
+            continue
+        _, doc_id, path, title, section, text, start, end, ord_ = row
+        out.append({
+            "rank": rank,
+            "chunk_id": c.chunk_id,
+            "doc_id": doc_id,
+            "path": path,
+            "title": title,
+            "section": section,
+            "ord": ord_,
+            "start": start,
+            "end": end,
+            "snippet": _snippet(text),
+            "score": round(c.score, 4),
+            "scores": {"bm25_rank": c.bm25_rank, "vector_rank": c.vector_rank,
+                       "cosine": None if c.cosine is None else round(c.cosine, 4), "hop": round(c.hop, 3),
+                       "rel": round(c.rel, 3)},
+            "entities": ents.get(c.chunk_id, []),
+            "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
+            "why": _why(c, names, reached),
+        })
+    return out
+
+
+def _snippet(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict]) -> str:
+    parts = []
+    if c.bm25_rank:
+        parts.append(f"keyword match #{c.bm25_rank}")
+    if c.vector_rank:
+        parts.append(f"semantic match #{c.vector_rank}")
+    for v in c.via:
+        name = names.get(v["entity"], f"entity {v['entity']}")
+        how = "about" if v["about"] else "mentions"
+        if reached[v["entity"]]["why"]:
+            parts.append(f"{how} {name} ({reached[v['entity']]['why']})")
+        else:
+            parts.append(f"{how} {name}, {v['distance']} hop{'s' if v['distance'] > 1 else ''} away via {v['rel'] or 'the graph'}")
+    return "; ".join(parts) or "reached through the graph"
+
+
+def _entity_rows(store: Store, ids: list[int], reached: dict[int, dict]) -> list[dict]:
+    if not ids:
+        return []
+    rows = store.query(f"SELECT id, name, type FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids)
+    by = {r[0]: r for r in rows}
+    out = []
+    for eid in ids:
+        if eid in by:
+            info = reached.get(eid, {})
+            out.append({"id": eid, "name": by[eid][1], "type": by[eid][2], "distance": info.get("distance"),
+                        "why": info.get("why")})
+    return out
+
+
+def format_results(result: dict[str, Any]) -> str:
+    """The readable ranked list for a terminal."""
+    lines = []
+    for r in result["results"]:
+        where = r["path"] + (f" › {r['section']}" if r.get("section") else "")
+        lines.append(f"{r['rank']:>2}. {where}  [{r['score']:.3f}]")
+        lines.append(f"    {r['snippet']}")
+        lines.append(f"    why: {r['why']}")
+    if not lines:
+        lines.append("no results")
+    return "\n".join(lines)
+
+
+def rrf_only(lists: Sequence[Sequence[int]]) -> list[int]:
+    """Reciprocal rank fusion of id lists (for tests and evaluation)."""
+    score: dict[int, float] = defaultdict(float)
+    for lst in lists:
+        for rank, i in enumerate(lst, 1):
+            score[i] += 1.0 / (RRF_K + rank)
+    return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+__all__ = ["hybrid_query", "format_results", "Weights", "MODES", "rrf_only"]

@@ -1,0 +1,109 @@
+"""Vector storage plumbing: vec0 tables, the cache, model checks, clean-up with chunks.
+
+The embedder here is a counting bag-of-words fake (plumbing only); meaning is tested with
+the real model in tests/retrieval/.
+"""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from kgr import vectors
+from kgr.errors import ModelMismatch
+from kgr.load import load
+from kgr.store import Store
+
+
+class CountingFake:
+    model, dim, max_tokens = "fake-bow", 32, 256
+
+    def __init__(self):
+        self.calls = 0
+        self.texts = 0
+
+    def _vec(self, text):
+        v = np.zeros(self.dim, dtype=np.float32)
+        for w in text.lower().split():
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1
+        return v / (np.linalg.norm(v) or 1)
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.texts += len(texts)
+        return np.stack([self._vec(t) for t in texts])
+
+    embed_queries = embed_documents
+
+
+def records(path, texts):
+    yield {"kind": "doc", "path": path, "hash": hashlib.sha256("".join(texts).encode()).hexdigest(), "title": path, "text": " ".join(texts)}
+    for i, t in enumerate(texts):
+        yield {"kind": "chunk", "doc": path, "ord": i, "text": t, "prelude": path, "hash": str(i), "start": 0, "end": len(t)}
+
+
+@pytest.fixture()
+def store(tmp_path):
+    with Store(tmp_path / "v.sqlite") as s:
+        yield s
+
+
+def test_embed_pending_stores_vectors_and_loads_no_model_when_nothing_is_pending(store):
+    load(records("a.md", ["kestrel event bus", "ledger service owns money"]), store)
+    fake = CountingFake()
+    made = []
+    counts = vectors.embed_pending(store, lambda: made.append(1) or fake)
+    assert counts["chunks"] == 2 and counts["embedded"] == 2
+    assert vectors.counts(store)["chunk_vectors"] == 2
+    assert vectors.embed_pending(store, lambda: made.append(1) or fake)["chunks"] == 0
+    assert len(made) == 1  # the second run did not even construct the embedder
+    hits = vectors.knn(store, vectors.CHUNK, fake._vec("a.md\nkestrel event bus"), 2)
+    assert hits[0][1] > 0.95 and hits[0][1] > hits[1][1]
+
+
+def test_replaced_chunks_drop_their_vectors_and_the_cache_spares_the_model(store):
+    load(records("a.md", ["kestrel event bus", "ledger service owns money"]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    # the file changes: one chunk kept, one new
+    load(records("a.md", ["kestrel event bus", "settlement engine pays"]), store)
+    assert vectors.counts(store)["chunk_vectors"] == 0  # the old rows and their vectors are gone
+    fake.texts = 0
+    counts = vectors.embed_pending(store, lambda: fake)
+    assert counts["chunks"] == 2 and counts["cached"] == 1 and fake.texts == 1
+    assert store.scalar("SELECT count(*) FROM chunk_vec") == 2
+
+
+def test_another_model_is_a_clear_error(store):
+    load(records("a.md", ["kestrel event bus"]), store)
+    vectors.embed_pending(store, lambda: CountingFake())
+    other = vectors.VectorSpec("other-model", 64)
+    with pytest.raises(ModelMismatch, match="fake-bow"):
+        vectors.check_spec(store, other)
+    vectors.drop_all(store)
+    vectors.ensure_tables(store, other)
+    assert vectors.stored_spec(store) == vectors.VectorSpec("other-model", 64, 8)
+
+
+def test_entity_vectors_follow_changes_of_name_and_aliases(store):
+    load(records("a.md", ["kestrel event bus"]), store)
+    with store.write() as conn:
+        conn.execute("INSERT INTO entities(key, name, type, norm, aliases) VALUES ('SERVICE:kestrel', 'Kestrel', 'SERVICE', 'kestrel', '[]')")
+    fake = CountingFake()
+    assert vectors.embed_pending(store, lambda: fake)["entities"] == 1
+    assert vectors.embed_pending(store, lambda: fake)["entities"] == 0
+    with store.write() as conn:
+        conn.execute("""UPDATE entities SET aliases='["the bus"]' WHERE key='SERVICE:kestrel'""")
+    assert vectors.embed_pending(store, lambda: fake)["entities"] == 1
+    with store.write() as conn:
+        conn.execute("DELETE FROM entities")
+    assert store.scalar("SELECT count(*) FROM entity_vec") == 0
+
+
+def test_float32_on_request(store):
+    load(records("a.md", ["kestrel event bus"]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake, quantize=32)
+    assert vectors.stored_spec(store).quantize == 32
+    sims = vectors.similarities(store, vectors.CHUNK, fake._vec("a.md\nkestrel event bus"), [1])
+    assert sims[1] == pytest.approx(1.0, abs=1e-5)
