@@ -119,20 +119,20 @@ def test_vtab_larger_graph_and_unlimited_depth():
 
 
 @needs_vtab
-def test_vtab_uses_index_lookups_when_indexed_and_one_read_otherwise():
-    edges = [(i, i + 1, "uses") for i in range(50)]
-    for layout, many in (("indexed", True), ("view", True), ("table", False)):
+def test_vtab_reads_a_level_per_statement_when_indexed_and_the_table_once_otherwise():
+    edges = [(i, c, "uses") for i in range(63) for c in (2 * i + 1, 2 * i + 2)]  # a binary tree: 127 nodes, 7 levels
+    for layout, indexed in (("indexed", True), ("view", True), ("table", False)):
         conn, table = _graph(edges, layout)
         nested = []
         conn.trace_v2(apsw.SQLITE_TRACE_STMT, lambda ev: nested.append(ev["sql"]) if ev["trigger"] else None)
-        assert len(bfs(conn, 0, edges=table, method="vtab")) == 51
+        assert len(bfs(conn, 0, edges=table, method="vtab")) == 127
         conn.trace_v2(0, None)
-        lookups = [s for s in nested if "=?1" in s.replace(" ", "")]
-        scans = [s for s in nested if "=?1" not in s.replace(" ", "")]
-        if many:  # one index lookup per reached node (the last one finds nothing)
-            assert len(lookups) == 51 and not scans, nested
-        else:  # the first lookup scans: the edges are read once instead
-            assert len(lookups) == 1 and len(scans) == 1, nested
+        levels = [s for s in nested if "bfsvtab_frontier(?1)" in s]
+        scans = [s for s in nested if "bfsvtab_frontier(?1)" not in s]
+        if indexed:  # one statement of index seeks per level (the last level finds no edge)
+            assert len(levels) == 7 and not scans, nested
+        else:  # the first level's lookup scans: the edges are read once instead
+            assert len(levels) == 1 and len(scans) == 1, nested
 
 
 def _table_conn():
@@ -208,3 +208,26 @@ def test_vtab_inputs_from_a_join_and_defaults():
                         ).fetchall() == [(3,), (4,), (1,), (4,), (2,)]
     assert conn.execute("SELECT bfsvtab_version()").fetchone()[0] == "1.0.0"
     assert bfs_method(conn) == "bfsvtab 1.0.0"
+
+
+@needs_vtab
+def test_vtab_kept_statements_follow_schema_changes_nesting_and_close():
+    conn = _table_conn()
+    assert load_bfs(conn)
+    want = [(1, None, 0), (2, 1, 1), (3, 2, 2), (4, 3, 3)]
+    assert bfs(conn, 1, edges="g", method="vtab") == want
+    conn.execute("CREATE INDEX g_src ON g(src)")  # the kept lookup is prepared again, now with the index
+    assert bfs(conn, 1, edges="g", method="vtab") == want
+    assert bfs(conn, 1, edges="g", rels=["uses"], method="vtab") == want[:3]
+    conn.execute("DROP TABLE g")
+    with pytest.raises(apsw.SQLError, match="no such table"):
+        bfs(conn, 1, edges="g", method="vtab")
+    conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT); INSERT INTO g VALUES (1, 5, 'uses')")
+    assert bfs(conn, 1, edges="g", method="vtab") == [(1, None, 0), (5, 1, 1)]
+    # An edge view that runs bfsvtab itself: the nested search has statements of its own.
+    conn.execute("INSERT INTO g VALUES (5, 6, 'uses'), (6, 7, 'uses');"
+                 "CREATE VIEW tree AS SELECT parent AS src, id AS dst, 'uses' AS rel FROM bfsvtab "
+                 "WHERE tablename = 'g' AND root = 1 AND parent IS NOT NULL")
+    for _ in range(2):
+        assert bfs(conn, 5, edges="tree", direction="both", method="vtab") == bfs_cte(conn, 5, edges="tree", direction="both")
+    conn.close()  # the kept statements are finalized with the connection

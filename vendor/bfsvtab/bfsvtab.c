@@ -23,11 +23,16 @@
 ** rels filters on a column named "rel" of the edge table; it is split on commas
 ** and each part is compared exactly.
 **
-** Edges are read one frontier node at a time with a prepared
-**   SELECT e."to" FROM "table" AS e WHERE e."from" = ?1 [AND e."rel" IN (...)]
-** which costs one index seek per node when "from" is indexed. When SQLite answers
-** that query by scanning the table instead (no usable index), bfsvtab reads the
-** edges once with a single SELECT and walks an in-memory sorted edge list.
+** Edges are read one level at a time, with one statement per level and direction:
+**   SELECT f.id, e."to" FROM bfsvtab_frontier(?1) AS f CROSS JOIN "table" AS e
+**   ON e."from" = f.id [AND e."rel" IN (...)]
+** where bfsvtab_frontier is a companion table-valued function that yields the ids
+** of the level (handed over with sqlite3_bind_pointer, so SQL cannot feed it).
+** That is one index seek per frontier node when "from" is indexed, inside one
+** statement. The statements are kept prepared between queries. When SQLite
+** answers a level's lookup by scanning the table or building an automatic index
+** (no usable index), bfsvtab reads the edges once with a single SELECT instead
+** and walks an in-memory sorted edge list. Visited ids are kept in a hash set.
 **
 ** bfsvtab_version() returns the version of this extension.
 **
@@ -79,9 +84,25 @@ typedef struct BfsEdge {
   i64 b;
 } BfsEdge;
 
+/*
+** Lookup statements are kept between queries (a prepare costs about as much as a
+** few lookups), and finalized in xDisconnect. A search takes a statement out of
+** the cache and gives it back when done, so a nested search (an edge view that
+** itself queries bfsvtab) never shares one. A statement that refers to bfsvtab
+** itself (through such a view) is never kept: it would hold a reference to this
+** table, whose xDisconnect would then never run, and sqlite3_close() would fail
+** on the unfinalized statement. Such a statement is recognized by the planning
+** of bfsvtab (xBestIndex, counted in nPlan) while it is prepared or run:
+** SQLite plans every table a statement refers to, at each (re)prepare.
+*/
+#define BFS_NCACHE 4
+
 typedef struct BfsVtab {
   sqlite3_vtab base;
   sqlite3 *db;
+  sqlite3_stmt *aCache[BFS_NCACHE];  /* reset statements, oldest first */
+  int nCache;
+  sqlite3_uint64 nPlan;              /* calls of bfsBestIndex */
 } BfsVtab;
 
 typedef struct BfsCursor {
@@ -103,15 +124,24 @@ typedef struct BfsCursor {
   i64 iMaxDepth;    /* -1: no limit */
 } BfsCursor;
 
+/* Nodes [lo, hi) of pCur->aNode: a level of the search (pCur->aNode may move as it grows). */
+typedef struct BfsFrontier {
+  BfsCursor *pCur;
+  i64 lo, hi;
+} BfsFrontier;
+
 /* State of one search, freed before xFilter returns. */
 typedef struct BfsSearch {
   sqlite3 *db;
   BfsCursor *pCur;
+  BfsVtab *pVtab;
   int direction;
   /* Open-addressing hash set of the visited ids: a slot holds node index + 1. */
   i64 *aSlot;
   i64 nSlot;        /* a power of two, 0 before the first insert */
-  /* Per-node lookups ([0] follows from->to, [1] to->from). */
+  /* The level being expanded, as bfsvtab_frontier(?1) gives it to the lookups. */
+  BfsFrontier frontier;
+  /* Level lookups ([0] follows from->to, [1] to->from). */
   sqlite3_stmt *aLookup[2];
   /* In-memory edge list sorted by a, used once bUseList is set. */
   int bUseList;
@@ -145,7 +175,15 @@ static int bfsConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv
   return SQLITE_OK;
 }
 
+static int bfsDisconnectPlain(sqlite3_vtab *pVtab){
+  sqlite3_free(pVtab);
+  return SQLITE_OK;
+}
+
 static int bfsDisconnect(sqlite3_vtab *pVtab){
+  BfsVtab *p = (BfsVtab*)pVtab;
+  int i;
+  for(i=0; i<p->nCache; i++) sqlite3_finalize(p->aCache[i]);
   sqlite3_free(pVtab);
   return SQLITE_OK;
 }
@@ -281,7 +319,7 @@ static int bfsBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *p){
   unsigned seen = 0, usable = 0;
   int i, k, nArg = 0;
   int bIn = 0;
-  (void)pVtab;
+  ((BfsVtab*)pVtab)->nPlan++;
   for(k=0; k<BFS_NINPUT; k++) aUse[k] = -1;
   for(i=0; i<p->nConstraint; i++){
     const struct sqlite3_index_constraint *c = &p->aConstraint[i];
@@ -321,6 +359,58 @@ static int bfsBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *p){
 }
 
 /* ------------------------------------------------------------------------- */
+
+/*
+** Sorts of nodes by id and of edges by source, inlined (introsort: quicksort,
+** heapsort past 2*log2(n) levels, insertion sort for short ranges); the C
+** library's qsort() costs a comparison call per step and, in glibc, a malloc().
+*/
+#define BFS_DEFINE_SORT(NAME, T, KEY)                                          \
+static void NAME##Sift(T *a, i64 i, i64 n){                                    \
+  T x = a[i];                                                                  \
+  for(;;){                                                                     \
+    i64 c = 2*i + 1;                                                           \
+    if( c>=n ) break;                                                          \
+    if( c+1<n && a[c+1].KEY>a[c].KEY ) c++;                                    \
+    if( a[c].KEY<=x.KEY ) break;                                               \
+    a[i] = a[c];                                                               \
+    i = c;                                                                     \
+  }                                                                            \
+  a[i] = x;                                                                    \
+}                                                                              \
+static void NAME(T *a, i64 n){                                                 \
+  int depth = 0;                                                               \
+  i64 m;                                                                       \
+  for(m=n; m>1; m>>=1) depth += 2;                                             \
+  while( n>16 ){                                                               \
+    i64 i = -1, j = n, p0 = a[0].KEY, p1 = a[n/2].KEY, p2 = a[n-1].KEY, p;     \
+    T t;                                                                       \
+    if( depth--==0 ){                                                          \
+      for(i=n/2-1; i>=0; i--) NAME##Sift(a, i, n);                             \
+      for(i=n-1; i>0; i--){ t = a[0]; a[0] = a[i]; a[i] = t; NAME##Sift(a, 0, i); } \
+      return;                                                                  \
+    }                                                                          \
+    p = p0<p1 ? (p1<p2 ? p1 : (p0<p2 ? p2 : p0)) : (p0<p2 ? p0 : (p1<p2 ? p2 : p1)); \
+    for(;;){                                                                   \
+      do i++; while( a[i].KEY<p );                                             \
+      do j--; while( a[j].KEY>p );                                             \
+      if( i>=j ) break;                                                        \
+      t = a[i]; a[i] = a[j]; a[j] = t;                                         \
+    }                                                                          \
+    /* [0, j] <= p <= [j+1, n): sort the smaller side, loop on the larger */   \
+    if( j+1<n-j-1 ){ NAME(a, j+1); a += j+1; n -= j+1; }                       \
+    else{ NAME(a+j+1, n-j-1); n = j+1; }                                       \
+  }                                                                            \
+  for(m=1; m<n; m++){                                                          \
+    T x = a[m];                                                                \
+    i64 k = m;                                                                 \
+    for(; k>0 && a[k-1].KEY>x.KEY; k--) a[k] = a[k-1];                         \
+    a[k] = x;                                                                  \
+  }                                                                            \
+}
+
+BFS_DEFINE_SORT(bfsSortNodes, BfsNode, id)
+BFS_DEFINE_SORT(bfsSortEdges, BfsEdge, a)
 
 static unsigned long long bfsHash(i64 id){
   unsigned long long x = (unsigned long long)id;
@@ -442,24 +532,64 @@ static int bfsPrepare(BfsSearch *s, sqlite3_str *pStr, sqlite3_stmt **ppStmt){
 }
 
 /*
-** The per-node lookup: SELECT e."b" FROM "table" AS e WHERE e."a"=?1 [AND e."rel" IN (?2...)].
-** Columns are qualified with the alias so that a misspelt name is an error, not
-** a string literal (SQLite's double-quoted-string fallback).
+** The lookup of the edges of one level: for each frontier node f, an index seek
+**   SELECT f.id, e."b" FROM bfsvtab_frontier(?1) AS f CROSS JOIN "table" AS e
+**   ON e."a" = f.id [AND e."rel" IN (?2...)]
+** (CROSS JOIN keeps the frontier as the outer loop). Columns are qualified with
+** the alias so that a misspelt name is an error, not a string literal (SQLite's
+** double-quoted-string fallback).
 */
 static int bfsPrepareLookup(BfsSearch *s, const char *zA, const char *zB, sqlite3_stmt **ppStmt){
+  BfsVtab *pVtab = s->pVtab;
   sqlite3_str *pStr = sqlite3_str_new(s->db);
-  int rc;
-  sqlite3_str_appendf(pStr, "SELECT e.\"%w\" FROM \"%w\" AS e WHERE e.\"%w\"=?1", zB, s->pCur->zTable, zA);
+  int rc, i;
+  sqlite3_str_appendf(pStr, "SELECT f.id, e.\"%w\" FROM bfsvtab_frontier(?1) AS f CROSS JOIN \"%w\" AS e"
+                            " ON e.\"%w\"=f.id", zB, s->pCur->zTable, zA);
   bfsAppendRelFilter(pStr, s->nRel, 2, "AND");
-  rc = bfsPrepare(s, pStr, ppStmt);
+  *ppStmt = 0;
+  if( sqlite3_str_errcode(pStr)==SQLITE_OK ){
+    const char *zSql = sqlite3_str_value(pStr);
+    for(i=0; i<pVtab->nCache; i++){
+      if( strcmp(sqlite3_sql(pVtab->aCache[i]), zSql)==0 ){
+        *ppStmt = pVtab->aCache[i];
+        pVtab->nCache--;
+        memmove(&pVtab->aCache[i], &pVtab->aCache[i+1], sizeof(sqlite3_stmt*)*(size_t)(pVtab->nCache-i));
+        break;
+      }
+    }
+  }
+  if( *ppStmt ){
+    sqlite3_free(sqlite3_str_finish(pStr));
+    rc = SQLITE_OK;
+  }else{
+    rc = bfsPrepare(s, pStr, ppStmt);
+  }
   if( rc==SQLITE_OK ) rc = bfsBindRels(s, *ppStmt, 2);
+  /* Only the scans of this search count (see bfsExpandLevel). */
+  if( rc==SQLITE_OK ){
+    sqlite3_stmt_status(*ppStmt, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1);
+    sqlite3_stmt_status(*ppStmt, SQLITE_STMTSTATUS_AUTOINDEX, 1);
+  }
   return rc;
 }
 
-static int bfsCmpEdge(const void *pA, const void *pB){
-  i64 a = ((const BfsEdge*)pA)->a, b = ((const BfsEdge*)pB)->a;
-  return (a>b) - (a<b);
+/* Give a lookup statement back to the cache, or finalize it. */
+static void bfsReleaseLookup(BfsVtab *pVtab, sqlite3_stmt *pStmt, int bKeep){
+  if( pStmt==0 ) return;
+  if( !bKeep ){
+    sqlite3_finalize(pStmt);
+    return;
+  }
+  sqlite3_reset(pStmt);
+  sqlite3_bind_null(pStmt, 1);  /* no pointer to a finished search stays bound */
+  if( pVtab->nCache==BFS_NCACHE ){
+    sqlite3_finalize(pVtab->aCache[0]);
+    pVtab->nCache--;
+    memmove(&pVtab->aCache[0], &pVtab->aCache[1], sizeof(sqlite3_stmt*)*(size_t)pVtab->nCache);
+  }
+  pVtab->aCache[pVtab->nCache++] = pStmt;
 }
+
 
 static int bfsPushEdge(BfsSearch *s, i64 a, i64 b){
   if( s->nEdge>=s->nEdgeAlloc ){
@@ -500,7 +630,7 @@ static int bfsLoadEdges(BfsSearch *s){
     s->zErr = sqlite3_mprintf("bfsvtab: %s", sqlite3_errmsg(s->db));
   }
   sqlite3_finalize(pStmt);
-  if( rc==SQLITE_OK && s->nEdge>1 ) qsort(s->aEdge, (size_t)s->nEdge, sizeof(BfsEdge), bfsCmpEdge);
+  if( rc==SQLITE_OK && s->nEdge>1 ) bfsSortEdges(s->aEdge, s->nEdge);
   return rc;
 }
 
@@ -518,12 +648,12 @@ static int bfsExpandFromList(BfsSearch *s, i64 u, i64 d){
   return rc;
 }
 
-/* Visit the neighbours of u through one lookup statement. */
-static int bfsExpandFromLookup(BfsSearch *s, sqlite3_stmt *pStmt, const char *zCol, i64 u, i64 d){
-  int rc = sqlite3_bind_int64(pStmt, 1, u);
+/* Visit the neighbours of the frontier nodes through one level lookup. */
+static int bfsExpandFromLookup(BfsSearch *s, sqlite3_stmt *pStmt, const char *zCol, i64 d){
+  int rc = sqlite3_bind_pointer(pStmt, 1, &s->frontier, "bfsvtab_frontier", 0);
   while( rc==SQLITE_OK && (rc = sqlite3_step(pStmt))==SQLITE_ROW ){
-    i64 v;
-    int r = bfsReadId(s, pStmt, 0, zCol, &v);
+    i64 u = sqlite3_column_int64(pStmt, 0), v;
+    int r = bfsReadId(s, pStmt, 1, zCol, &v);
     rc = SQLITE_OK;
     if( r<0 ){ rc = SQLITE_ERROR; break; }
     if( r>0 ) rc = bfsVisit(s, v, u, d);
@@ -533,32 +663,37 @@ static int bfsExpandFromLookup(BfsSearch *s, sqlite3_stmt *pStmt, const char *zC
     s->zErr = sqlite3_mprintf("bfsvtab: %s", sqlite3_errmsg(s->db));
   }
   sqlite3_reset(pStmt);
-  /* A lookup answered by a full scan means no usable index: read the table once. */
-  if( rc==SQLITE_OK && sqlite3_stmt_status(pStmt, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0)>0 ){
+  /* A lookup answered by a full scan (or by building an automatic index) means
+  ** there is no usable index: read the table once instead. */
+  if( rc==SQLITE_OK && (sqlite3_stmt_status(pStmt, SQLITE_STMTSTATUS_FULLSCAN_STEP, 1)>0
+                     || sqlite3_stmt_status(pStmt, SQLITE_STMTSTATUS_AUTOINDEX, 1)>0) ){
     s->bUseList = 1;
   }
   return rc;
 }
 
-static int bfsExpand(BfsSearch *s, i64 u, i64 d){
+/* Visit the neighbours of nodes [lo, hi), which are at distance d-1. */
+static int bfsExpandLevel(BfsSearch *s, i64 lo, i64 hi, i64 d){
   BfsCursor *pCur = s->pCur;
   int rc = SQLITE_OK;
-  if( s->bUseList ) return bfsExpandFromList(s, u, d);
+  i64 i;
+  if( s->bUseList ){
+    for(i=lo; i<hi && rc==SQLITE_OK; i++) rc = bfsExpandFromList(s, pCur->aNode[i].id, d);
+    return rc;
+  }
+  s->frontier.pCur = pCur;
+  s->frontier.lo = lo;
+  s->frontier.hi = hi;
   if( s->direction & BFS_OUT ){
     if( s->aLookup[0]==0 ) rc = bfsPrepareLookup(s, pCur->zFrom, pCur->zTo, &s->aLookup[0]);
-    if( rc==SQLITE_OK ) rc = bfsExpandFromLookup(s, s->aLookup[0], pCur->zTo, u, d);
+    if( rc==SQLITE_OK ) rc = bfsExpandFromLookup(s, s->aLookup[0], pCur->zTo, d);
   }
   if( rc==SQLITE_OK && (s->direction & BFS_IN) ){
     if( s->aLookup[1]==0 ) rc = bfsPrepareLookup(s, pCur->zTo, pCur->zFrom, &s->aLookup[1]);
-    if( rc==SQLITE_OK ) rc = bfsExpandFromLookup(s, s->aLookup[1], pCur->zFrom, u, d);
+    if( rc==SQLITE_OK ) rc = bfsExpandFromLookup(s, s->aLookup[1], pCur->zFrom, d);
   }
   if( rc==SQLITE_OK && s->bUseList ) rc = bfsLoadEdges(s);
   return rc;
-}
-
-static int bfsCmpNode(const void *pA, const void *pB){
-  i64 a = ((const BfsNode*)pA)->id, b = ((const BfsNode*)pB)->id;
-  return (a>b) - (a<b);
 }
 
 static int bfsPushLevel(BfsCursor *pCur, i64 iStart, i64 *pnAlloc){
@@ -583,9 +718,7 @@ static int bfsRun(BfsSearch *s){
   if( rc==SQLITE_OK ) rc = bfsPushLevel(pCur, 0, &nLevelAlloc);
   hi = pCur->nNode;
   while( rc==SQLITE_OK && lo<hi && (pCur->iMaxDepth<0 || d<pCur->iMaxDepth) ){
-    for(i=lo; i<hi && rc==SQLITE_OK; i++){
-      rc = bfsExpand(s, pCur->aNode[i].id, d+1);
-    }
+    rc = bfsExpandLevel(s, lo, hi, d+1);
     if( rc!=SQLITE_OK ) break;
     pCur->nLevel++;
     rc = bfsPushLevel(pCur, hi, &nLevelAlloc);
@@ -602,7 +735,7 @@ static int bfsRun(BfsSearch *s){
   }
   for(i=0; i<pCur->nLevel; i++){
     i64 n = pCur->aLevel[i+1] - pCur->aLevel[i];
-    if( n>1 ) qsort(&pCur->aNode[pCur->aLevel[i]], (size_t)n, sizeof(BfsNode), bfsCmpNode);
+    if( n>1 ) bfsSortNodes(&pCur->aNode[pCur->aLevel[i]], n);
   }
   return SQLITE_OK;
 }
@@ -666,12 +799,14 @@ static int bfsFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   BfsSearch s;
   char *zErr = 0;
   int rc = SQLITE_OK;
-  int k, iArg = 0;
+  int k, iArg = 0, bKeep;
+  sqlite3_uint64 nPlan = 0;
   (void)idxStr;
 
   bfsCursorReset(pCur);
   memset(&s, 0, sizeof(s));
-  s.db = ((BfsVtab*)pVtab)->db;
+  s.pVtab = (BfsVtab*)pVtab;
+  s.db = s.pVtab->db;
   s.pCur = pCur;
 
   if( idxNum & BFS_MISSING ){
@@ -734,10 +869,13 @@ static int bfsFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
     }
   }
 
+  nPlan = s.pVtab->nPlan;
   if( rc==SQLITE_OK ) rc = bfsRun(&s);
 
-  sqlite3_finalize(s.aLookup[0]);
-  sqlite3_finalize(s.aLookup[1]);
+  /* bfsvtab planned while this search ran: its statements refer to bfsvtab. */
+  bKeep = s.pVtab->nPlan==nPlan;
+  bfsReleaseLookup(s.pVtab, s.aLookup[0], bKeep);
+  bfsReleaseLookup(s.pVtab, s.aLookup[1], bKeep);
   sqlite3_free(s.aSlot);
   sqlite3_free(s.aEdge);
   sqlite3_free((void*)s.azRel);
@@ -760,6 +898,102 @@ static int bfsFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
   pCur->iRow = 0;
   return SQLITE_OK;
 }
+
+/*
+** bfsvtab_frontier: the ids of one level of a running search, for the level
+** lookups. Its only input is a pointer bound with sqlite3_bind_pointer() under
+** the type "bfsvtab_frontier", which SQL cannot forge: from SQL it is empty.
+*/
+typedef struct BfsFrontierCursor {
+  sqlite3_vtab_cursor base;
+  BfsFrontier *p;
+  i64 i;
+} BfsFrontierCursor;
+
+static int bfsFrontierConnect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                              sqlite3_vtab **ppVtab, char **pzErr){
+  sqlite3_vtab *p;
+  int rc;
+  (void)pAux; (void)argc; (void)argv; (void)pzErr;
+  rc = sqlite3_declare_vtab(db, "CREATE TABLE x(id INTEGER, frontier HIDDEN)");
+  if( rc!=SQLITE_OK ) return rc;
+  p = sqlite3_malloc(sizeof(*p));
+  if( p==0 ) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  *ppVtab = p;
+  return SQLITE_OK;
+}
+
+static int bfsFrontierOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor){
+  BfsFrontierCursor *pCur;
+  (void)pVtab;
+  pCur = sqlite3_malloc(sizeof(*pCur));
+  if( pCur==0 ) return SQLITE_NOMEM;
+  memset(pCur, 0, sizeof(*pCur));
+  *ppCursor = &pCur->base;
+  return SQLITE_OK;
+}
+
+static int bfsFrontierClose(sqlite3_vtab_cursor *cur){
+  sqlite3_free(cur);
+  return SQLITE_OK;
+}
+
+static int bfsFrontierBestIndex(sqlite3_vtab *pVtab, sqlite3_index_info *p){
+  int i;
+  (void)pVtab;
+  for(i=0; i<p->nConstraint; i++){
+    if( p->aConstraint[i].iColumn!=1 || p->aConstraint[i].op!=SQLITE_INDEX_CONSTRAINT_EQ ) continue;
+    if( !p->aConstraint[i].usable ) return SQLITE_CONSTRAINT;
+    p->aConstraintUsage[i].argvIndex = 1;
+    p->aConstraintUsage[i].omit = 1;
+    p->idxNum = 1;
+    p->estimatedCost = 10.0;
+    p->estimatedRows = 10;
+    return SQLITE_OK;
+  }
+  p->idxNum = 0;  /* no frontier: no rows */
+  p->estimatedCost = 1.0;
+  p->estimatedRows = 1;
+  return SQLITE_OK;
+}
+
+static int bfsFrontierFilter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr,
+                             int argc, sqlite3_value **argv){
+  BfsFrontierCursor *pCur = (BfsFrontierCursor*)cur;
+  (void)idxStr;
+  pCur->p = (idxNum==1 && argc==1) ? (BfsFrontier*)sqlite3_value_pointer(argv[0], "bfsvtab_frontier") : 0;
+  pCur->i = pCur->p ? pCur->p->lo : 0;
+  return SQLITE_OK;
+}
+
+static int bfsFrontierNext(sqlite3_vtab_cursor *cur){
+  ((BfsFrontierCursor*)cur)->i++;
+  return SQLITE_OK;
+}
+
+static int bfsFrontierEof(sqlite3_vtab_cursor *cur){
+  BfsFrontierCursor *pCur = (BfsFrontierCursor*)cur;
+  return pCur->p==0 || pCur->i>=pCur->p->hi;
+}
+
+static int bfsFrontierColumn(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int iCol){
+  BfsFrontierCursor *pCur = (BfsFrontierCursor*)cur;
+  if( iCol==0 ) sqlite3_result_int64(ctx, pCur->p->pCur->aNode[pCur->i].id);
+  return SQLITE_OK;
+}
+
+static int bfsFrontierRowid(sqlite3_vtab_cursor *cur, sqlite_int64 *pRowid){
+  *pRowid = ((BfsFrontierCursor*)cur)->i;
+  return SQLITE_OK;
+}
+
+static sqlite3_module bfsFrontierModule = {
+  0, 0, bfsFrontierConnect, bfsFrontierBestIndex, bfsDisconnectPlain, 0,
+  bfsFrontierOpen, bfsFrontierClose, bfsFrontierFilter, bfsFrontierNext,
+  bfsFrontierEof, bfsFrontierColumn, bfsFrontierRowid,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0  /* xUpdate .. xShadowName: none */
+};
 
 static sqlite3_module bfsModule = {
   0,                /* iVersion */
@@ -796,6 +1030,7 @@ int sqlite3_bfsvtab_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routine
   }
   if( sqlite3_libversion_number()>=3031000 ) flags |= SQLITE_INNOCUOUS;
   rc = sqlite3_create_module(db, "bfsvtab", &bfsModule, 0);
+  if( rc==SQLITE_OK ) rc = sqlite3_create_module(db, "bfsvtab_frontier", &bfsFrontierModule, 0);
   if( rc==SQLITE_OK ){
     rc = sqlite3_create_function(db, "bfsvtab_version", 0, flags, 0, bfsVersionFunc, 0, 0);
   }

@@ -189,11 +189,21 @@ int main(void){
     free(zA); free(zB);
   }
 
+  /* An edge view that runs bfsvtab itself: its lookups must not be kept (they would
+  ** keep bfsvtab connected, and sqlite3_close() would fail on them). */
+  exec(db, "CREATE VIEW tree AS SELECT parent AS src, id AS dst, 'a' AS rel FROM bfsvtab"
+           " WHERE tablename='g' AND root=1 AND parent IS NOT NULL");
+  expectRows(db, "SELECT id, parent, distance FROM bfsvtab WHERE tablename='tree' AND root=2 AND direction='both'",
+             "2|NULL|0\n1|2|1\n3|2|1\n4|1|2\n");
+  expectRows(db, "SELECT id, parent, distance FROM bfsvtab WHERE tablename='tree' AND root=2 AND direction='both'",
+             "2|NULL|0\n1|2|1\n3|2|1\n4|1|2\n");
+
   printf("out-of-memory injection:\n");
   oomLoop(db, "SELECT id, parent, distance, path FROM bfsvtab WHERE tablename='g' AND root=1 AND direction='both'");
   oomLoop(db, "SELECT id, parent, distance, path FROM bfsvtab WHERE tablename='v' AND root=1 AND rels='a,b'");
   oomLoop(db, "SELECT id, parent, distance FROM bfsvtab WHERE tablename='bigi' AND root=1 AND max_depth=2");
   oomLoop(db, "SELECT count(*), sum(length(path)) FROM bfsvtab WHERE tablename='big' AND root=1 AND direction='in' AND max_depth=2");
+  oomLoop(db, "SELECT id, parent, distance FROM bfsvtab WHERE tablename='tree' AND root=2 AND direction='both'");
 
   rc = sqlite3_close(db);
   CHECK(rc==SQLITE_OK, "close: %d", rc);
