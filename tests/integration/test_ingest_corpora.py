@@ -19,15 +19,17 @@ def run_kgr(*args: str, stdin: bytes | None = None, cwd: Path | None = None) -> 
     return subprocess.run([sys.executable, "-m", "kgr", *args], input=stdin, capture_output=True, cwd=cwd, timeout=1800)
 
 
-def ingest_in_child(corpus: Path, db: Path, graph: bool = True) -> dict:
-    """Ingest in a fresh interpreter and report the summary plus which heavy modules it imported."""
+def ingest_in_child(corpus: Path, db: Path, graph: bool = True, embed: bool | None = None) -> dict:
+    """Ingest in a fresh interpreter and report the summary plus which heavy modules it imported.
+    Embedding follows ``graph`` unless given: the 68k-chunk corpus is not embedded in the default run."""
+    embed = graph if embed is None else embed
     code = (
         "import json, sys\n"
         "from kgr.config import load\n"
         "from kgr.pipeline import ingest\n"
         "from kgr.store import Store\n"
         f"with Store({str(db)!r}) as s:\n"
-        f"    summary = ingest([{str(corpus)!r}], s, config=load(None), graph={graph!r})\n"
+        f"    summary = ingest([{str(corpus)!r}], s, config=load(None), graph={graph!r}, embed={embed!r})\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in %r)\n"
         "print(json.dumps({'summary': summary.as_dict(), 'heavy': heavy}))\n" % (HEAVY,)
     )
@@ -120,3 +122,19 @@ def test_planted_secrets_never_reach_the_database_or_its_wal(shared, tmp_path):
             assert secret.encode() not in data, f"a planted secret is in {name}"
     with Store(db, readonly=True) as s:
         assert s.scalar("SELECT sum(json_extract(meta, '$.redactions')) FROM docs") >= planted
+
+
+def test_golden_is_embedded_once_and_the_rerun_loads_no_model(shared, tmp_path):
+    docs = shared / "golden" / "docs"
+    db = tmp_path / "golden.sqlite"
+    first = ingest_in_child(docs, db)["summary"]
+    with Store(db, readonly=True) as s:
+        chunks = s.scalar("SELECT count(*) FROM chunks")
+        entities = s.scalar("SELECT count(*) FROM entities WHERE status != 'merged'")
+        assert s.scalar("SELECT count(*) FROM chunk_vec") == chunks
+        assert s.scalar("SELECT count(*) FROM entity_vec") == entities
+        assert s.get_meta("embed.model") == "all-MiniLM-L6-v2" and s.get_meta("embed.dim") == "384"
+    assert first["embedded"] == chunks + entities
+    second = ingest_in_child(docs, db)
+    assert second["summary"]["embedded"] == 0 and second["summary"]["ingested"] == 0
+    assert second["heavy"] == [], f"an unchanged re-run imported {second['heavy']}"
