@@ -156,6 +156,10 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
 
     counts = vectors.embed_pending(store, get, quantize=int(cfg["embed"]["quantize"]),
                                    batch=max(32, int(cfg["embed"]["batch_size"]) * 8), on_batch=on_batch)
+    if counts["embedded"]:
+        from .embedders import prepare_query_path
+
+        prepare_query_path(cfg)  # torch is loaded now anyway: make `kgr query` start fast
     return counts["chunks"] + counts["entities"]
 
 

@@ -22,6 +22,7 @@ that reached it and a one-line reason.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from . import vectors
 MODES = ("bm25", "vector", "hybrid", "graph")
 RRF_K = 60
 HOP_SCORE = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
+HOP_DECAY = 0.7  # strength kept per hop over an edge
+MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
 REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "owned_by": 0.7, "precedes": 0.6,
                "located_in": 0.6, "refers_to": 0.5, "cites": 0.5, "same_as": 1.0, "mentions": 0.6}
 MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
@@ -48,14 +51,17 @@ class Weights:
     hop: float = 0.2
     rel: float = 0.1
     cosine_share: float = 0.5  # inside "semantic": cosine similarity vs fused rank
+    seed_chunks: int = 5  # top fused chunks whose entities seed the expansion
+    entity_sim: float = 0.75  # entity-vector similarity that makes a seed
+    specificity: float = 0.5  # how much a seed mentioned in many documents is discounted
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Weights":
         w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
         out = cls()
-        for name in ("semantic", "hop", "rel", "cosine_share"):
+        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity"):
             if name in w and w[name] is not None:
-                setattr(out, name, float(w[name]))
+                setattr(out, name, type(getattr(out, name))(w[name]))
         if "graph" in w and "hop" not in w and "rel" not in w:  # seed 000: {semantic, graph}
             out.hop, out.rel = 2 * float(w["graph"]) / 3, float(w["graph"]) / 3
         return out
@@ -184,10 +190,11 @@ def hybrid_query(
 # -- graph -------------------------------------------------------------------------------
 
 
-def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int]]:
-    """Entities to start from, with their distance from the query: named in it (0); nearest by
-    vector or mentioned in the top chunks (1, one step away)."""
-    seeds: dict[int, tuple[str, int]] = {}
+def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int, float]]:
+    """Entities to start from, with their distance from the query and a strength in [0, 1]:
+    named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
+    top chunks (1, the chunk's fused score relative to the best)."""
+    seeds: dict[int, tuple[str, int, float]] = {}
     qnorm = f" {norm(q)} "
     match = fts_query(q)
     if match:
@@ -199,14 +206,16 @@ def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weig
             for name_ in (name, *loads(aliases, [])):
                 nn = norm(name_)
                 if len(nn) >= 3 and f" {nn} " in qnorm:
-                    seeds[eid] = (f"named in the query ({name_})", 0)
+                    seeds[eid] = (f"named in the query ({name_})", 0, 1.0)
                     break
     if qvec is not None:
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
-            if sim >= 0.75 and eid not in seeds:
-                seeds[eid] = (f"close to the query ({sim:.2f})", 1)
-    top = sorted(cands.values(), key=lambda c: -c.rrf)[:3]
+            if sim >= weights.entity_sim and eid not in seeds:
+                seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
+    top = sorted(cands.values(), key=lambda c: -c.rrf)[:weights.seed_chunks]
     if top:
+        best = top[0].rrf or 1.0
+        strength = {c.chunk_id: c.rrf / best for c in top}
         ids = [c.chunk_id for c in top]
         for eid, cid in store.query(
             f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
@@ -214,7 +223,16 @@ def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weig
             f"AND e.type NOT IN ('DATE', 'VERSION')",
             ids,
         ):
-            seeds.setdefault(eid, (f"mentioned in a top result (chunk {cid})", 1))
+            st = strength[cid]
+            if eid not in seeds or seeds[eid][1] == 1 and seeds[eid][2] < st:
+                seeds[eid] = (f"mentioned in a top result (chunk {cid})", 1, st)
+    if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
+        ids = list(seeds)
+        df = dict(store.query(
+            f"SELECT entity_id, count(DISTINCT doc_id) FROM mentions WHERE entity_id IN ({','.join('?' * len(ids))}) "
+            "GROUP BY entity_id", ids))
+        for eid, (why, d, st) in list(seeds.items()):
+            seeds[eid] = (why, d, st / (1.0 + weights.specificity * math.log(max(1, df.get(eid, 1)))))
     return seeds
 
 
@@ -222,14 +240,15 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
     """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge)."""
     from .graph import bfs
 
-    reached: dict[int, dict] = {e: {"distance": d, "parent": None, "rel": None, "why": why} for e, (why, d) in seeds.items()}
+    reached: dict[int, dict] = {e: {"distance": d, "parent": None, "rel": None, "why": why, "strength": st}
+                                for e, (why, d, st) in seeds.items()}
     edges: list[dict] = []
     truncated = False
     rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
     if hops == 0 or not seeds:
         return reached, edges, truncated
     for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
-        base = seeds[root][1]
+        _, base, root_strength = seeds[root]
         if base >= hops:
             continue
         rows = bfs(store.conn, root, max_depth=hops - base, edges="relations", src="src_id", dst="dst_id", rels=rel_filter,
@@ -238,13 +257,19 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             if dist == 0:
                 continue
             dist += base
+            st = root_strength * HOP_DECAY ** (dist - base)
             prev = reached.get(eid)
-            if prev is not None and (prev["distance"] < dist or prev["distance"] == dist and prev["parent"] is not None):
-                continue  # an edge explains a reach better than a mere mention at the same distance
+            if prev is not None:
+                if prev["parent"] is None and prev["distance"] >= dist:
+                    # an edge explains a reach better than a mere mention at the same distance
+                    prev.update(parent=parent, distance=dist, why=None, strength=max(st, prev["strength"]))
+                elif st > prev["strength"]:
+                    prev.update(parent=parent, distance=dist, strength=st)
+                continue
             if len(reached) >= max_nodes:
                 truncated = True
                 break
-            reached[eid] = {"distance": dist, "parent": parent, "rel": None, "why": None}
+            reached[eid] = {"distance": dist, "parent": parent, "rel": None, "why": None, "strength": st}
     # the exact edges traversed: parent -> child, in either stored direction
     for eid, info in reached.items():
         p = info["parent"]
@@ -280,7 +305,7 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
             about = bool(in_title)
             if not about and not allow_mentions:
                 continue
-            hop = HOP_SCORE.get(dist, 0.1) * (1.0 if about else 0.5)
+            hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
             rel_w = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
             c = cands.get(cid)
             if c is None:
