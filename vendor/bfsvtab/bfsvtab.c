@@ -268,9 +268,11 @@ static void bfsPath(sqlite3_context *ctx, BfsCursor *pCur, i64 i){
     sqlite3_str_appendf(pStr, k ? ",%lld" : "%lld", aChain[k]);
   }
   sqlite3_free(aChain);
-  if( sqlite3_str_errcode(pStr)==SQLITE_NOMEM ){
+  if( sqlite3_str_errcode(pStr)!=SQLITE_OK ){
+    int rc = sqlite3_str_errcode(pStr);
     sqlite3_free(sqlite3_str_finish(pStr));
-    sqlite3_result_error_nomem(ctx);
+    if( rc==SQLITE_NOMEM ) sqlite3_result_error_nomem(ctx);
+    else sqlite3_result_error_toobig(ctx);
     return;
   }
   {
