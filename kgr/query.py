@@ -47,13 +47,13 @@ SNIPPET_CHARS = 240
 
 @dataclass
 class Weights:
-    semantic: float = 0.7
+    semantic: float = 0.75
     hop: float = 0.2
-    rel: float = 0.1
-    cosine_share: float = 0.5  # inside "semantic": cosine similarity vs fused rank
-    seed_chunks: int = 5  # top fused chunks whose entities seed the expansion
+    rel: float = 0.05
+    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
+    seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
-    specificity: float = 0.5  # how much a seed mentioned in many documents is discounted
+    specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Weights":
@@ -62,7 +62,7 @@ class Weights:
         for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity"):
             if name in w and w[name] is not None:
                 setattr(out, name, type(getattr(out, name))(w[name]))
-        if "graph" in w and "hop" not in w and "rel" not in w:  # seed 000: {semantic, graph}
+        if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
             out.hop, out.rel = 2 * float(w["graph"]) / 3, float(w["graph"]) / 3
         return out
 
