@@ -503,9 +503,15 @@ def export_onnx(
             f"cannot export {model_dir} to ONNX: only Transformer + mean/CLS pooling models without prompts are supported"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_work_dirs(target.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
-        meta = _export_to(model_dir, work, name=name)
+        try:
+            meta = _export_to(model_dir, work, name=name)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - torch and onnx raise many kinds; report one
+            raise EmbeddingError(f"exporting {name} to ONNX failed: {type(exc).__name__}: {exc}") from exc
         (work / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if force and target.exists():
             shutil.rmtree(target, ignore_errors=True)
@@ -519,6 +525,17 @@ def export_onnx(
             shutil.rmtree(work, ignore_errors=True)
     log.info("exported %s to ONNX in %s", name, target)
     return target
+
+
+def _remove_stale_work_dirs(parent: Path, *, older_than_s: float = 3600) -> None:
+    """Half-written exports of processes that were killed (a live one finishes in seconds)."""
+    now = time.time()
+    for path in parent.glob(".*.tmp-*"):
+        try:
+            if path.is_dir() and now - path.stat().st_mtime > older_than_s:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _export_to(model_dir: Path, out: Path, *, name: str) -> dict:

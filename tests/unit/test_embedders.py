@@ -214,6 +214,29 @@ def test_query_purpose_falls_back_with_a_warning(monkeypatch, tmp_path, caplog, 
     assert "light ONNX query path is unavailable" in caplog.text and "simulated" in caplog.text
 
 
+def test_a_failed_export_is_an_error_and_leaves_nothing(monkeypatch, tmp_path):
+    def exploding(model_dir, out, *, name):
+        (out / "model.onnx").write_bytes(b"half")
+        raise RuntimeError("tracer blew up")
+
+    monkeypatch.setattr(E, "_export_to", exploding)
+    with pytest.raises(E.EmbeddingError, match="exporting all-MiniLM-L6-v2 to ONNX failed: RuntimeError: tracer blew up"):
+        E.export_onnx(root=tmp_path)
+    assert list((tmp_path / "onnx").iterdir()) == []
+    assert E.find_onnx_export(root=tmp_path) is None
+
+
+def test_stale_half_written_exports_are_removed(tmp_path):
+    import os
+
+    stale, fresh = tmp_path / ".m-1.tmp-old", tmp_path / ".m-1.tmp-new"
+    stale.mkdir()
+    fresh.mkdir()
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    E._remove_stale_work_dirs(tmp_path)
+    assert not stale.exists() and fresh.exists()
+
+
 def test_onnx_can_be_switched_off(onnx_dir):
     cfg = config.load(env={})
     cfg["embed"]["onnx"] = False
