@@ -987,7 +987,9 @@ def prepare_query_path(cfg: Mapping[str, Any] | None) -> Path | None:
 
     For the embed stage to call at the end of an ingest (torch is loaded then anyway).
     Returns the export's directory, or None when the configured backend is not the
-    default model (the stub, an endpoint, a local model) or ``embed.onnx`` is off.
+    default model (the stub, an endpoint, a local model) or ``embed.onnx`` is off, or
+    when the export failed: that is a warning on stderr, not an error, since queries
+    still work through sentence-transformers, only slower to start.
     """
     embed = _embed_cfg(cfg)
     if (
@@ -998,7 +1000,11 @@ def prepare_query_path(cfg: Mapping[str, Any] | None) -> Path | None:
         or not _truthy(embed.get("onnx", True))
     ):
         return None
-    return export_onnx(default_model_dir(), name=DEFAULT_MODEL)
+    try:
+        return export_onnx(default_model_dir(), name=DEFAULT_MODEL)
+    except (EmbeddingError, OSError) as exc:
+        log.warning("kgr: could not prepare the fast query path (%s); queries will load sentence-transformers", exc)
+        return None
 
 
 def embed_in_batches(embedder: Embedder, texts: Iterable[str], *, batch_size: int = 32, purpose: str = "document"):

@@ -226,6 +226,14 @@ def test_a_failed_export_is_an_error_and_leaves_nothing(monkeypatch, tmp_path):
     assert E.find_onnx_export(root=tmp_path) is None
 
 
+def test_prepare_query_path_warns_instead_of_failing_an_ingest(monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("KGR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(E, "_export_to", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no space")))
+    with caplog.at_level(logging.WARNING, logger="kgr.embedders"):
+        assert E.prepare_query_path(config.load(env={})) is None
+    assert "could not prepare the fast query path" in caplog.text and "no space" in caplog.text
+
+
 def test_stale_half_written_exports_are_removed(tmp_path):
     import os
 
