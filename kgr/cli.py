@@ -512,7 +512,7 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     are reused. With --pending, the database itself is brought up to date.
 
     \b
-    Examples:
+    Example:
         kgr normalize docs/ | kgr chunk | kgr embed | kgr load --db kb.sqlite
         kgr embed --db kb.sqlite --pending --reembed --model /models/embeddinggemma
     """
@@ -558,7 +558,7 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
     """Ask the knowledge base: ranked chunks with their path, section, snippet and why.
 
     \b
-    Examples:
+    Example:
         kgr query "who owns the ledger service" --db kb.sqlite
         kgr query "retention of settlement records" --mode hybrid --json | jq .path
     """
