@@ -38,4 +38,5 @@ def test_main_job_works_on_a_copy_of_examples(repo, tmp_path):
     proc = subprocess.run(job.replace("kgr ", f"{sys.executable} -m kgr "), shell=True, cwd=tmp_path,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "docs" in proc.stdout and "chunks" in proc.stdout
+    assert re.search(r"^ 1\. \S+\.(md|html|txt|pdf|docx)", proc.stdout, re.M), proc.stdout  # a ranked result with its path
+    assert "why:" in proc.stdout
