@@ -1,0 +1,65 @@
+"""Retrieval with the real default model on the examples knowledge base."""
+
+import subprocess
+import sys
+
+import pytest
+
+from kgr import config
+from kgr.embedders import get_embedder
+from kgr.pipeline import ingest
+from kgr.query import hybrid_query
+from kgr.store import Store
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory, examples):
+    db = tmp_path_factory.mktemp("kb") / "kb.sqlite"
+    cfg = config.load(None)
+    with Store(db) as store:
+        summary = ingest([str(examples / "kb")], store, config=cfg)
+        assert summary.embedded > 0
+    store = Store(db, readonly=True)
+    embedder = get_embedder(cfg, purpose="query")
+    yield store, lambda text: embedder.embed_queries([text])[0], db
+    store.close()
+
+
+def paths(res):
+    return [r["path"] for r in res["results"]]
+
+
+def test_a_paraphrase_without_shared_words_is_found_by_vectors(kb):
+    store, embed, _ = kb
+    q = "which bus gps tracker knows vehicle positions"
+    assert "services/vehicle-locator.md" in paths(hybrid_query(store, q, k=3, mode="vector", embed_query=embed))
+
+
+def test_every_mode_answers_a_plain_question(kb):
+    store, embed, _ = kb
+    for mode in ("bm25", "vector", "hybrid", "graph"):
+        got = paths(hybrid_query(store, "who approves changes to the fare tables", k=3, mode=mode, embed_query=embed))
+        assert "handbook/faq.md" in got, (mode, got)
+
+
+def test_graph_mode_reaches_what_a_dependency_leads_to(kb):
+    store, embed, _ = kb
+    res = hybrid_query(store, "what does the Vehicle Locator Service depend on", k=10, mode="graph", hops=2, embed_query=embed)
+    assert res["results"][0]["path"] == "services/vehicle-locator.md"
+    assert any(e["rel"] == "depends_on" for e in res["edges"])
+    assert all(r["why"] for r in res["results"])
+
+
+def test_cli_query_json_and_cold_start_loads_no_torch(kb):
+    _, _, db = kb
+    code = ("import sys, json; from kgr.cli import main\n"
+            f"sys.argv = ['kgr', 'query', 'who owns the fare engine', '--db', {str(db)!r}, '--json', '--k', '2']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'sentence_transformers', 'spacy')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == "HEAVY []", lines[-1]
+    import json
+    rows = [json.loads(line) for line in lines[:-1]]
+    assert len(rows) == 2 and all({"path", "section", "snippet", "why", "entities"} <= set(r) for r in rows)
