@@ -948,9 +948,10 @@ def get_embedder(cfg: Mapping[str, Any] | None, *, purpose: str = "document") ->
 
     if model_dir is not None:
         resolved = model_dir.resolve()
+        name = model_dir.name or resolved.name  # as the user named it, even through a symlink
         return _shared(
-            ("st", str(resolved), dim, batch_size),
-            lambda: SentenceTransformerEmbedder(resolved, name=resolved.name, dim=dim, batch_size=batch_size),
+            ("st", str(resolved), name, dim, batch_size),
+            lambda: SentenceTransformerEmbedder(resolved, name=name, dim=dim, batch_size=batch_size),
         )
 
     default_dir = default_model_dir()
