@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
         "model_path": None,
         "endpoint": None,
         "stub": False,
+        "onnx": True,  # query embeddings through an ONNX export of the default model (fast cold start)
     },
     "sqlite": {"path": "kgr.sqlite", "wal": True, "busy_timeout_ms": 5000},
     "retrieval": {

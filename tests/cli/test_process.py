@@ -23,8 +23,10 @@ def test_closed_pipe_exits_quietly(tmp_path):
 
 
 def test_interrupt_exits_130():
-    proc = subprocess.Popen([*KGR, "chunk"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(1.5)  # let it start and block on stdin
+    # A shell that starts jobs in the background hands them SIGINT ignored; a user's kgr has the default.
+    proc = subprocess.Popen([*KGR, "chunk"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(3)  # let it start and block on stdin
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
