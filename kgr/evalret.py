@@ -220,7 +220,8 @@ def evaluate(ds: Dataset, db: str | Path, cfg, *, modes: list[str], limit: int |
             by_type: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             for q in questions:
                 res = query_mod.hybrid_query(store, q.text, k=30, hops=r["hops"], rels=r["rels"], mode=mode,
-                                             embed_query=embed_query if embedder else None, weights=weights)
+                                             embed_query=embed_query if embedder else None, weights=weights,
+                                             vectors_in_memory=True)
                 s = score_ranking(doc_ranking(res), q.gold)
                 for key, v in s.items():
                     totals[key] += v

@@ -111,8 +111,10 @@ def hybrid_query(
     weights: Weights | None = None,
     candidates: int | None = None,
     max_nodes: int = 500,
+    vectors_in_memory: bool = False,
 ) -> dict[str, Any]:
-    """Rank chunks for ``q``. ``embed_query`` maps text to a vector (needed by vector, hybrid, graph)."""
+    """Rank chunks for ``q``. ``embed_query`` maps text to a vector (needed by vector, hybrid, graph).
+    ``vectors_in_memory`` suits long-lived callers: see :func:`kgr.vectors.knn`."""
     q = (q or "").strip()
     if not q:
         raise UsageError("the query is empty")
@@ -151,7 +153,7 @@ def hybrid_query(
             if embed_query is None:
                 raise UsageError("this mode needs a query embedder")
             qvec = embed_query(q)
-            for rank, (cid, sim) in enumerate(vectors.knn(store, vectors.CHUNK, qvec, n), 1):
+            for rank, (cid, sim) in enumerate(vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory), 1):
                 c = cand(cid)
                 c.vector_rank = rank
                 c.cosine = sim

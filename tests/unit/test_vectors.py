@@ -107,3 +107,18 @@ def test_float32_on_request(store):
     assert vectors.stored_spec(store).quantize == 32
     sims = vectors.similarities(store, vectors.CHUNK, fake._vec("a.md\nkestrel event bus"), [1])
     assert sims[1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_in_memory_search_equals_the_scan_and_sees_changes(store):
+    load(records("a.md", ["kestrel event bus", "ledger service owns money", "settlement engine pays"]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    q = fake._vec("a.md\nledger money")
+    scan = vectors.knn(store, vectors.CHUNK, q, 3)
+    mem = vectors.knn(store, vectors.CHUNK, q, 3, in_memory=True)
+    assert [i for i, _ in scan] == [i for i, _ in mem]
+    assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(scan, mem))
+    load(records("a.md", ["ledger money ledger money"]), store)  # replaced: old vectors gone
+    vectors.embed_pending(store, lambda: fake)
+    mem = vectors.knn(store, vectors.CHUNK, q, 3, in_memory=True)
+    assert len(mem) == 1 and mem == vectors.knn(store, vectors.CHUNK, q, 3)
