@@ -39,8 +39,18 @@ def status(store: Store) -> dict[str, Any]:
         "last_ingest_ms": _int(store.get_meta("last_ingest_ms")),
         "last_error": store.get_meta("last_error"),
         "last_error_ms": last_event[0] if last_event else None,
-        "embedding": {"model": store.get_meta("embed_model"), "dim": _int(store.get_meta("embed_dim"))},
+        "embedding": _embedding(store),
     }
+
+
+def _embedding(store: Store) -> dict[str, Any]:
+    from . import vectors
+
+    spec = vectors.stored_spec(store)
+    out: dict[str, Any] = {"model": spec.model if spec else None, "dim": spec.dim if spec else None,
+                           "quantize": ("int8" if spec.quantize == 8 else "float32") if spec else None}
+    out.update(vectors.counts(store))
+    return out
 
 
 def _traversal(store: Store) -> str:
@@ -74,7 +84,8 @@ def print_status(info: dict[str, Any], out=None) -> None:
     w(f"extensions {exts}\n")
     w(f"traversal  {info['graph_traversal']}\n")
     emb = info["embedding"]
-    w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims)" if emb["dim"] else "") + "\n")
+    w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims, {emb['quantize']})" if emb["dim"] else "")
+      + (f", {emb['chunk_vectors']} chunk and {emb['entity_vectors']} entity vectors" if emb["model"] else "") + "\n")
     w(f"last file  {info['last_file'] or '-'}\n")
     w(f"last error {info['last_error'] or '-'}\n")
     docs = info["docs_by_status"]
