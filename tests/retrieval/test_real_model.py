@@ -63,3 +63,27 @@ def test_cli_query_json_and_cold_start_loads_no_torch(kb):
     import json
     rows = [json.loads(line) for line in lines[:-1]]
     assert len(rows) == 2 and all({"path", "section", "snippet", "why", "entities"} <= set(r) for r in rows)
+
+
+def test_embed_as_a_filter_gives_the_vectors_ingest_gives(kb, examples, tmp_path):
+    import numpy as np
+
+    from kgr import vectors
+
+    _, _, ingest_db = kb
+    pipe_db = tmp_path / "pipe.sqlite"
+    kgr = f"{sys.executable} -m kgr"
+    proc = subprocess.run(f"{kgr} normalize {examples / 'kb'} | {kgr} chunk | {kgr} embed | {kgr} load --db {pipe_db}",
+                          shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with Store(pipe_db, readonly=True) as a, Store(ingest_db, readonly=True) as b:
+        assert a.scalar("SELECT count(*) FROM chunk_vec") == a.scalar("SELECT count(*) FROM chunks") > 0
+        assert vectors.stored_spec(a) == vectors.stored_spec(b)
+        q = "who approves changes to the fare tables"
+        emb = get_embedder(config.load(None), purpose="query").embed_queries([q])[0]
+        top_a = [a.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
+                 for i, _ in vectors.knn(a, vectors.CHUNK, emb, 3)]
+        top_b = [b.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
+                 for i, _ in vectors.knn(b, vectors.CHUNK, emb, 3)]
+        assert top_a == top_b
+        assert np.isclose(vectors.knn(a, vectors.CHUNK, emb, 1)[0][1], vectors.knn(b, vectors.CHUNK, emb, 1)[0][1], atol=1e-3)
