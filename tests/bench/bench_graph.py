@@ -45,7 +45,7 @@ def main() -> None:
     extract.Extractor._parse = timed
     with tempfile.TemporaryDirectory() as tmp:
         with Store(args.keep or Path(tmp) / "g.sqlite") as store:
-            ingest([str(corpus)], store, config=config.load(None), graph=False)
+            ingest([str(corpus)], store, config=config.load(None), graph=False, embed=False)
             chunks = store.scalar("SELECT count(*) FROM chunks")
             t = time.perf_counter()
             extract.load_nlp("en_core_web_sm")
