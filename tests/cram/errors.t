@@ -36,3 +36,28 @@ Closing the pipe early is not an error:
 
   $ kgr normalize examples/kb | head -c 10 > /dev/null; echo "${PIPESTATUS[0]}"
   0
+
+Questions: an empty one, a database that does not exist, a relation type that does not:
+
+  $ kgr normalize examples/kb/handbook | kgr chunk | kgr load --db q.sqlite
+  loaded 4 documents (*) (glob)
+  $ kgr query "" --db q.sqlite
+  Error: the query is empty
+  [2]
+  $ kgr query "fares" --db missing.sqlite
+  Error: database not found: missing.sqlite
+  Hint: create it with `kgr ingest DIR --db PATH`
+  [1]
+  $ kgr query "fares" --db q.sqlite --rels likes
+  Error: unknown relation type likes
+  Hint: known: cites, defines, depends_on, located_in, mentions, owned_by, part_of, precedes, refers_to, same_as, uses
+  [2]
+
+A database without vectors still answers by keywords, and says what vector search needs:
+
+  $ kgr query "who do I ask about fares" --db q.sqlite --mode bm25 --k 1 --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["path"])'
+  faq.md
+  $ kgr query "fares" --db q.sqlite --mode vector
+  Error: q.sqlite has no vectors yet
+  Hint: run: kgr embed --db q.sqlite
+  [2]
