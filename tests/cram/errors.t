@@ -40,7 +40,7 @@ Closing the pipe early is not an error:
 Questions: an empty one, a database that does not exist, a relation type that does not:
 
   $ kgr normalize examples/kb/handbook | kgr chunk | kgr load --db q.sqlite
-  loaded 4 documents (*) (glob)
+  loaded 4 documents * (glob)
   $ kgr query "" --db q.sqlite
   Error: the query is empty
   [2]
