@@ -39,6 +39,7 @@ RRF_K = 60
 HOP_SCORE = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
 HOP_DECAY = 0.7  # strength kept per hop over an edge
 MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
+ABOUT_SHARE = 0.5  # the share of a page's title an entity's name must cover for the page to be about it
 REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "owned_by": 0.7, "precedes": 0.6,
                "located_in": 0.6, "refers_to": 0.5, "cites": 0.5, "same_as": 1.0, "mentions": 0.6}
 MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
@@ -297,14 +298,17 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
     ids = list(reached)
     for i in range(0, len(ids), 400):
         part = ids[i:i + 400]
-        for eid, cid, in_title in store.query(
-            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')) FROM mentions m "
+        for eid, cid, in_title, surface, title in store.query(
+            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')), max(m.surface), d.title "
+            f"FROM mentions m JOIN docs d ON d.id = m.doc_id "
             f"WHERE m.entity_id IN ({','.join('?' * len(part))}) AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id",
             part,
         ):
             info = reached[eid]
             dist = info["distance"]
-            about = bool(in_title)
+            # a page is about an entity when the entity is (most of) its title: "Ledger Service",
+            # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
+            about = bool(in_title) and len(surface or "") >= ABOUT_SHARE * len((title or "").strip() or " ")
             if not about and not allow_mentions:
                 continue
             hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
