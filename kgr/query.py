@@ -171,7 +171,7 @@ def hybrid_query(
 
     if qvec is not None:
         missing = [cid for cid, c in cands.items() if c.cosine is None]
-        for cid, sim in vectors.similarities(store, vectors.CHUNK, qvec, missing).items():
+        for cid, sim in vectors.similarities(store, vectors.CHUNK, qvec, missing, in_memory=vectors_in_memory).items():
             cands[cid].cosine = sim
 
     _score(cands, mode, weights, qvec is not None)

@@ -276,13 +276,20 @@ def _metric(store: Store, table: str) -> str:
     return "cosine" if "distance_metric=cosine" in sql.replace(" ", "") else "l2"
 
 
-def similarities(store: Store, kind: str, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+def similarities(store: Store, kind: str, query: np.ndarray, ids: Sequence[int], *, in_memory: bool = False) -> dict[int, float]:
     """Cosine similarity of the query to the stored vectors of ``ids`` (those that have one)."""
     spec = stored_spec(store)
     if spec is None or not has_tables(store) or not ids:
         return {}
     q = np.asarray(query, dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
+    if in_memory:
+        all_ids, mat = _matrix(store, kind, spec)
+        want = np.asarray(list(ids), dtype=np.int64)
+        pos = np.searchsorted(all_ids, want)
+        ok = (pos < len(all_ids)) & (all_ids[np.minimum(pos, len(all_ids) - 1)] == want) if len(all_ids) else np.zeros(len(want), bool)
+        sims = mat[pos[ok]] @ q
+        return {int(i): float(x) for i, x in zip(want[ok], sims)}
     out: dict[int, float] = {}
     ids = list(ids)
     for i in range(0, len(ids), 500):

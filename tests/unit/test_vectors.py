@@ -122,3 +122,15 @@ def test_in_memory_search_equals_the_scan_and_sees_changes(store):
     vectors.embed_pending(store, lambda: fake)
     mem = vectors.knn(store, vectors.CHUNK, q, 3, in_memory=True)
     assert len(mem) == 1 and mem == vectors.knn(store, vectors.CHUNK, q, 3)
+
+
+def test_in_memory_similarities_equal_the_stored_ones(store):
+    load(records("a.md", ["kestrel event bus", "ledger service owns money", "settlement engine pays"]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    q = fake._vec("ledger money")
+    ids = [1, 3, 99]
+    a = vectors.similarities(store, vectors.CHUNK, q, ids)
+    b = vectors.similarities(store, vectors.CHUNK, q, ids, in_memory=True)
+    assert a.keys() == b.keys() == {1, 3}
+    assert all(abs(a[i] - b[i]) < 1e-5 for i in a)
