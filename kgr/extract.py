@@ -249,7 +249,8 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
         """"NOTES", "RELATED LINKS", "### None", "Specifies ...": labels and sentence-initial
         common words, not names. A code-font term is always kept."""
         if source in ("code", "codename"):
-            return False
+            # `Get`, `Default`: a keyword in code font, an ordinary word everywhere else
+            return bool(re.fullmatch(r"[A-Z][a-z]+", term)) and lower_n[term.lower()] >= max(1, mid_caps[term])
         letters = re.findall(r"[A-Za-z]+", term)
         if term.isupper() and letters and all(w.lower() in lower for w in letters):
             return True
@@ -301,7 +302,7 @@ def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
     for block in doc.blocks:
         if block.kind == "heading":
             for h in _split_parenthetical(_clean_title(block.text)):
-                if _looks_like_name(h) and len(h.split()) > 1:
+                if _looks_like_name(h) and len(h.split()) > 1 and not _shouted_label(h):
                     yield h, "heading"
         for m in BOLD.finditer(block.raw):
             if m.group(2).strip().endswith(":"):
@@ -313,6 +314,12 @@ def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
             term = m.group(1).strip()
             if IDENTIFIER.match(term) and len(term) >= 3:
                 yield term, "code"
+
+
+def _shouted_label(text: str) -> bool:
+    """"RELATED LINKS", "EXAMPLE OUTPUT": a heading in capitals made of long words is a section label."""
+    words = text.split()
+    return text.isupper() and len(words) >= 2 and all(len(w) >= 4 and w.isalpha() for w in words)
 
 
 def _split_parenthetical(term: str) -> list[str]:
