@@ -48,6 +48,7 @@ from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from .errors import KgrError
+from .tokens import read_json
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +61,6 @@ ONNX_FORMAT = 1
 # An export is kept only if it agrees with the torch model at least this well.
 ONNX_MIN_COSINE = 0.9999
 
-_EMBED_DEFAULTS: dict[str, Any] = {
-    "model": DEFAULT_MODEL,
-    "dim": 384,
-    "quantize": 8,
-    "batch_size": 32,
-    "model_path": None,
-    "endpoint": None,
-    "stub": False,
-}
 
 
 class EmbeddingError(KgrError):
@@ -215,17 +207,6 @@ def _local_model_dir(path: str | os.PathLike) -> Path:
     return directory
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise EmbeddingError(f"cannot read {path}: {exc}") from exc
-    return data if isinstance(data, dict) else {}
-
-
 def _max_seq_length(model_dir: Path) -> int:
     from .tokens import model_max_length
 
@@ -297,7 +278,7 @@ class SentenceTransformerEmbedder:
         native = None
         for entry in entries if isinstance(entries, list) else []:
             kind = str(entry.get("type", ""))
-            config = _read_json(self.model_dir / str(entry.get("path", "")) / "config.json")
+            config = read_json(self.model_dir / str(entry.get("path", "")) / "config.json")
             if kind.endswith(".Pooling"):
                 value = config.get("word_embedding_dimension") or config.get("embedding_dimension")
             elif kind.endswith(".Dense"):
@@ -437,7 +418,7 @@ def onnx_export_dir(model_dir: Path | None = None, *, name: str = DEFAULT_MODEL,
 
 
 def _export_is_complete(path: Path) -> bool:
-    meta = _read_json(path / "meta.json") if (path / "meta.json").is_file() else {}
+    meta = read_json(path / "meta.json") if (path / "meta.json").is_file() else {}
     return (
         meta.get("format") == ONNX_FORMAT
         and (path / "model.onnx").is_file()
@@ -462,11 +443,11 @@ def onnx_supported(model_dir: Path) -> bool:
     kinds = [str(e.get("type", "")).rsplit(".", 1)[-1] for e in entries]
     if kinds not in (["Transformer", "Pooling", "Normalize"], ["Transformer", "Pooling"]):
         return False
-    pooling = _read_json(model_dir / entries[1].get("path", "") / "config.json")
+    pooling = read_json(model_dir / entries[1].get("path", "") / "config.json")
     modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v is True]
     if modes not in (["pooling_mode_mean_tokens"], ["pooling_mode_cls_token"]):
         return False
-    prompts = _read_json(model_dir / "config_sentence_transformers.json").get("prompts") or {}
+    prompts = read_json(model_dir / "config_sentence_transformers.json").get("prompts") or {}
     return not any(prompts.values())
 
 
@@ -591,7 +572,7 @@ def _export_to(model_dir: Path, out: Path, *, name: str) -> dict:
             torch.onnx.export(wrapper, args, str(out / "model.onnx"), **export_kwargs)
     shutil.copyfile(model_dir / "tokenizer.json", out / "tokenizer.json")
 
-    pooling_cfg = _read_json(model_dir / "1_Pooling" / "config.json")
+    pooling_cfg = read_json(model_dir / "1_Pooling" / "config.json")
     pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else "mean"
     modules = json.loads((model_dir / "modules.json").read_text(encoding="utf-8"))
     normalize = any(str(m.get("type", "")).endswith(".Normalize") for m in modules)
@@ -634,7 +615,7 @@ def _load_tokenizer(path: Path, max_length: int) -> Any:
         raise EmbeddingError(f"cannot read tokenizer {path}: {exc}") from exc
     # tokenizer.json of all-MiniLM-L6-v2 pads and truncates to a fixed 128; sentence-
     # transformers truncates at max_seq_length (256) and pads to the longest in a batch.
-    padding = _read_json(path).get("padding") or {}
+    padding = read_json(path).get("padding") or {}
     tokenizer.enable_truncation(max_length=max_length)
     tokenizer.enable_padding(pad_id=int(padding.get("pad_id", 0)), pad_token=str(padding.get("pad_token", "[PAD]")),
                              pad_type_id=int(padding.get("pad_type_id", 0)))
@@ -673,7 +654,7 @@ class OnnxEmbedder:
         meta: Mapping[str, Any] | None = None,
     ):
         self.export_dir = Path(export_dir)
-        meta = dict(meta) if meta is not None else _read_json(self.export_dir / "meta.json")
+        meta = dict(meta) if meta is not None else read_json(self.export_dir / "meta.json")
         if meta.get("format") != ONNX_FORMAT:
             raise EmbeddingError(f"not a kgr ONNX export (format {meta.get('format')!r}): {self.export_dir}")
         self.meta = meta
@@ -878,7 +859,9 @@ class HttpEmbedder:
 
 
 def _embed_cfg(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    merged = dict(_EMBED_DEFAULTS)
+    from .config import DEFAULTS
+
+    merged = dict(DEFAULTS["embed"])
     section = (cfg or {}).get("embed") if cfg is not None else None
     if section:
         merged.update({k: v for k, v in section.items()})

@@ -36,7 +36,6 @@ from . import vectors
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 RRF_K = 60
-HOP_SCORE = {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
 HOP_DECAY = 0.7  # strength kept per hop over an edge
 MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
 ABOUT_SHARE = 0.5  # the share of a page's title an entity's name must cover for the page to be about it

@@ -321,14 +321,17 @@ def _objects(doc: Document, after: int, right: list, block: Block) -> list:
     gap = doc.text[after:first.start]
     if not OBJECT_GAP.match(_unmark(gap)):
         return []
-    objs = [first]
-    for nxt in right[1:]:
-        between = _unmark(doc.text[objs[-1].end:nxt.start])
-        if LIST_GAP.match(between):
-            objs.append(nxt)
-        else:
+    return [_versioned(doc, o, block) for o in _listed(doc, right)]
+
+
+def _listed(doc: Document, spans: list) -> list:
+    """The first span and those that follow it as a list ("A, B and C")."""
+    out = spans[:1]
+    for nxt in spans[1:]:
+        if not LIST_GAP.match(_unmark(doc.text[out[-1].end:nxt.start])):
             break
-    return [_versioned(doc, o, block) for o in objs]
+        out.append(nxt)
+    return out
 
 
 def _versioned(doc: Document, sp, block: Block):
@@ -355,12 +358,7 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
              and _relevant(sp)]
     if not spans:
         return []
-    out = [spans[0]]
-    for nxt in spans[1:]:
-        if LIST_GAP.match(_unmark(doc.text[out[-1].end:nxt.start])):
-            out.append(nxt)
-        else:
-            break
+    out = _listed(doc, spans)
     if len(out) == 1:  # "A is the warehouse, and B is the pipeline that fills it": the clauses' subjects
         out = [sp for sp in spans if sp.source != "coref" and _dep_subject_of_span(doc, block, sp)]
     return out
@@ -464,12 +462,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         gap = doc.text[pos:vals[0].start]
         if len(_unmark(gap).strip()) > 20:
             continue
-        objs = [vals[0]]
-        for nxt in vals[1:]:
-            if LIST_GAP.match(_unmark(doc.text[objs[-1].end:nxt.start])):
-                objs.append(nxt)
-            else:
-                break
+        objs = _listed(doc, vals)
         subj = page_subject or subject
         for obj in objs:
             src, dst = (obj, subj) if inverse else (subj, obj)

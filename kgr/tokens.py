@@ -105,14 +105,15 @@ def model_max_length(model_dir: Path) -> int:
         ("tokenizer_config.json", "model_max_length"),
         ("config.json", "max_position_embeddings"),
     ):
-        value = _read_json(model_dir / filename).get(key)
+        value = read_json(model_dir / filename).get(key)
         # tokenizer_config.json says 1e30 when it means "no limit"
         if isinstance(value, (int, float)) and 0 < value < 1_000_000:
             return int(value)
     return FALLBACK_MAX_LENGTH
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
+    """A JSON object from a model file; {} when the file is absent."""
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -125,7 +126,7 @@ def _read_json(path: Path) -> dict:
 
 def _special_token_count(tokenizer_json: Path) -> int:
     """How many special tokens the post-processor adds to a single text."""
-    post = _read_json(tokenizer_json).get("post_processor") or {}
+    post = read_json(tokenizer_json).get("post_processor") or {}
     kind = post.get("type")
     if kind in ("BertProcessing", "RobertaProcessing"):
         return 2
@@ -154,7 +155,7 @@ def _is_additive(tokenizer_json: Path) -> bool:
     encoding them again. Other tokenizers (SentencePiece, byte-level BPE) are
     counted again on the final chunk texts.
     """
-    spec = _read_json(tokenizer_json)
+    spec = read_json(tokenizer_json)
     normalizer = (spec.get("normalizer") or {}).get("type")
     pre = (spec.get("pre_tokenizer") or {}).get("type")
     model = (spec.get("model") or {}).get("type")

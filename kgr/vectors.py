@@ -244,8 +244,9 @@ def knn(store: Store, kind: str, query: np.ndarray, k: int, *, in_memory: bool =
         f"SELECT rowid, distance FROM {TABLES[kind]} WHERE embedding MATCH {spec.encode_sql()} AND k = ? ORDER BY distance",
         (blob, int(k)),
     )
-    if _metric(store, TABLES[kind]) == "cosine" or spec.quantize != 8:
-        return [(rid, spec.similarity(dist, _metric(store, TABLES[kind]))) for rid, dist in rows]
+    metric = _metric(store, TABLES[kind])
+    if metric == "cosine" or spec.quantize != 8:
+        return [(rid, spec.similarity(dist, metric)) for rid, dist in rows]
     # int8 L2 ranks like cosine; the similarity itself is computed from the stored vectors
     sims = similarities(store, kind, q, [rid for rid, _ in rows])
     return [(rid, sims.get(rid, 0.0)) for rid, _ in rows]
