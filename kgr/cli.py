@@ -683,10 +683,13 @@ def ingest(paths, db, root, prune, progress, graph, embed, as_json, config_path)
     """
     from . import pipeline
     from .store import Store
+    from .writer import WriterLock
 
     cfg = load_config(config_path)
     show = sys.stderr.isatty() if progress is None else progress
-    with Store(resolve_db(db, config_path)) as store:
+    path = resolve_db(db, config_path)
+    # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
+    with WriterLock(path), Store(path) as store:
         summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, graph=graph,
                                   embed=embed, on_error=lambda r: warn(error_line(r)))
     if as_json:
@@ -699,19 +702,35 @@ def ingest(paths, db, root, prune, progress, graph, embed, as_json, config_path)
 
 @cli.command()
 @db_option()
+@click.option("--wait-idle", is_flag=True, help="First wait until the writer (kgr watch) is idle, or none runs.")
+@click.option("--timeout", type=click.FloatRange(0), default=60, show_default=True, help="With --wait-idle: give up (exit 1) after this many seconds.")
 @json_option
 @config_option
-def status(db, as_json, config_path):
-    """Show what the database holds: counts, last file, last error, versions.
+def status(db, wait_idle, timeout, as_json, config_path):
+    """Show what the database holds: counts, last file, last error, versions, the writer.
+
+    With --wait-idle, first wait until its writer has nothing queued, running or
+    pending (or no writer runs): scripts and tests wait on this, never on sleep.
 
     \b
     Example:
         kgr status --db kb.sqlite --json | jq .counts
+        kgr status --db kb.sqlite --wait-idle --timeout 30
     """
     from . import status as status_mod
     from .store import Store
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    path = resolve_db(db, config_path)
+    if wait_idle:
+        from .writer import wait_for_idle
+
+        idle, info = wait_for_idle(path, timeout)
+        if not idle:
+            what = (f"queue {info.get('queue_depth', 0)}, pending {info.get('pending', 0)}, "
+                    f"last file {info.get('last_file') or '-'}") if info else "no state published yet"
+            raise KgrError(f"the writer of {path} is still busy after {timeout:g}s ({what})",
+                           hint="raise --timeout, or see `kgr status` for its last error")
+    with Store(path, readonly=True) as store:
         info = status_mod.status(store)
     if as_json:
         emit([info])

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 from . import records
 from .errors import UsageError
 from .load import LoadSummary, delete_docs, load
-from .store import Store
+from .store import Store, dumps, loads, now_ms
 
 
 @dataclass
@@ -32,12 +32,14 @@ class IngestSummary:
     pruned: int = 0
     extracted: int = 0  # documents whose graph was (re)built
     embedded: int = 0  # chunk and entity vectors stored (from the model or the cache)
+    moved: int = 0  # documents given a new path with their rows and vectors kept (sync_paths)
     seconds: float = 0.0
 
     def line(self) -> str:
+        moved = f"{self.moved} moved, " if self.moved else ""
         return (
             f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
-            f"{self.failed} failed, {self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
+            f"{self.failed} failed, {moved}{self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
             f"{self.embedded} vectors in {self.seconds:.1f}s"
         )
 
@@ -265,3 +267,192 @@ class _progress:
 
     def close(self) -> None:
         self.progress.stop()
+
+
+# -- keeping a root in sync from change hints (kgr watch, the writer) --------------------
+
+
+def sync_paths(
+    store: Store,
+    root: str | os.PathLike,
+    paths: Iterable[str | os.PathLike] | None = None,
+    *,
+    config=None,
+    graph: bool = True,
+    embed: bool = True,
+    on_error: Callable[[dict], None] | None = None,
+) -> IngestSummary:
+    """Make the database agree with what is on disk now at ``paths`` (files or folders,
+    present or gone, absolute or relative to ``root``); ``None`` reconciles the whole root.
+
+    Paths are hints, as file events are: each is looked at afresh. A file is ingested
+    when it changed, a stored document whose file is gone (or now ignored) is purged, and
+    a gone document whose bytes turn up at a new path (a rename, a folder move) is moved
+    there with its chunks, vectors and graph kept, so nothing is embedded again.
+    """
+    from . import normalize as norm
+
+    started = time.perf_counter()
+    root_path = Path(root).resolve()
+    check_root(store, root_path)
+    ignore = norm._kgrignore(root_path)
+    stored = {
+        path: (fhash, fmt, size)
+        for path, fhash, fmt, size in store.query("SELECT path, file_hash, format, size FROM docs WHERE source='file'")
+    }
+    present: dict[str, norm.FileRef] = {}
+    gone: set[str] = set()
+    for target in ([root_path] if paths is None else paths):
+        rel = _rel_to_root(target, root_path)
+        if rel is None:
+            continue  # outside the root: never ours
+        prefix = "" if rel == "" else rel + "/"
+        absolute = root_path / rel if rel else root_path
+        if rel and (_ignored_rel(rel, ignore) or _leaves_root(absolute, root_path)):
+            found: list = []
+        elif absolute.is_dir() and not absolute.is_symlink():
+            found = list(norm.discover([str(absolute)], root=str(root_path)))
+        elif absolute.is_file() and absolute.suffix.lower() in norm.FORMATS:
+            try:
+                found = [norm._ref(absolute, root_path, absolute.stat())]
+            except OSError:
+                found = []
+        else:
+            found = []
+        for item in found:
+            if isinstance(item, dict):
+                if item.get("reason") != "not_found" and on_error:
+                    on_error(item)  # a bad file name; a file that vanished meanwhile is just gone
+            else:
+                present[item.rel_path] = item
+        if rel in stored and rel not in present:
+            gone.add(rel)
+        gone.update(p for p in stored if p.startswith(prefix) and p not in present)
+
+    moves = _match_moves(present, gone, stored)
+    summary = IngestSummary()
+    for old, ref in moves:
+        if move_doc(store, old, ref.rel_path, mtime_ms=ref.mtime_ms, size=ref.size):
+            summary.moved += 1
+            gone.discard(old)
+            present.pop(ref.rel_path, None)
+
+    inner = ingest([ref.abs_path for ref in present.values()], store, root=str(root_path), config=config,
+                   prune=False, graph=graph, embed=embed, on_error=on_error)
+    for name in ("ingested", "unchanged", "failed", "chunks", "extracted", "embedded"):
+        setattr(summary, name, getattr(inner, name))
+    summary.seen = inner.seen + summary.moved
+    # Purge only what is still missing now: a file written back meanwhile stays.
+    still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore)]
+    summary.pruned = delete_docs(store, still_gone)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _rel_to_root(target: str | os.PathLike, root: Path) -> str | None:
+    """``target`` relative to the root, in POSIX form ("" for the root); None when outside.
+
+    Symlinks in the target's own name are not resolved (a link is judged where it points
+    when it is read), but its parent folders are, so a root reached through a link works.
+    """
+    p = Path(target)
+    if not p.is_absolute():
+        p = root / p
+    parent = Path(os.path.realpath(p.parent)) if p.name else Path(os.path.realpath(p))
+    full = parent / p.name if p.name not in ("", ".", "..") else Path(os.path.realpath(p))
+    try:
+        rel = full.relative_to(root).as_posix()
+    except ValueError:
+        return None
+    return "" if rel == "." else rel
+
+
+def _ignored_rel(rel: str, ignore: list[str]) -> bool:
+    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of a path."""
+    from . import normalize as norm
+
+    parts = rel.split("/")
+    if any(norm._ignored(part) for part in parts):
+        return True
+    return bool(ignore) and any(norm._matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
+
+
+def _leaves_root(path: Path, root: Path) -> bool:
+    """True when a symlink (the path itself or a folder above it) points out of the root."""
+    try:
+        Path(os.path.realpath(path)).relative_to(root)
+        return False
+    except ValueError:
+        return True
+
+
+def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
+    from . import normalize as norm
+
+    rel = path.relative_to(root).as_posix()
+    return (path.is_file() and path.suffix.lower() in norm.FORMATS and not _ignored_rel(rel, ignore)
+            and not _leaves_root(path, root))
+
+
+def _match_moves(present: dict, gone: set[str], stored: dict) -> list[tuple[str, object]]:
+    """(old path, new file) pairs: a new file whose bytes and format are a gone document's."""
+    from .parsers import FORMATS
+
+    by_key: dict[tuple, list[str]] = {}
+    for old in sorted(gone):
+        fhash, fmt, size = stored[old]
+        if fhash:
+            by_key.setdefault((size, fmt), []).append(old)
+    if not by_key:
+        return []
+    moves = []
+    for rel, ref in sorted(present.items()):
+        if rel in stored:
+            continue
+        olds = by_key.get((ref.size, FORMATS.get(Path(rel).suffix.lower())))
+        if not olds:
+            continue
+        try:
+            fhash = _file_hash(ref.abs_path)
+        except OSError:
+            continue
+        for old in olds:
+            if stored[old][0] == fhash:
+                olds.remove(old)
+                moves.append((old, ref))
+                break
+    return moves
+
+
+def move_doc(store: Store, old: str, new: str, *, mtime_ms: int | None = None, size: int | None = None) -> bool:
+    """Give the stored document at ``old`` the path ``new``, keeping its chunks, vectors and
+    graph: the file was renamed or moved with its bytes unchanged. The path-derived parts
+    (chunk preludes, a title taken from the file name, breadcrumbs) follow; the vectors,
+    made from the old prelude, are kept on purpose (a move is not worth re-embedding).
+    Returns False when there is nothing at ``old`` or something already at ``new``."""
+    from .chunk import _clean_title
+
+    with store.write() as conn:
+        row = conn.execute("SELECT id, title, meta FROM docs WHERE path=?", (old,)).fetchone()
+        if row is None or conn.execute("SELECT 1 FROM docs WHERE path=?", (new,)).fetchone():
+            return False
+        doc_id, title, meta_text = row
+        meta = loads(meta_text, {}) or {}
+        if meta.get("breadcrumbs") == old.split("/")[:-1]:
+            meta["breadcrumbs"] = new.split("/")[:-1]
+        if title == Path(old).stem:
+            title = Path(new).stem
+        conn.execute(
+            "UPDATE docs SET path=?, title=?, meta=?, mtime_ms=coalesce(?, mtime_ms), size=coalesce(?, size), updated_ms=? WHERE id=?",
+            (new, title, dumps(meta), mtime_ms, size, now_ms(), doc_id),
+        )
+        old_part, new_part = _clean_title(old), _clean_title(new)
+        rows = conn.execute("SELECT id, prelude FROM chunks WHERE doc_id=?", (doc_id,)).fetchall()
+        conn.executemany(
+            "UPDATE chunks SET prelude=? WHERE id=?",
+            [(new_part + prelude[len(old_part):], cid) for cid, prelude in rows
+             if prelude and prelude.startswith(old_part) and prelude[len(old_part):len(old_part) + 1] in ("", " ")],
+        )
+        store.set_meta("last_file", new)
+        store.log_event("move", new, f"from {old}")
+    return True
