@@ -738,6 +738,120 @@ def status(db, wait_idle, timeout, as_json, config_path):
         status_mod.print_status(info)
 
 
+@cli.command()
+@db_option()
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--open/--no-open", "open_browser", default=True, show_default=True,
+              help="Open the page in the default web browser.")
+@config_option
+def viz(db, port, open_browser, config_path):
+    """Serve a live page of the knowledge graph on 127.0.0.1.
+
+    The page starts from the most connected entities, a search or one entity, grows the
+    neighbourhood of each node clicked, shows its details (aliases, observations,
+    relations, source snippets) and polls for changes every 2 s. Nothing leaves the
+    machine: the page's JavaScript (vis-network) comes with the pyvis package.
+
+    \b
+    Example:
+        kgr viz --db kb.sqlite --port 8765 --no-open
+    """
+    import webbrowser
+
+    from . import viz as viz_mod
+
+    server = viz_mod.make_server(resolve_db(db, config_path), port=port)
+    try:
+        warn(f"kgr viz: serving {server.url} (Ctrl-C to stop)")
+        if open_browser:
+            webbrowser.open(server.url)
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def _export_formats() -> list[str]:
+    from .export import FORMATS
+
+    return sorted(FORMATS)
+
+
+@cli.command(name="export")
+@db_option()
+@click.option("--format", "fmt", type=click.Choice(_export_formats()), required=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write to FILE instead of stdout.")
+@click.option("--type", "types", multiple=True, help="Only entities of this type (repeatable, or comma-separated).")
+@click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
+@config_option
+def export_cmd(db, fmt, output, types, rels, config_path):
+    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz) or Mermaid.
+
+    \b
+    Example:
+        kgr export --format graphml --db kb.sqlite -o kb.graphml
+        kgr export --format mermaid --db kb.sqlite --type SERVICE,TEAM --rel owned_by
+    """
+    from . import export as export_mod
+    from .store import Store
+
+    def split(values):
+        return {v.strip() for value in values for v in value.split(",") if v.strip()} or None
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        if output == "-":
+            counts = export_mod.export(store, fmt, sys.stdout, types=split(types), rels=split(rels))
+            sys.stdout.flush()
+        else:
+            tmp = f"{output}.tmp{os.getpid()}"
+            try:
+                with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+                    counts = export_mod.export(store, fmt, out, types=split(types), rels=split(rels))
+                os.replace(tmp, output)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+    where = "" if output == "-" else f" to {output}"
+    warn(f"exported {counts['nodes']} entities and {counts['edges']} relations as {fmt}{where}")
+
+
+@cli.command()
+@db_option()
+@click.option("--profile", type=click.Choice(["graphrag", "kb", "memory", "authoring", "all"]), default="graphrag",
+              show_default=True, help="The tool set to expose (memory and authoring: not yet).")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to bind (not loopback needs a token).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="With --http: the port (0: any free one).")
+@click.option("--token-env", metavar="VAR", help="With --http: require this environment variable's value as the bearer token.")
+@click.option("--token", envvar="KGR_SERVE_TOKEN", show_envvar=True, help="With --http: the bearer token itself (prefer --token-env).")
+@click.option("--allow-host", multiple=True, metavar="NAME", help="With --http: another Host name to accept (repeatable).")
+@click.option("--root", type=click.Path(file_okay=False), help="The knowledge root for ingest_docs [default: the one the database records].")
+@click.option("--watch", "watch_dir", type=click.Path(file_okay=False), help="Also keep this folder ingested (it becomes the root).")
+@config_option
+def serve(db, profile, http, host, port, token_env, token, allow_host, root, watch_dir, config_path):
+    """Serve the knowledge base to MCP clients (stdio by default, or streamable HTTP).
+
+    stdout carries protocol frames only; logs go to stderr.
+
+    \b
+    Example:
+        kgr serve --db kb.sqlite --profile kb
+    """
+    from . import serve as serve_mod
+
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise click.BadParameter(f"the environment variable {token_env} is empty or unset", param_hint="--token-env")
+    if (token or allow_host or host != "127.0.0.1") and not http:
+        raise click.UsageError("--host, --token, --token-env and --allow-host need --http")
+    cfg = load_config(config_path)
+    opts = serve_mod.Options(db=resolve_db(db, config_path), profile=profile, http=http, host=host, port=port,
+                             token=token, root=root, watch=watch_dir, allow_hosts=tuple(allow_host))
+    serve_mod.run(opts, cfg)
+
+
 # -- the error boundary ---------------------------------------------------------------
 
 

@@ -1,0 +1,180 @@
+"""Path confinement: every path a tool receives stays inside the knowledge root.
+
+A path from a client (or a prompt-injected model) is checked twice:
+
+1. syntactically, before any I/O (:func:`relpath`): a string, no NUL, bounded length,
+   relative, no ``..`` component;
+2. on disk (:func:`resolve_under`, :func:`open_under`): the real path, symlinks
+   resolved, must be the root or under it (``Path.is_relative_to`` on resolved paths,
+   never a string prefix: ``/kb-evil`` is not under ``/kb``), and the file actually
+   opened is checked again on its descriptor: each component is opened with
+   ``O_NOFOLLOW`` relative to its parent's descriptor, and ``/proc/self/fd`` (where
+   present) must name a path under the root. A symlink swapped in between the check and
+   the open fails the open instead of escaping.
+
+Every refusal is the same :class:`~kgr.errors.OutsideRoot` with the same message, whether
+the path escapes, does not exist or loops: the error tells an attacker nothing about the
+host, and names no path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import stat
+from pathlib import Path
+from typing import Iterator
+
+from .errors import OutsideRoot
+
+MAX_PATH_CHARS = 1024
+NOT_FOUND = "not found: no such file or directory under the knowledge root"
+
+
+def refuse() -> OutsideRoot:
+    return OutsideRoot(NOT_FOUND)
+
+
+def relpath(user: object, *, max_chars: int = MAX_PATH_CHARS) -> str:
+    """``user`` as a normalised relative path ('a/b.md'), or OutsideRoot.
+
+    '.' components and repeated slashes are dropped; '' and '.' mean the root itself.
+    """
+    if not isinstance(user, str) or len(user) > max_chars or "\x00" in user:
+        raise refuse()
+    text = user.strip()
+    if text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":" and text[0].isalpha()):
+        raise refuse()  # absolute (POSIX, UNC or drive letter)
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise refuse()
+    return "/".join(parts)
+
+
+def real_root(root: str | os.PathLike) -> Path:
+    return Path(root).resolve(strict=True)
+
+
+def inside(path: Path, root: Path) -> bool:
+    """True when the resolved ``path`` is ``root`` or below it (component-wise)."""
+    return path == root or path.is_relative_to(root)
+
+
+def resolve_under(root: str | os.PathLike, user: object, *, dirs: bool = True) -> Path:
+    """The real path of ``user`` (relative to ``root``), which must exist inside it."""
+    rel = relpath(user)
+    base = real_root(root)
+    try:
+        real = (base / rel).resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, dangling link, loop, name too long
+        raise refuse() from None
+    if not inside(real, base):
+        raise refuse()
+    if not dirs and real.is_dir():
+        raise refuse()
+    return real
+
+
+def glob_under(root: str | os.PathLike, pattern: object, *, limit: int = 10000) -> list[Path]:
+    """Files and folders matching a relative glob ('**/*.md'), each confined to ``root``."""
+    rel = relpath(pattern)
+    if not glob.has_magic(rel):
+        return [resolve_under(root, rel)]
+    base = real_root(root)
+    out: list[Path] = []
+    for match in sorted(glob.iglob(glob.escape(str(base)) + "/" + rel, recursive=True)):
+        try:
+            out.append(resolve_under(base, os.path.relpath(match, base)))
+        except OutsideRoot:
+            continue  # a link out of the root matched the pattern: skipped, never followed
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _fd_path(fd: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def open_under(root: str | os.PathLike, user: object) -> Iterator[int]:
+    """A read-only descriptor of the regular file ``user`` under ``root``.
+
+    Symlinks inside the root that stay inside it are followed (through their resolved
+    path); every component of that path is then opened without following links, so a
+    link swapped in after the check cannot redirect the open.
+    """
+    real = resolve_under(root, user, dirs=False)
+    base = real_root(root)
+    parts = real.relative_to(base).parts
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    fds: list[int] = []
+    try:
+        try:
+            fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fds.append(fd)
+            for i, part in enumerate(parts):
+                last = i == len(parts) - 1
+                flags = os.O_RDONLY | nofollow | (0 if last else getattr(os, "O_DIRECTORY", 0))
+                fd = os.open(part, flags, dir_fd=fds[-1])
+                fds.append(fd)
+        except OSError:
+            raise refuse() from None
+        fd = fds[-1]
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse()
+        try:
+            expected = os.stat(real, follow_symlinks=False)
+        except OSError:
+            raise refuse() from None
+        if (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino):
+            raise refuse()
+        opened = _fd_path(fd)
+        if opened is not None and not inside(opened, base):
+            raise refuse()
+        yield fd
+    finally:
+        for f in fds:
+            with contextlib.suppress(OSError):
+                os.close(f)
+
+
+def read_under(root: str | os.PathLike, user: object, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+    """The bytes of the regular file ``user`` under ``root`` (at most ``max_bytes``)."""
+    with open_under(root, user) as fd:
+        chunks = []
+        left = max_bytes
+        while left > 0:
+            block = os.read(fd, min(left, 1 << 20))
+            if not block:
+                break
+            chunks.append(block)
+            left -= len(block)
+        return b"".join(chunks)
+
+
+def display(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
+    """``path`` as a client may see it: relative to the root, never a host path."""
+    p = Path(path)
+    if root is not None:
+        try:
+            base = real_root(root)
+        except OSError:
+            base = Path(root)
+        for candidate in (p, p.resolve() if p.is_absolute() else p):
+            with contextlib.suppress(ValueError):
+                return candidate.relative_to(base).as_posix() or "."
+    return p.name if p.is_absolute() else p.as_posix()
+
+
+def scrub(text: str, *secrets: str | os.PathLike | None) -> str:
+    """``text`` with every given host path or secret replaced, for messages sent to a client."""
+    out = text
+    for s in sorted((str(x) for x in secrets if x), key=len, reverse=True):
+        out = out.replace(s + os.sep, "").replace(s, "<root>" if os.sep in s else "***")
+    return out
