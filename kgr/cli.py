@@ -738,6 +738,127 @@ def status(db, wait_idle, timeout, as_json, config_path):
         status_mod.print_status(info)
 
 
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@db_option()
+@click.option("--debounce-ms", type=click.IntRange(0, 60000), help="Quiet time a path needs before it is looked at [default: watch.debounce_ms, 300].")
+@click.option("--scan-interval", type=click.FloatRange(0), default=600, show_default=True,
+              help="Seconds between full reconciling scans (0: only at start-up and after lost events).")
+@click.option("--polling", is_flag=True, help="Poll the folder every second instead of using inotify (network or FUSE filesystems).")
+@click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
+@click.option("--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet.")
+@config_option
+def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, config_path):
+    """Keep DIRECTORY ingested into the database as files change, until stopped.
+
+    Reconciles the folder at start-up, then follows file events: saves, renames (rows and
+    vectors move, nothing is re-embedded), deletes. Editor temporary files, dotfiles and
+    .kgrignore patterns are ignored. The only writer of the database while it runs:
+    `kgr ingest` on it is refused. Logs go to stderr, stdout stays empty. SIGTERM stops
+    it (exit 0), Ctrl-C too (exit 130). Wait for quiet with `kgr status --wait-idle`.
+
+    \b
+    Example:
+        kgr watch examples/kb --db kb.sqlite
+    """
+    import logging
+    import threading
+
+    from . import watch as watch_mod
+
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
+    cfg = load_config(config_path, **{"watch.debounce_ms": debounce_ms})
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    for name in ("kgr.watch", "kgr.writer"):
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started from a shell that ignores it
+    watch_mod.watch(directory, resolve_db(db, config_path), config=cfg, debounce_ms=int(cfg["watch"]["debounce_ms"]),
+                    scan_interval=scan_interval or None, embed=embed, graph=graph, stop=stop, polling=polling)
+
+@cli.command()
+@db_option()
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--open/--no-open", "open_browser", default=True, show_default=True,
+              help="Open the page in the default web browser.")
+@config_option
+def viz(db, port, open_browser, config_path):
+    """Serve a live page of the knowledge graph on 127.0.0.1.
+
+    The page starts from the most connected entities, a search or one entity, grows the
+    neighbourhood of each node clicked, shows its details (aliases, observations,
+    relations, source snippets) and polls for changes every 2 s. Nothing leaves the
+    machine: the page's JavaScript (vis-network) comes with the pyvis package.
+
+    \b
+    Example:
+        kgr viz --db kb.sqlite --port 8765 --no-open
+    """
+    import webbrowser
+
+    from . import viz as viz_mod
+
+    server = viz_mod.make_server(resolve_db(db, config_path), port=port)
+    try:
+        warn(f"kgr viz: serving {server.url} (Ctrl-C to stop)")
+        if open_browser:
+            webbrowser.open(server.url)
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+def _export_formats() -> list[str]:
+    from .export import FORMATS
+
+    return sorted(FORMATS)
+
+
+@cli.command(name="export")
+@db_option()
+@click.option("--format", "fmt", type=click.Choice(_export_formats()), required=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write to FILE instead of stdout.")
+@click.option("--type", "types", multiple=True, help="Only entities of this type (repeatable, or comma-separated).")
+@click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
+@config_option
+def export_cmd(db, fmt, output, types, rels, config_path):
+    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz) or Mermaid.
+
+    \b
+    Example:
+        kgr export --format graphml --db kb.sqlite -o kb.graphml
+        kgr export --format mermaid --db kb.sqlite --type SERVICE,TEAM --rel owned_by
+    """
+    from . import export as export_mod
+    from .store import Store
+
+    def split(values):
+        return {v.strip() for value in values for v in value.split(",") if v.strip()} or None
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        if output == "-":
+            counts = export_mod.export(store, fmt, sys.stdout, types=split(types), rels=split(rels))
+            sys.stdout.flush()
+        else:
+            tmp = f"{output}.tmp{os.getpid()}"
+            try:
+                with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+                    counts = export_mod.export(store, fmt, out, types=split(types), rels=split(rels))
+                os.replace(tmp, output)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+    where = "" if output == "-" else f" to {output}"
+    warn(f"exported {counts['nodes']} entities and {counts['edges']} relations as {fmt}{where}")
+
+
 @cli.command()
 @db_option()
 @click.option("--profile", type=click.Choice(["graphrag", "kb", "memory", "authoring", "all"]), default="graphrag",

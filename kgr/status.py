@@ -40,7 +40,21 @@ def status(store: Store) -> dict[str, Any]:
         "last_error": store.get_meta("last_error"),
         "last_error_ms": last_event[0] if last_event else None,
         "embedding": _embedding(store),
+        "writer": _writer(store),
     }
+
+
+def _writer(store: Store) -> dict[str, Any]:
+    """The live writer process (kgr watch, kgr serve --watch, kgr ingest) and its last published state."""
+    from .writer import published_state, writer_pid
+
+    pid = writer_pid(store.path)
+    state = published_state(store) or {}
+    if pid is None:
+        return {"alive": False, "pid": None, "state": "none", "last_state": state or None}
+    if state.get("pid") != pid:  # a kgr ingest, or a writer that has not published yet
+        return {"alive": True, "pid": pid, "state": "running", "last_state": None}
+    return {"alive": True, **state}
 
 
 def _embedding(store: Store) -> dict[str, Any]:
@@ -86,6 +100,14 @@ def print_status(info: dict[str, Any], out=None) -> None:
     emb = info["embedding"]
     w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims, {emb['quantize']})" if emb["dim"] else "")
       + (f", {emb['chunk_vectors']} chunk and {emb['entity_vectors']} entity vectors" if emb["model"] else "") + "\n")
+    wr = info.get("writer") or {}
+    if not wr.get("alive"):
+        w("writer     none running\n")
+    elif "queue_depth" in wr:
+        w(f"writer     pid {wr['pid']} {wr['state']}, queue {wr['queue_depth']}, pending {wr['pending']}, "
+          f"{wr['ingest_rate']} files/s" + (f", last error {wr['last_error']}" if wr.get("last_error") else "") + "\n")
+    else:
+        w(f"writer     pid {wr['pid']} (no state published)\n")
     w(f"last file  {info['last_file'] or '-'}\n")
     w(f"last error {info['last_error'] or '-'}\n")
     docs = info["docs_by_status"]
