@@ -781,6 +781,64 @@ def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, conf
     watch_mod.watch(directory, resolve_db(db, config_path), config=cfg, debounce_ms=int(cfg["watch"]["debounce_ms"]),
                     scan_interval=scan_interval or None, embed=embed, graph=graph, stop=stop, polling=polling)
 
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@db_option()
+@click.option("--fix", is_flag=True, help="Re-ingest what differs (takes the writer lock: not while kgr watch runs).")
+@click.option("--graph/--no-graph", default=True, show_default=True, help="With --fix: extract and link the re-ingested documents.")
+@click.option("--embed/--no-embed", default=True, show_default=True, help="With --fix: embed the re-ingested documents.")
+@json_option
+@config_option
+def verify(directory, db, fix, graph, embed, as_json, config_path):
+    """Check the database against DIRECTORY by re-hashing every file; exit 1 if they differ.
+
+    Finds what the mtime-and-size fast path cannot (an edit with its times restored):
+    files missing from the database, documents whose file is gone, stale hashes; then
+    chunks without full-text rows or with orphan vectors, and SQLite's integrity checks.
+
+    \b
+    Example:
+        kgr verify examples/kb --db kb.sqlite --fix
+    """
+    from . import verify as verify_mod
+    from .store import Store
+    from .writer import WriterLock
+
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
+    path = resolve_db(db, config_path)
+    cfg = load_config(config_path)
+    with Store(path, readonly=True) as store:
+        report = verify_mod.check(store, directory)
+    if fix and not report["ok"]:
+        with WriterLock(path), Store(path) as store:
+            summary = verify_mod.fix(store, directory, report, config=cfg, graph=graph, embed=embed,
+                                     on_error=lambda r: warn(error_line(r)))
+            report["fixed"] = summary.as_dict()
+            after = verify_mod.check(store, directory)
+        report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale")}
+    if as_json:
+        emit([report])
+    else:
+        for name in ("missing", "extra", "stale"):
+            for p in report[name]:
+                click.echo(f"{name}\t{printable(p)}")
+        idx, sto = report["index"], report.get("storage", {})
+        if not idx["ok"]:
+            click.echo(f"index\t{idx['chunks']} chunks, {idx['fts_rows']} full-text rows, {idx['fts_orphans']} full-text "
+                       f"and {idx['vec_orphans']} vector orphans")
+        if sto and not sto["ok"]:
+            click.echo(f"storage\t{'; '.join(sto['integrity_check'])}, {sto['foreign_key_errors']} foreign key errors, "
+                       f"FTS: {sto['fts_integrity']}")
+        warn(f"{report['files']} files, {report['docs']} documents: "
+             + ("consistent" if report["ok"] else f"{len(report['missing'])} missing, {len(report['extra'])} extra, "
+                f"{len(report['stale'])} stale") + (f"; fixed: {report['fixed']['ingested']} ingested, "
+                                                      f"{report['fixed']['pruned']} purged" if "fixed" in report else ""))
+    still = report.get("after", report)
+    if not still["ok"]:
+        raise click.exceptions.Exit(ExitStatus.ERROR)
+
 @cli.command()
 @db_option()
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,

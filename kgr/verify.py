@@ -1,0 +1,123 @@
+"""`kgr verify`: does the database still agree with the folder? (RELIABILITY.md I1-I3)
+
+The ingest fast path trusts a file's mtime and size. A change that restores both
+(``touch -r``, a clock jump, a copy tool that keeps times) is invisible to it; a full
+re-hash is not. ``check`` re-hashes every file and compares:
+
+- I1, database = folder: the (path, sha256 of the bytes) pairs stored equal those found
+  by walking the root with the discovery rules (missing, extra and stale paths);
+- I2, indexes agree: every chunk has its full-text row and (once vectors exist) its
+  vector, and no full-text or vector row is left without its chunk;
+- I3, storage sane: ``PRAGMA integrity_check``, ``foreign_key_check`` and the FTS5
+  integrity-check (SQLite before 3.44 does not check FTS5 in integrity_check).
+
+``fix`` re-ingests what I1 found wrong, through ``pipeline.sync_paths``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import apsw
+
+from .store import BUSY_TIMEOUT_MS, Store
+
+
+def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
+    """{relative path: sha256 of the bytes} of every file discovery would ingest."""
+    from . import normalize as norm
+    from .pipeline import _file_hash
+
+    root_path = Path(root).resolve()
+    out = {}
+    for item in norm.discover([str(root_path)], root=str(root_path)):
+        if isinstance(item, norm.FileRef):
+            try:
+                out[item.rel_path] = _file_hash(item.abs_path)
+            except OSError:
+                continue  # vanished meanwhile
+    return out
+
+
+def check(store: Store, root: str | os.PathLike, *, storage: bool = True) -> dict[str, Any]:
+    """I1, I2 and (with ``storage``) I3 for ``store`` against the folder ``root``."""
+    disk = disk_hashes(root)
+    stored = dict(store.query("SELECT path, file_hash FROM docs WHERE source='file'"))
+    missing = sorted(set(disk) - set(stored))
+    extra = sorted(set(stored) - set(disk))
+    stale = sorted(p for p in set(disk) & set(stored) if stored[p] != disk[p])
+    report: dict[str, Any] = {
+        "kind": "verify",
+        "root": str(Path(root).resolve()),
+        "files": len(disk),
+        "docs": len(stored),
+        "missing": missing,
+        "extra": extra,
+        "stale": stale,
+        "index": index_check(store),
+    }
+    if storage:
+        report["storage"] = storage_check(store)
+    report["ok"] = (not missing and not extra and not stale and report["index"]["ok"]
+                    and (not storage or report["storage"]["ok"]))
+    return report
+
+
+def index_check(store: Store) -> dict[str, Any]:
+    """I2: chunks, full-text rows and vectors agree, row for row."""
+    from . import vectors
+
+    chunks = store.scalar("SELECT count(*) FROM chunks")
+    fts = store.scalar("SELECT count(*) FROM chunks_fts_docsize")
+    fts_orphans = store.scalar("SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)")
+    fts_missing = store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)")
+    out: dict[str, Any] = {"chunks": chunks, "fts_rows": fts, "fts_orphans": fts_orphans, "fts_missing": fts_missing,
+                           "vectors": None, "vec_orphans": 0, "vec_missing": 0, "vec_src_orphans": 0}
+    if vectors.has_tables(store):
+        out["vectors"] = store.scalar("SELECT count(*) FROM chunk_vec")
+        out["vec_orphans"] = store.scalar("SELECT count(*) FROM chunk_vec WHERE rowid NOT IN (SELECT id FROM chunks)")
+        out["vec_missing"] = store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)")
+        out["vec_src_orphans"] = store.scalar(
+            "SELECT count(*) FROM vec_src WHERE kind='chunk' AND id NOT IN (SELECT id FROM chunks)")
+    out["ok"] = not (fts_orphans or fts_missing or fts != chunks or out["vec_orphans"] or out["vec_src_orphans"])
+    # Chunks still waiting for a vector (vec_missing) are work, not damage: embedding may be off.
+    return out
+
+
+def storage_check(store: Store) -> dict[str, Any]:
+    """I3: SQLite's own checks, and FTS5's (not part of integrity_check before SQLite 3.44)."""
+    integrity = [r[0] for r in store.query("PRAGMA integrity_check(20)")]
+    foreign = len(store.query("PRAGMA foreign_key_check"))
+    # The FTS5 check is spelled as an INSERT, so it needs a read-write connection (it writes nothing).
+    conn = store.conn
+    if store.readonly:
+        conn = apsw.Connection(str(store.path), flags=apsw.SQLITE_OPEN_READWRITE)
+        conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    try:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        fts = "ok"
+    except apsw.Error as exc:
+        fts = str(exc)
+    finally:
+        if conn is not store.conn:
+            conn.close()
+    return {"integrity_check": integrity, "foreign_key_errors": foreign, "fts_integrity": fts,
+            "ok": integrity == ["ok"] and not foreign and fts == "ok"}
+
+
+def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config=None, graph: bool = True,
+        embed: bool = True, on_error: Callable[[dict], None] | None = None):
+    """Re-ingest every path ``report`` (from ``check``) found missing, extra or stale.
+
+    A stale document's stored stat is cleared first, so the fast path cannot skip it
+    again. Returns the ``IngestSummary``. Call on the writer (``Writer.run``) or under
+    the writer lock."""
+    from .pipeline import sync_paths
+
+    paths = sorted(set(report["missing"]) | set(report["extra"]) | set(report["stale"]))
+    if report["stale"]:
+        with store.write() as conn:
+            conn.executemany("UPDATE docs SET mtime_ms=NULL, size=NULL WHERE path=?", [(p,) for p in report["stale"]])
+    return sync_paths(store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error)
