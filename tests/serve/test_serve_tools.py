@@ -1,0 +1,246 @@
+"""Every tool through the SDK's in-memory client: schemas and bounds, annotations, structured
+results that agree with the library, isError with a clear message on bad input, profiles and
+the document resource."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from serve_fixtures import Mcp, error_text, make_service
+
+from kgr import entities, kb, serve
+from kgr.errors import UsageError
+
+GRAPHRAG = {"ingest_docs", "extract_and_link", "hybrid_query", "entity_lookup", "explain_entity", "status", "review_links"}
+KB = {"search_concepts", "get_concept", "get_related", "list_concepts", "kb_health", "status"}
+
+
+def test_profiles_give_their_tool_sets(service):
+    assert {t.name for t in Mcp(serve.build_server(service, "graphrag")).tools()} == GRAPHRAG
+    assert {t.name for t in Mcp(serve.build_server(service, "kb")).tools()} == KB
+    assert {t.name for t in Mcp(serve.build_server(service, "all")).tools()} == GRAPHRAG | KB
+
+
+@pytest.mark.parametrize("profile", ["memory", "authoring"])
+def test_later_profiles_are_a_clear_error(service, profile):
+    with pytest.raises(UsageError, match=f"the {profile} profile has no tools yet"):
+        serve.build_server(service, profile)
+
+
+def test_unknown_profile(service):
+    with pytest.raises(UsageError, match="unknown profile"):
+        serve.profile_tools("everything")
+
+
+def test_a_registered_tool_joins_its_profile(service, monkeypatch):
+    """The profile mechanism: registering a tool is all a later profile needs."""
+    monkeypatch.setattr(serve, "TOOLS", dict(serve.TOOLS))
+    monkeypatch.setattr(serve, "PROFILES", {k: list(v) for k, v in serve.PROFILES.items()})
+
+    def read_graph(self) -> dict[str, int]:
+        """The whole graph."""
+        return {"entities": self.svc.read(lambda s: s.scalar("SELECT count(*) FROM entities"))}
+
+    monkeypatch.setattr(serve.Tools, "read_graph", serve.tool("read_graph", profiles=("memory",), title="Read the graph")(
+        serve._boundary(read_graph)), raising=False)
+    mcp = Mcp(serve.build_server(service, "memory"))
+    assert [t.name for t in mcp.tools()] == ["read_graph"]
+    assert mcp.call("read_graph").structured_content["entities"] > 0
+    assert "read_graph" in serve.profile_tools("all")
+
+
+def test_schemas_are_bounded_and_annotated(mcp_all):
+    tools = {t.name: t for t in mcp_all.tools()}
+    hq = tools["hybrid_query"].input_schema["properties"]
+    assert hq["k"]["maximum"] == serve.MAX_K and hq["k"]["minimum"] == 1
+    assert hq["hops"]["maximum"] == serve.MAX_HOPS
+    assert hq["query"]["maxLength"] == serve.MAX_QUERY_CHARS
+    assert tools["get_related"].input_schema["properties"]["max_nodes"]["maximum"] == serve.MAX_NODES
+    paths = tools["ingest_docs"].input_schema["properties"]["paths"]["anyOf"][0]
+    assert paths["maxItems"] == serve.MAX_PATHS and paths["items"]["maxLength"] == 1024
+    for name, t in tools.items():
+        assert t.description and len(t.description) > 40, name
+        assert t.output_schema is not None and t.output_schema["type"] == "object", name
+        assert t.annotations.read_only_hint is (name not in ("ingest_docs", "extract_and_link")), name
+        assert t.annotations.open_world_hint is False
+    assert tools["ingest_docs"].annotations.destructive_hint is False
+    assert tools["ingest_docs"].annotations.idempotent_hint is True
+
+
+def test_hybrid_query_matches_the_library(mcp_all, service):
+    from kgr import query
+
+    r = mcp_all.call("hybrid_query", {"query": "Who is on call for the fare engine?", "k": 5})
+    assert not r.is_error
+    got = r.structured_content
+    want = service.read(query.hybrid_query, "Who is on call for the fare engine?", k=5, hops=2,
+                        rels=service.cfg["retrieval"]["rels"], embed_query=service.embed_query(),
+                        weights=query.Weights.from_config(service.cfg), vectors_in_memory=True)
+    assert [x["chunk_id"] for x in got["results"]] == [x["chunk_id"] for x in want["results"]]
+    assert got["truncated"] is False
+    assert len(got["results"]) == 5
+    first = got["results"][0]
+    assert {"path", "section", "snippet", "start", "end", "why", "entities", "via"} <= first.keys()
+    assert json.loads(r.content[0].text) == got  # the text block carries the same JSON
+
+
+def test_hybrid_query_modes_and_rels(mcp_all):
+    for mode in ("bm25", "vector", "hybrid"):
+        r = mcp_all.call("hybrid_query", {"query": "fare cap", "k": 3, "mode": mode})
+        assert not r.is_error and r.structured_content["mode"] == mode
+    r = mcp_all.call("hybrid_query", {"query": "fare cap", "rels": ["no_such_rel"]})
+    assert "unknown relation type no_such_rel" in error_text(r)
+
+
+def test_entity_lookup_and_explain(mcp_all, service):
+    r = mcp_all.call("entity_lookup", {"q": "Fare Engine", "limit": 3})
+    hits = r.structured_content["entities"]
+    assert hits == service.read(entities.lookup, "Fare Engine", limit=3)
+    assert hits[0]["name"] == "Fare Engine"
+    ex = mcp_all.call("explain_entity", {"entity": str(hits[0]["id"]), "hops": 1}).structured_content
+    assert ex["name"] == "Fare Engine" and "FE" in ex["aliases"]
+    assert ex["sources"] and ex["relations"]
+    assert all(n["distance"] <= 1 for n in ex["neighbourhood"]["nodes"])
+    r = mcp_all.call("explain_entity", {"entity": "zzqx nothing like it"})
+    assert "no entity matches" in error_text(r)
+
+
+def test_review_links(mcp_all, service):
+    r = mcp_all.call("review_links", {"limit": 3}).structured_content
+    assert r["edges"] == service.read(entities.review, limit=3)["edges"]
+    assert len(r["edges"]) <= 3
+
+
+def test_status_reports_counts_and_writer_without_host_paths(mcp_all, built_kb):
+    r = mcp_all.call("status").structured_content
+    assert r["counts"]["docs"] == 17 and r["counts"]["chunks"] > 0
+    assert r["writer"] == {"running": False}  # a read-only server takes no writer lock
+    assert r["db"] == "kb.sqlite" and r["root"] == "kb"
+    assert str(built_kb[0].parent) not in json.dumps(r)
+
+
+def test_kb_tools(mcp_all, service):
+    s = mcp_all.call("search_concepts", {"query": "fare engine", "limit": 5}).structured_content
+    assert s["concepts"][0]["name"] == "Fare Engine" and len(s["concepts"]) <= 5
+    c = mcp_all.call("get_concept", {"concept": "Fare Engine"}).structured_content
+    assert c == {**service.read(kb.get_concept, "Fare Engine"), "truncated": False}
+    rel = mcp_all.call("get_related", {"concept": "Fare Engine", "hops": 2}).structured_content
+    ids = {n["id"] for n in rel["nodes"]}
+    assert rel["root"]["name"] == "Fare Engine" and rel["nodes"][0]["distance"] == 0
+    assert rel["edges"], "Fare Engine has typed edges in the examples"
+    for e in rel["edges"]:  # every edge traversed joins reached nodes
+        assert e["src"] in ids and e["dst"] in ids
+    assert len(rel["edges"]) == len(rel["nodes"]) - 1  # a BFS tree: one edge per reached node
+    one = mcp_all.call("get_related", {"concept": "Fare Engine", "hops": 2, "max_nodes": 2}).structured_content
+    assert len(one["nodes"]) == 2 and one["truncated"] is True
+    lst = mcp_all.call("list_concepts", {"limit": 5, "type": "SERVICE"}).structured_content
+    assert lst["total"] == lst["types"]["SERVICE"] and all(x["type"] == "SERVICE" for x in lst["concepts"])
+    page2 = mcp_all.call("list_concepts", {"limit": 5, "offset": 5, "type": "SERVICE"}).structured_content
+    assert not {x["id"] for x in page2["concepts"]} & {x["id"] for x in lst["concepts"]}
+    h = mcp_all.call("kb_health").structured_content
+    assert h["ok"] is True, h
+    assert h["checks"]["quick_check"] == ["ok"]
+    assert h["counts"]["chunks"] == h["counts"]["chunks_fts"] == h["counts"]["chunk_vectors"]
+
+
+def test_kb_health_finds_damage(kb_copy, kb_config):
+    """Each kind of damage kb_health reports, made on a copy."""
+    from kgr.store import Store
+
+    db, root = kb_copy
+    with Store(db) as store, store.write() as conn:
+        conn.execute("PRAGMA foreign_keys=OFF")
+    store = Store(db)
+    store.conn.execute("PRAGMA foreign_keys=OFF")
+    with store.write() as conn:
+        conn.execute("INSERT INTO entities(key, name, type, norm) VALUES ('orphan', 'Orphan', 'CONCEPT', 'orphan')")
+        conn.execute("INSERT INTO relations(src_id, dst_id, rel) VALUES (99999, 1, 'uses')")
+        conn.execute("DELETE FROM vec_src WHERE kind = 'chunk' AND id = (SELECT min(id) FROM chunks)")
+    store.close()
+    (root / "handbook" / "welcome.md").unlink()
+    svc = make_service(db, kb_config)
+    try:
+        h = Mcp(serve.build_server(svc, "kb")).call("kb_health", {"full": True}).structured_content
+    finally:
+        svc.close()
+    assert h["ok"] is False
+    p = h["problems"]
+    assert p["dangling_edges"]["count"] == 1 and p["dangling_edges"]["sample"][0][1] == 99999
+    assert p["orphan_concepts"]["count"] == 1 and p["orphan_concepts"]["sample"][0][1] == "Orphan"
+    assert p["chunks_without_vectors"]["count"] == 1
+    assert p["files_gone"]["count"] == 1 and p["files_gone"]["sample"] == ["handbook/welcome.md"]
+    assert h["checks"]["integrity_check"] == ["ok"]
+    assert h["checks"]["foreign_key_violations"] >= 1
+
+
+@pytest.mark.parametrize("name,args,needle", [
+    ("hybrid_query", {"query": "x", "k": 0}, "greater than or equal to 1"),
+    ("hybrid_query", {"query": "x", "k": 101}, "less than or equal to 100"),
+    ("hybrid_query", {"query": "x", "hops": 4}, "less than or equal to 3"),
+    ("hybrid_query", {"query": ""}, "at least 1 character"),
+    ("hybrid_query", {"query": "x" * 4001}, "at most 4000 characters"),
+    ("hybrid_query", {"query": "x", "mode": "magic"}, "mode"),
+    ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "at most 20 items"),
+    ("hybrid_query", {"k": 3}, "query"),
+    ("entity_lookup", {"q": "x", "limit": 1000}, "less than or equal to 100"),
+    ("get_related", {"concept": "Fare Engine", "max_nodes": 10001}, "less than or equal to 10000"),
+    ("get_related", {"concept": "Fare Engine", "direction": "sideways"}, "direction"),
+    ("list_concepts", {"offset": -1}, "greater than or equal to 0"),
+    ("review_links", {"limit": 201}, "less than or equal to 200"),
+    ("ingest_docs", {"paths": ["a.md"] * 201}, "at most 200 items"),
+    ("ingest_docs", {"paths": ["x" * 1025]}, "at most 1024 characters"),
+])
+def test_bad_arguments_are_tool_errors(mcp_all, name, args, needle):
+    r = mcp_all.call(name, args)
+    text = error_text(r)
+    assert needle in text
+    assert "Traceback" not in text
+
+
+def test_unknown_tool_is_an_error(mcp_all):
+    assert "Unknown tool" in error_text(mcp_all.call("drop_database"))
+
+
+def test_document_resource(mcp_all, built_kb):
+    from kgr.store import Store
+
+    r = mcp_all.read("kgr://doc/handbook/welcome.md")
+    with Store(built_kb[0], readonly=True) as store:
+        want = store.scalar("SELECT text FROM docs WHERE path = 'handbook/welcome.md'")
+    assert r.contents[0].text == want and want.startswith("# Welcome")
+    assert r.contents[0].mime_type == "text/markdown"
+
+
+@pytest.mark.parametrize("path", ["nope.md", "../config.yaml", "handbook/../../config.yaml", "%2e%2e/config.yaml"])
+def test_document_resource_refuses_unknown_and_outside(mcp_all, path):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as info:
+        mcp_all.read(f"kgr://doc/{path}")
+    assert "Traceback" not in str(info.value)
+
+
+def test_result_over_the_byte_budget_is_trimmed_and_flagged(built_kb, kb_config):
+    svc = make_service(built_kb[0], kb_config, max_result_bytes=3000)
+    try:
+        r = Mcp(serve.build_server(svc, "all")).call("hybrid_query", {"query": "fare engine", "k": 20})
+    finally:
+        svc.close()
+    got = r.structured_content
+    assert got["truncated"] is True
+    assert len(json.dumps(got)) <= 3000 + 200
+    assert got["results"], "the best results are kept"
+
+
+def test_time_budget_stops_a_slow_call(built_kb, kb_config):
+    svc = make_service(built_kb[0], kb_config, time_budget=0.0)
+    try:
+        r = Mcp(serve.build_server(svc, "all")).call("hybrid_query", {"query": "fare engine", "mode": "bm25"})
+        text = error_text(r)
+        assert "took longer than 0 s" in text
+        svc.time_budget = 2.0  # the next call is fine
+        ok = Mcp(serve.build_server(svc, "all")).call("hybrid_query", {"query": "fare engine", "mode": "bm25"})
+        assert not ok.is_error
+    finally:
+        svc.close()
