@@ -841,7 +841,7 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
 
 @cli.command()
 @db_option()
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=8766, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
 @click.option("--open/--no-open", "open_browser", default=True, show_default=True,
               help="Open the page in the default web browser.")
@@ -856,13 +856,15 @@ def viz(db, port, open_browser, config_path):
 
     \b
     Example:
-        kgr viz --db kb.sqlite --port 8765 --no-open
+        kgr viz --db kb.sqlite --port 8766 --no-open
     """
     import webbrowser
 
     from . import viz as viz_mod
 
     server = viz_mod.make_server(resolve_db(db, config_path), port=port)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it even when started in the background
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(ExitStatus.OK))
     try:
         warn(f"kgr viz: serving {server.url} (Ctrl-C to stop)")
         if open_browser:

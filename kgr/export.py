@@ -224,7 +224,7 @@ def write_dot(graph: GraphSource, out: TextIO) -> None:
 
 def mermaid_text(value: object) -> str:
     """Text inside a quoted Mermaid label: quotes and markup as entity codes, one line."""
-    text = re.sub(r"\s+", " ", str(value)).strip()
+    text = re.sub(r"[\s\x00-\x1f\x7f]+", " ", str(value)).strip()
     for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
                      ("`", "#96;")):
         text = text.replace(ch, code)

@@ -35,7 +35,7 @@ from .export import type_color
 from .store import Store, dumps, loads
 
 STATIC = Path(__file__).parent / "viz_static"
-DEFAULT_PORT = 8765
+DEFAULT_PORT = 8766  # kgr serve --http takes 8765
 DEFAULT_MAX_NODES = 200
 START_NODES = 30  # most connected entities shown when the page has no query
 PER_NODE = 40  # neighbours added per expanded or found entity (hubs stay readable)
@@ -165,7 +165,9 @@ def entity_details(store: Store, eid: int, *, max_sources: int = 8, max_observat
     ]
     sources = []
     for doc_id, path, title, count, first in store.query(
-        "SELECT d.id, d.path, d.title, count(*), min(m.id) FROM mentions m JOIN docs d ON d.id = m.doc_id "
+        # The snippet shows the first mention by name (a pronoun says little out of context).
+        "SELECT d.id, d.path, d.title, count(*), coalesce(min(CASE WHEN m.source != 'coref' THEN m.id END), min(m.id)) "
+        "FROM mentions m JOIN docs d ON d.id = m.doc_id "
         "WHERE m.entity_id = ? GROUP BY d.id ORDER BY count(*) DESC, d.path LIMIT ?", (eid, max_sources)):
         text, start, end, section = store.query(
             'SELECT c.text, m.start, m."end", c.section FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE m.id = ?',
