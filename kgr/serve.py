@@ -259,21 +259,35 @@ class Service:
     # -- output hygiene ----------------------------------------------------------------
 
     def scrub(self, text: str) -> str:
-        paths = []
-        for p in (self.root, self.db.parent, self.db):
-            if p is not None:
-                paths.append(str(p))
-                try:
-                    paths.append(str(Path(p).resolve()))
-                except OSError:
-                    pass
-        return confine.scrub(text, *paths, *self.secrets)
+        if getattr(self, "_hidden", None) is None:
+            hidden = set(self.secrets)
+            for p in (self.root, self.db.parent, self.db):
+                if p is not None:
+                    hidden.add(str(p))
+                    try:
+                        hidden.add(str(Path(p).resolve()))
+                    except OSError:
+                        pass
+            self._hidden = sorted(hidden, key=len, reverse=True)
+        if not any(h in text for h in self._hidden):
+            return text
+        return confine.scrub(text, *self._hidden)
 
     def fail(self, exc: KgrError) -> Exception:
         from mcp.server.mcpserver.exceptions import ToolError
 
         msg = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
         return ToolError(self.scrub(msg))
+
+    def scrub_all(self, value: Any) -> Any:
+        """Every string inside ``value`` scrubbed of host paths and secrets."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {k: self.scrub_all(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.scrub_all(v) for v in value]
+        return value
 
     def fit(self, result: dict[str, Any]) -> dict[str, Any]:
         """``result`` within the byte budget: its longest lists are halved until it fits."""
@@ -304,7 +318,7 @@ def _boundary(fn: Callable) -> Callable:
             out = fn(self, *args, **kwargs)
         except KgrError as exc:
             raise self.svc.fail(exc) from None
-        return self.svc.fit(out) if isinstance(out, dict) else out
+        return self.svc.fit(self.svc.scrub_all(out)) if isinstance(out, dict) else out
 
     return run
 
@@ -577,17 +591,16 @@ def _writer(svc: Service):
 
 
 def _writer_status(svc: Service) -> dict[str, Any]:
+    """The writer's own state (queue depth, busy, last file and error, counts, ingest rate), with
+    ``active``: whether this server has started its writer."""
     if svc.writer is None:
-        return {"running": False}
+        return {"active": False}
     try:
         st = dict(svc.writer.status())
     except Exception as exc:  # noqa: BLE001
-        return {"running": True, "error": svc.scrub(str(exc))}
-    st.setdefault("running", True)
-    for key in ("last_file", "last_error"):
-        if isinstance(st.get(key), str):
-            st[key] = svc.scrub(st[key])
-    return st
+        return {"active": True, "error": svc.scrub(str(exc))}
+    st.pop("root", None)  # a host path; the root's name is in status.root
+    return {"active": True, **st}
 
 
 # -- the server ------------------------------------------------------------------------------------
