@@ -140,7 +140,7 @@ def ingest(
     if graph:
         from .graphbuild import build_pending
 
-        summary.extracted = build_pending(store, cfg)
+        summary.extracted = build_pending(store, cfg, use_vectors=embed)
     if embed:
         summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
@@ -329,7 +329,7 @@ def sync_paths(
             gone.add(rel)
         gone.update(p for p in stored if p.startswith(prefix) and p not in present)
 
-    moves = _match_moves(present, gone, stored)
+    moves = _match_moves(present, gone, stored, root_path, ignore)
     summary = IngestSummary()
     for old, ref in moves:
         if move_doc(store, old, ref.rel_path, mtime_ms=ref.mtime_ms, size=ref.size):
@@ -394,18 +394,20 @@ def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
             and not _leaves_root(path, root))
 
 
-def _match_moves(present: dict, gone: set[str], stored: dict) -> list[tuple[str, object]]:
-    """(old path, new file) pairs: a new file whose bytes and format are a gone document's."""
+def _match_moves(present: dict, gone: set[str], stored: dict, root: Path, ignore: list[str]) -> list[tuple[str, object]]:
+    """(old path, new file) pairs: a new file whose bytes and format are those of a stored
+    document whose own file is gone, whether or not that path is among the hints (the two
+    sides of a move may arrive in different batches)."""
     from .parsers import FORMATS
 
     by_key: dict[tuple, list[str]] = {}
-    for old in sorted(gone):
-        fhash, fmt, size = stored[old]
-        if fhash:
+    for old, (fhash, fmt, size) in stored.items():
+        if fhash and old not in present:
             by_key.setdefault((size, fmt), []).append(old)
     if not by_key:
         return []
     moves = []
+    taken: set[str] = set()
     for rel, ref in sorted(present.items()):
         if rel in stored:
             continue
@@ -416,9 +418,11 @@ def _match_moves(present: dict, gone: set[str], stored: dict) -> list[tuple[str,
             fhash = _file_hash(ref.abs_path)
         except OSError:
             continue
-        for old in olds:
-            if stored[old][0] == fhash:
-                olds.remove(old)
+        for old in sorted(olds, key=lambda p: p not in gone):  # the hinted ones first
+            if old in taken or stored[old][0] != fhash:
+                continue
+            if old in gone or not _present_now(root / old, root, ignore):
+                taken.add(old)
                 moves.append((old, ref))
                 break
     return moves

@@ -49,6 +49,9 @@ SCAN_INTERVAL_S = 600.0
 BURST_THRESHOLD = 512
 # A path that keeps changing is still looked at after this long (Syncthing's notifyTimeout idea).
 MAX_DELAY_S = 10.0
+# watchdog holds an unpaired IN_MOVED_FROM (a move out of the root) for 0.5 s hoping for its
+# IN_MOVED_TO: quiet must last longer than that before "idle" can be trusted.
+EVENT_LATENCY_S = 0.6
 
 # Opened and closed-without-writing events are noise (kgr's own parser reads files);
 # folder modified events only say that a name inside changed, and that name has its own event.
@@ -187,9 +190,9 @@ class Watcher:
 
     def wait_idle(self, timeout: float, settle: float | None = None) -> bool:
         """Wait until nothing is pending, queued or running, unchanged for ``settle`` seconds
-        (default: the debounce, at least 0.2 s) so that a change made just before the call
-        has reached the watcher. False on timeout."""
-        settle = max(0.2, self.debounce) if settle is None else settle
+        (default: the debounce plus watchdog's move-pairing delay) so that a change made
+        just before the call has reached the watcher. False on timeout."""
+        settle = self.debounce + EVENT_LATENCY_S if settle is None else settle
         deadline = time.monotonic() + timeout
         quiet_since = None
         while time.monotonic() < deadline:

@@ -425,9 +425,10 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
                   poll: float = 0.05) -> tuple[bool, dict[str, Any] | None]:
     """Wait until the database's writer is idle (or no writer is alive).
 
-    Idle must hold, unchanged, for ``settle`` seconds of polling (default: the writer's
-    debounce, at least 0.3 s), so that a change made just before the call has time to
-    reach the watcher. Returns (True, state) when idle, (False, last state) on timeout."""
+    Idle must hold, unchanged, for ``settle`` seconds of polling (default: the watcher's
+    debounce plus the time file events may take to arrive, ``watch.EVENT_LATENCY_S``), so
+    that a change made just before the call has reached the watcher. Returns
+    (True, state) when idle, (False, last state) on timeout."""
     from .store import Store
 
     deadline = time.monotonic() + timeout
@@ -446,7 +447,7 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
                 with contextlib.suppress(Exception):
                     info = published_state(store)
             if info is not None and info.get("pid") == pid and not info.get("busy"):
-                wait = settle if settle is not None else max(0.3, float(info.get("debounce_ms") or 0) / 1000)
+                wait = settle if settle is not None else float(info.get("debounce_ms") or 0) / 1000 + 0.6
                 if seen_idle is None or seen_idle[1] != info.get("idle_since"):
                     seen_idle = (time.monotonic(), info.get("idle_since"))
                 elif time.monotonic() - seen_idle[0] >= wait:
