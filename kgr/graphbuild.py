@@ -51,8 +51,54 @@ def stored_entities(store: Store) -> list[dict]:
     ]
 
 
-def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None) -> int:
-    """Extract and link every document without a current graph; return how many."""
+class EntityVectors:
+    """The linker's cosine term from the entity vectors already stored: the similarity of a
+    mention's surface to an entity's name and definition. The query embedder (the light
+    path) loads on the first fuzzy candidate that has a vector, never for exact matches."""
+
+    def __init__(self, store: Store, cfg):
+        from . import vectors
+
+        self.store, self.cfg, self.vectors = store, cfg, vectors
+        self.ids = dict(store.query("SELECT e.key, e.id FROM entities e JOIN vec_src v ON v.kind = 'entity' AND v.id = e.id"))
+        self._embedder = None
+        self._surfaces: dict[str, object] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def _embed(self, surface: str, mtype: str):
+        key = f"{mtype}\x00{surface}"
+        if key not in self._surfaces:
+            if self._embedder is None:
+                from .embedders import get_embedder
+
+                self._embedder = get_embedder(self.cfg, purpose="query")
+                self.vectors.check_spec(self.store, self.vectors.VectorSpec(self._embedder.model, self._embedder.dim))
+            text = self.vectors.entity_text(surface, None, None, None)
+            self._surfaces[key] = self._embedder.embed_documents([text])[0]
+        return self._surfaces[key]
+
+    def __call__(self, ent, surface: str, string_sim: float) -> float:
+        """How close the surface is to the entity's vector, relative to how close the entity's
+        own names are (a bare name never reaches the cosine of name plus definition, so the raw
+        cosine would understate every match): 1.0 when the surface is as good as its best name."""
+        eid = self.ids.get(ent.key)
+        if eid is None or not surface:
+            return string_sim
+        def cos(text: str) -> float | None:
+            return self.vectors.similarities(self.store, self.vectors.ENTITY, self._embed(text, ent.type), [eid]).get(eid)
+
+        sim = cos(surface)
+        ref = max((c for c in map(cos, [ent.name, *ent.aliases[:4]]) if c is not None), default=None)
+        if sim is None or not ref or ref <= 0:
+            return string_sim
+        return min(1.0, max(0.0, sim / ref))
+
+
+def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True) -> int:
+    """Extract and link every document without a current graph; return how many.
+    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors."""
     pending = store.query("SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path")
     if not pending:
         return 0
@@ -61,7 +107,13 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
 
     mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
-    linker = Linker(stored_entities(store))
+    ev = None
+    if use_vectors:
+        from . import vectors
+
+        if vectors.stored_spec(store) is not None and vectors.has_tables(store):
+            ev = EntityVectors(store, cfg) or None
+    linker = Linker(stored_entities(store), vectors=ev)
     # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
     # Service (OIS)" that another page declares, whatever order the pages come in.
     for doc in stored_docs(store):

@@ -1,12 +1,14 @@
 """The link stage: canonicalise mentions into entities (seed 000 section 7).
 
 Blocking finds candidate entities for a surface by its ``norm`` (lower-case
-alphanumerics), known aliases, edit distance <= 1 and token Jaccard >= 0.6;
-entity-vector similarity joins when vectors exist. The candidates are scored
+alphanumerics), known aliases, edit distance <= 1 and token Jaccard >= 0.6.
+The candidates are scored
 
     score = 0.45 cos + 0.25 string_sim + 0.15 type_prior + 0.10 context + 0.05 popularity
 
-(until entity vectors exist, the string similarity stands in for the cosine), and the mention links
+where ``cos`` is the cosine between the surface and the entity's stored vector (name,
+other names, definition) when the entity has one; until then the string similarity stands
+in for it. The mention links
 when the score reaches the threshold (0.72); otherwise it founds a new entity with
 ``aliases=[surface]``. An exact norm or alias hit always links.
 
@@ -28,6 +30,7 @@ from typing import Iterable, Iterator
 from . import records
 
 THRESHOLD = 0.72
+STRUCTURAL = 0.9  # string similarity of the matches the linker trusts without vectors
 GENERIC_HEADS = {
     "service", "services", "svc", "engine", "adapter", "team", "api", "hub", "system", "platform", "server",
     "tool", "cluster", "database", "db", "policy", "office", "the",
@@ -210,6 +213,9 @@ class Linker:
     """Canonical entities for a stream of documents, optionally seeded from a database."""
 
     def __init__(self, entities: Iterable[dict] = (), *, threshold: float = THRESHOLD, vectors=None):
+        """``vectors(entity, surface, string_sim) -> cosine`` supplies the cosine term from entity
+        vectors (see :class:`kgr.graphbuild.EntityVectors`); it returns ``string_sim`` for an
+        entity that has no vector yet."""
         self.threshold = threshold
         self.vectors = vectors
         self.entities: dict[str, Entity] = {}
@@ -311,12 +317,17 @@ class Linker:
             return [(fits[0], 0.9)]
         return []
 
-    def score(self, ent: Entity, string_sim: float, mtype: str, doc_path: str) -> float:
+    def score(self, ent: Entity, string_sim: float, mtype: str, doc_path: str, surface: str = "") -> float:
         tp = 1.0 if mtype == ent.type else 0.5 if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"} else 0.0
         ctx = 1.0 if doc_path in ent.docs else 0.0
         pop = min(1.0, math.log1p(ent.popularity) / math.log(50))
-        # Without entity vectors, the string similarity stands in for the cosine term.
-        cos = self.vectors(ent, string_sim) if self.vectors is not None else string_sim
+        # The cosine term comes from entity vectors for the loose string matches (shared words,
+        # one edit); exact names, declared aliases and the structural matches (code names,
+        # a person's first name, >= 0.9) are better evidence than a short name's embedding.
+        # Without an entity vector, the string similarity stands in for the cosine.
+        cos = string_sim
+        if self.vectors is not None and string_sim < STRUCTURAL:
+            cos = self.vectors(ent, surface, string_sim)
         return 0.45 * cos + 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
 
     def link(self, surface: str, mtype: str, doc_path: str) -> tuple[Entity, float, bool]:
@@ -326,9 +337,9 @@ class Linker:
         for key, sim in cands:
             ent = self.entities[key]
             if sim >= 1.0 and not _incompatible(mtype, ent.type):
-                s = max(0.9, self.score(ent, sim, mtype, doc_path))
+                s = max(0.9, self.score(ent, sim, mtype, doc_path, surface))
             else:
-                s = self.score(ent, sim, mtype, doc_path)
+                s = self.score(ent, sim, mtype, doc_path, surface)
             if s > best_score:
                 best, best_score = ent, s
         if best is not None and best_score >= self.threshold:

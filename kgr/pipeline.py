@@ -338,15 +338,32 @@ def sync_paths(
             present.pop(ref.rel_path, None)
 
     inner = ingest([ref.abs_path for ref in present.values()], store, root=str(root_path), config=config,
-                   prune=False, graph=graph, embed=embed, on_error=on_error)
-    for name in ("ingested", "unchanged", "failed", "chunks", "extracted", "embedded"):
+                   prune=False, graph=False, embed=False, on_error=on_error)
+    for name in ("ingested", "unchanged", "failed", "chunks"):
         setattr(summary, name, getattr(inner, name))
     summary.seen = inner.seen + summary.moved
     # Purge only what is still missing now: a file written back meanwhile stays.
     still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore)]
     summary.pruned = delete_docs(store, still_gone)
+    # Chunk vectors before the graph, so an edit is answerable by hybrid search as soon as
+    # possible (extraction is the slow part); then the new entities' vectors.
+    cfg = config if config is not None else _default_config()
+    if embed:
+        summary.embedded += embed_store(store, cfg)
+    if graph:
+        from .graphbuild import build_pending
+
+        summary.extracted = build_pending(store, cfg)
+        if embed and summary.extracted:
+            summary.embedded += embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _default_config():
+    from . import config as config_mod
+
+    return config_mod.load()
 
 
 def _rel_to_root(target: str | os.PathLike, root: Path) -> str | None:

@@ -15,6 +15,8 @@ Modes:
       final = w_semantic * semantic + w_hop * hop_score(distance) + w_rel * rel_weight(edge)
 
   where ``semantic`` mixes the chunk's cosine similarity to the query with its fused rank.
+  The best fused result keeps first place (``weights.pin``): the graph adds what the
+  question's direct evidence leads to, it does not overrule that evidence.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -54,12 +56,13 @@ class Weights:
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
+    pin: int = 0  # graph mode: the best fused results that keep their places at the top
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Weights":
         w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
         out = cls()
-        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity"):
+        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity", "pin"):
             if name in w and w[name] is not None:
                 setattr(out, name, type(getattr(out, name))(w[name]))
         if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
@@ -340,6 +343,12 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
         share = weights.cosine_share if have_cosine else 0.0
         semantic = share * cosn + (1 - share) * fused
         c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
+    if mode == "graph" and weights.pin:
+        # the strongest direct evidence stays first; the graph competes for the places after it
+        top = max(c.score for c in cands.values())
+        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[:weights.pin]
+        for i, c in enumerate(pinned):
+            c.score = top + 1.0 + (weights.pin - i)
 
 
 # -- output --------------------------------------------------------------------------------

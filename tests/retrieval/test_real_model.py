@@ -87,3 +87,32 @@ def test_embed_as_a_filter_gives_the_vectors_ingest_gives(kb, examples, tmp_path
                  for i, _ in vectors.knn(b, vectors.CHUNK, emb, 3)]
         assert top_a == top_b
         assert np.isclose(vectors.knn(a, vectors.CHUNK, emb, 1)[0][1], vectors.knn(b, vectors.CHUNK, emb, 1)[0][1], atol=1e-3)
+
+
+def test_the_linker_weighs_loose_matches_by_entity_vectors(kb):
+    """A loose string match (shared words) scores by meaning once entities have vectors."""
+    from kgr.graphbuild import EntityVectors, stored_entities
+    from kgr.link import Entity, Linker, STRUCTURAL
+
+    store, _, _ = kb
+    ev = EntityVectors(store, config.load(None))
+    assert ev, "the examples' entities have vectors after ingest"
+    rows = {e["name"]: e for e in stored_entities(store)}
+    vls = rows["Vehicle Locator Service"]
+    ent = Entity(vls["key"], vls["name"], vls["type"], vls["norm"], vls["aliases"], vls["description"], 0.0)
+    near = ev(ent, "vehicle location service", 0.7)
+    far = ev(ent, "vehicle insurance paperwork", 0.7)
+    assert near > far + 0.2, (near, far)
+    assert ev(ent, "Vehicle Locator Service", 0.7) == pytest.approx(1.0, abs=0.02)
+
+    # the Linker asks for vectors only below the structural matches
+    asked = []
+    linker = Linker([vls], vectors=lambda e, s, sim: asked.append(s) or sim)
+    linker.link("Vehicle Locator Service", "SERVICE", "x.md")
+    assert asked == []
+    assert linker.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") and asked == ["vehicle location service"]
+    assert 0.7 < STRUCTURAL
+    real = Linker([vls], vectors=ev)
+    gap = real.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") \
+        - real.score(ent, 0.7, "SERVICE", "x.md", "vehicle insurance paperwork")
+    assert gap > 0.1, gap  # the same string similarity, told apart by meaning
