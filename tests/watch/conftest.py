@@ -30,3 +30,8 @@ def live(tmp_path):
 @pytest.fixture()
 def counters(monkeypatch):
     return harness.Counters(monkeypatch)
+
+
+def pytest_configure(config):
+    # watchdog re-adding a watch for a folder moved back under the root warns; it is harmless.
+    config.addinivalue_line("filterwarnings", "ignore:Callback with id:RuntimeWarning")
