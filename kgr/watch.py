@@ -113,10 +113,13 @@ class Watcher:
     waits until nothing is pending, queued or running.
     """
 
-    def __init__(self, root: str | os.PathLike, writer: Writer, *, debounce_ms: int = DEBOUNCE_MS,
+    def __init__(self, root: str | os.PathLike, writer: Writer, *, debounce_ms: int | None = None, config=None,
                  scan_interval: float | None = SCAN_INTERVAL_S, burst_threshold: int = BURST_THRESHOLD,
                  max_delay: float = MAX_DELAY_S, polling: bool = False):
         from . import normalize as norm
+
+        if debounce_ms is None:  # the flag, else the config's watch.debounce_ms, else 300
+            debounce_ms = int(((config or {}).get("watch") or {}).get("debounce_ms") or DEBOUNCE_MS)
 
         self.root = Path(root).resolve()
         if not self.root.is_dir():
