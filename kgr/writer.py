@@ -37,7 +37,10 @@ T = TypeVar("T")
 
 LOCK_SUFFIX = ".writer.lock"
 META_KEY = "writer"
-HEARTBEAT_S = 5.0
+# No periodic heartbeat by default: every write bumps PRAGMA data_version, which makes
+# readers (kgr serve's in-memory vector matrix) reload. Liveness is asked of the lock;
+# heartbeat_ms is the time of the last published state change.
+HEARTBEAT_S: float | None = None
 # A lock probe by `kgr status` holds a shared lock for microseconds: a starting writer
 # retries for this long before it calls the lock taken.
 ACQUIRE_RETRY_S = 0.25
@@ -166,7 +169,7 @@ class Writer:
     """
 
     def __init__(self, db_path: str | os.PathLike, *, root: str | os.PathLike, config=None, embed: bool = True,
-                 graph: bool = True, heartbeat_s: float = HEARTBEAT_S):
+                 graph: bool = True, heartbeat_s: float | None = HEARTBEAT_S):
         from . import config as config_mod
         from . import pipeline
 
@@ -368,10 +371,10 @@ class Writer:
         self.last_error = f"{where}: {rec.get('message', 'error')}"
         log.warning("%s: %s", rec.get("stage", "ingest"), self.last_error)
 
-    def _wait_time(self) -> float:
+    def _wait_time(self) -> float | None:
         if self._dirty:
             return max(0.0, 0.1 - (time.monotonic() - self._last_publish))
-        return self.heartbeat_s
+        return self.heartbeat_s  # None: sleep until a job or a change arrives
 
     def _busy_now(self) -> bool:
         return bool(self._jobs or self._busy or self._pending)
@@ -383,7 +386,7 @@ class Writer:
         busy = self._busy_now()
         due = (force or busy != self._last_published_busy
                or (self._dirty and now - self._last_publish >= 0.1)
-               or now - self._last_publish >= self.heartbeat_s)
+               or (self.heartbeat_s is not None and now - self._last_publish >= self.heartbeat_s))
         if due:
             try:
                 self._publish()
