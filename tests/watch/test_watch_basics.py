@@ -231,3 +231,39 @@ def test_kgr_watch_errors_signals_and_a_quiet_stdout(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130 and out == "" and "Interrupted" in err
+
+
+def test_lost_events_and_a_dead_observer_turn_into_a_scan(tmp_path, live):
+    """(W6 in small.) watchdog reports a kernel queue overflow only as a log line: the watcher
+    turns that line into a whole-root scan; a stopped observer is restarted within seconds."""
+    import logging
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    db = tmp_path / "kb.sqlite"
+    h = live(root, db)
+    h.idle()
+    # Changes the watcher never hears of: written while its observer is paused.
+    h.watcher._observer.unschedule_all()
+    (root / "b.md").write_text("# B\n\nbeta\n")
+    time.sleep(0.5)
+    assert sorted(stored(db)) == ["a.md"]
+    scans = h.watcher.stats.scans
+    logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; filesystem events were lost")
+    h.idle()
+    assert h.watcher.stats.overflows == 1 and h.watcher.stats.scans == scans + 1
+    assert sorted(stored(db)) == ["a.md", "b.md"]
+
+    # The observer thread dies: the liveness check restarts it and rescans.
+    h.watcher._observer.stop()
+    h.watcher._observer.join(5)
+    (root / "c.md").write_text("# C\n\ngamma\n")
+    deadline = time.monotonic() + 10
+    while h.watcher.stats.restarts == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert h.watcher.stats.restarts == 1
+    h.idle()
+    (root / "d.md").write_text("# D\n\ndelta\n")  # and the next edit is seen by the new observer
+    h.idle()
+    expect_exact(db, root, ["a.md", "b.md", "c.md", "d.md"])
