@@ -15,7 +15,8 @@ def test_w3_slow_appends_and_a_big_copy_end_with_the_final_hash(tmp_path, live, 
     (root / "seed.md").write_text("# Seed\n\nsomething to start from\n", encoding="utf-8")
     db = tmp_path / "kb.sqlite"
     # Big files are truncated to max_chars for chunking; their stored file hash is of all the bytes.
-    cfg = kb_config(**{"normalize.max_chars": 50_000})
+    # The soak's 200 MiB copy is over the default 100 MiB file limit: raise it, this is about completeness.
+    cfg = kb_config(**{"normalize.max_chars": 50_000, "normalize.max_file_bytes": 1 << 30})
     h = live(root, db, cfg, embed=False, debounce_ms=300)
     h.idle()
 
