@@ -3,6 +3,7 @@ servers on it, and real MCP clients (in memory, stdio subprocess, streamable HTT
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -158,3 +159,89 @@ def stop(proc) -> str:
         proc.kill()
         _, err = proc.communicate()
     return err or ""
+
+
+class RawStdio:
+    """`kgr serve` over stdio spoken to byte by byte: every stdout line is kept to check it parses."""
+
+    def __init__(self, args: list[str], env: dict | None = None, command: list[str] | None = None):
+        import queue
+        import threading
+
+        command = command or [sys.executable, "-m", "kgr", "serve"]
+        self.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, "KGR_REDACT_KEY": "test-key", **(env or {})})
+        self.lines: list[bytes] = []
+        self.frames: "queue.Queue[dict]" = queue.Queue()
+        self.stderr_chunks: list[bytes] = []
+        self._next_id = 100
+
+        def read_out():
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                try:
+                    self.frames.put(json.loads(line))
+                except ValueError:
+                    pass
+
+        def read_err():
+            for line in self.proc.stderr:
+                self.stderr_chunks.append(line)
+
+        threading.Thread(target=read_out, daemon=True).start()
+        threading.Thread(target=read_err, daemon=True).start()
+        init = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                           "clientInfo": {"name": "raw", "version": "1"}})
+        assert "result" in init, init
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 120) -> dict:
+        self._next_id += 1
+        rid = self._next_id
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        return self.wait_for(rid, timeout)
+
+    def wait_for(self, rid, timeout: float = 120) -> dict:
+        import queue
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no answer to request {rid} within {timeout}s; stderr: {self.stderr[-2000:]}")
+            try:
+                frame = self.frames.get(timeout=left)
+            except queue.Empty:
+                continue
+            if frame.get("id") == rid:
+                return frame
+
+    def call(self, name: str, args: dict | None = None, timeout: float = 120) -> dict:
+        return self.request("tools/call", {"name": name, "arguments": args or {}}, timeout)
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def rss_kb(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
