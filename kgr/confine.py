@@ -81,6 +81,10 @@ def glob_under(root: str | os.PathLike, pattern: object, *, limit: int = 10000) 
     rel = relpath(pattern)
     if not glob.has_magic(rel):
         return [resolve_under(root, rel)]
+    try:
+        return [resolve_under(root, rel)]  # a real name with [ or * in it is that file, not a pattern
+    except OutsideRoot:
+        pass
     base = real_root(root)
     out: list[Path] = []
     for match in sorted(glob.iglob(glob.escape(str(base)) + "/" + rel, recursive=True)):

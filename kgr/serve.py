@@ -609,7 +609,8 @@ def _writer_status(svc: Service) -> dict[str, Any]:
 def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
     """An MCPServer with the tools of ``profile`` and the document resources."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ResourceError
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+    from mcp.server.mcpserver.resources.templates import ResourceSecurity
     from mcp_types import ToolAnnotations
 
     names = profile_tools(profile)
@@ -639,7 +640,10 @@ def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
         server.add_tool(fn, name=name, title=spec.title, description=_describe(fn), annotations=annotations,
                         structured_output=True)
 
+    # The SDK's own parameter checks are off for ``path``: confine.relpath makes the same checks
+    # (and more), and answers every refusal with the one uniform "not found".
     @server.resource("kgr://doc/{+path}", name="document", title="A stored document",
+                     security=ResourceSecurity(exempt_params={"path"}),
                      description="The normalized text (Markdown) of one document, by its path relative to the "
                                  "knowledge root, as stored in the knowledge base.",
                      mime_type="text/markdown")
@@ -647,11 +651,11 @@ def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
         try:
             rel = confine.relpath(path)
         except OutsideRoot:
-            raise ResourceError(confine.NOT_FOUND) from None
+            raise ResourceNotFoundError(confine.NOT_FOUND) from None
         row = svc.read(lambda store: store.conn.execute(
             "SELECT text FROM docs WHERE path = ? AND status = 'ok'", (rel,)).fetchone())
         if row is None:
-            raise ResourceError(confine.NOT_FOUND)
+            raise ResourceNotFoundError(confine.NOT_FOUND)
         return row[0] or ""
 
     return server
