@@ -312,11 +312,12 @@ def sync_paths(
             found: list = []
         elif absolute.is_dir() and not absolute.is_symlink():
             found = list(norm.discover([str(absolute)], root=str(root_path)))
-        elif absolute.is_file() and absolute.suffix.lower() in norm.FORMATS:
+        elif absolute.is_file():
             try:
-                found = [norm._ref(absolute, root_path, absolute.stat())]
+                found = [norm._ref(absolute, root_path, absolute.stat())] if absolute.suffix.lower() in norm.FORMATS else []
             except OSError:
                 found = []
+            prefix = None  # a file has nothing under it
         else:
             found = []
         for item in found:
@@ -327,7 +328,8 @@ def sync_paths(
                 present[item.rel_path] = item
         if rel in stored and rel not in present:
             gone.add(rel)
-        gone.update(p for p in stored if p.startswith(prefix) and p not in present)
+        if prefix is not None:
+            gone.update(p for p in stored if p.startswith(prefix) and p not in present)
 
     moves = _match_moves(present, gone, stored, root_path, ignore)
     summary = IngestSummary()
