@@ -86,7 +86,7 @@ def stored_root(store: Store) -> Path | None:
 
 
 def ingest(
-    paths: Iterable[str],
+    paths: Iterable,  # paths (files, folders, globs), or normalize.FileRef items already discovered
     store: Store,
     *,
     root: str | None = None,
@@ -110,9 +110,10 @@ def ingest(
         path: (mtime, size, fhash)
         for path, mtime, size, fhash in store.query("SELECT path, mtime_ms, size, file_hash FROM docs WHERE source='file'")
     }
-    found: list = []
+    found: list = [p for p in paths if isinstance(p, norm.FileRef)]  # already discovered (sync_paths)
     errors: list[dict] = []
-    for item in norm.discover(paths, root=str(root_path)):
+    paths = [p for p in paths if not isinstance(p, norm.FileRef)]
+    for item in norm.discover(paths, root=str(root_path)) if paths else ():
         (errors if isinstance(item, dict) else found).append(item)
     summary.seen = len(found)
     seen_paths = {f.rel_path for f in found}
@@ -339,7 +340,7 @@ def sync_paths(
             gone.discard(old)
             present.pop(ref.rel_path, None)
 
-    inner = ingest([ref.abs_path for ref in present.values()], store, root=str(root_path), config=config,
+    inner = ingest(list(present.values()), store, root=str(root_path), config=config,
                    prune=False, graph=False, embed=False, on_error=on_error)
     for name in ("ingested", "unchanged", "failed", "chunks"):
         setattr(summary, name, getattr(inner, name))

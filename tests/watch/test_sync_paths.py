@@ -74,3 +74,13 @@ def test_gone_ignored_and_outside_paths(tmp_path):
                             config=kb_config(), graph=False)
     assert s.pruned == 2  # ignored now, and gone
     expect_exact(store.path, root, ["a.md"])
+
+
+def test_a_symlink_inside_the_root_is_stored_under_its_own_name_as_the_walk_does(tmp_path):
+    root, store = build(tmp_path, {"a.md": "# A\n\nalpha\n"})
+    os.symlink(root / "a.md", root / "link.md")
+    s = pipeline.sync_paths(store, root, ["link.md"], config=kb_config(), graph=False)
+    assert s.ingested == 1
+    assert sorted(p for (p,) in store.query("SELECT path FROM docs")) == ["a.md", "link.md"]
+    s = pipeline.sync_paths(store, root, None, config=kb_config(), graph=False)  # the full walk agrees
+    assert (s.ingested, s.pruned, s.unchanged) == (0, 0, 2)
