@@ -22,6 +22,7 @@ import hashlib
 import http.server
 import importlib.util
 import re
+import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -264,6 +265,11 @@ class VizServer(http.server.ThreadingHTTPServer):
             self.cache[cache_key] = (version, etag, body)
             return etag, body
 
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the browser went away (a reload, a closed tab)
+        super().handle_error(request, client_address)
+
     def server_close(self) -> None:
         super().server_close()
         self.store.close()
@@ -321,11 +327,12 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
             self.log_error("%s: %s", type(exc).__name__, exc)
             self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
 
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._json(405, {"error": "use GET"})
+    def _refuse(self) -> None:
+        # A body is never read, so the connection cannot carry another request.
+        self.close_connection = True
+        self._json(405, {"error": "the viz API is read-only: GET only"}, {"Allow": "GET", "Connection": "close"})
 
-    def do_POST(self) -> None:  # noqa: N802
-        self._json(405, {"error": "the viz API is read-only"})
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
 
     def _route(self, path: str, params: dict[str, str]) -> None:
         server = self.server
@@ -358,8 +365,8 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
     def _file(self, path: Path) -> None:
         self._send(200, path.read_bytes(), CONTENT_TYPES.get(path.suffix, "application/octet-stream"))
 
-    def _json(self, status: int, value: Any) -> None:
-        self._send(status, orjson.dumps(value), "application/json")
+    def _json(self, status: int, value: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, orjson.dumps(value), "application/json", headers)
 
     def _send(self, status: int, body: bytes, content_type: str | None, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)

@@ -54,8 +54,19 @@
     },
     interaction: { hover: true, dragNodes: true, dragView: true, zoomView: true, tooltipDelay: 150 },
   });
-  network.on("stabilized", function () { state.stable = true; });
-  network.on("startStabilizing", function () { state.stable = false; });
+  // A dense neighbourhood can jitter for ever: the layout gets SETTLE_MS, then it stops.
+  var SETTLE_MS = 6000;
+  var settleTimer = null;
+  var fitWhenLaidOut = false;
+  network.on("startStabilizing", function () {
+    state.stable = false;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(function () { network.stopSimulation(); state.stable = true; }, SETTLE_MS);
+  });
+  network.on("stabilized", function () { clearTimeout(settleTimer); state.stable = true; });
+  network.on("stabilizationIterationsDone", function () {
+    if (fitWhenLaidOut) { fitWhenLaidOut = false; network.fit({ animation: false }); }
+  });
 
   // -- helpers -------------------------------------------------------------------------
 
@@ -149,6 +160,7 @@
                title: e.rel + " (confidence " + e.confidence + (e.origin === "manual" ? ", manual" : "") + ")",
                dashes: e.origin !== "manual" && e.confidence < 0.5 };
     });
+    placeNewNodesNearTheirNeighbours(nodeItems, data.edges);
     var keepNodes = new Set(nodeItems.map(function (n) { return n.id; }));
     var keepEdges = new Set(edgeItems.map(function (e) { return e.id; }));
     edges.remove(edges.getIds().filter(function (id) { return !keepEdges.has(id); }));
@@ -160,6 +172,21 @@
     state.updates += 1;
     document.body.dataset.version = data.version;
     document.body.dataset.updates = String(state.updates);
+  }
+
+  // A node that arrives with a poll starts next to a node it links to, not at a random place.
+  function placeNewNodesNearTheirNeighbours(nodeItems, edgeList) {
+    var positions = network.getPositions();
+    nodeItems.forEach(function (n) {
+      if (positions[n.id]) return;
+      var edge = edgeList.find(function (e) {
+        return (e.from === n.id && positions[e.to]) || (e.to === n.id && positions[e.from]);
+      });
+      if (!edge) return;
+      var p = positions[edge.from === n.id ? edge.to : edge.from];
+      n.x = p.x + (Math.random() - 0.5) * 120;
+      n.y = p.y + (Math.random() - 0.5) * 120;
+    });
   }
 
   function showStatus() {
@@ -218,7 +245,10 @@
     state.etag = null;
     nodes.clear();
     edges.clear();
-    return refresh().then(function () { network.fit({ animation: false }); });
+    return refresh().then(function () {
+      fitWhenLaidOut = true;
+      network.stabilize(200);
+    });
   }
 
   function expand(id) {

@@ -179,7 +179,9 @@ def test_bad_requests_get_clear_errors(built_kb, serve_viz):
     assert get_json(server, "/vendor/../../etc/passwd")[0] == 404
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     conn.request("POST", "/api/graph", body=b"{}", headers={"Host": f"127.0.0.1:{server.port}"})
-    assert conn.getresponse().status == 405
+    resp = conn.getresponse()
+    assert resp.status == 405 and resp.getheader("Allow") == "GET"
+    assert get(server, "/api/graph")[0] == 200  # still serving
 
 
 def test_host_header_is_checked_against_dns_rebinding(built_kb, serve_viz):
