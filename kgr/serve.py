@@ -544,7 +544,14 @@ class Tools:
         from . import kb
 
         rel_list = [r for r in rels or [] if r != "mentions"] or None
-        return self.svc.read(kb.get_related, concept, hops=hops, rels=rel_list, direction=direction, max_nodes=max_nodes)
+        out = self.svc.read(kb.get_related, concept, hops=hops, rels=rel_list, direction=direction, max_nodes=max_nodes)
+        # Over the byte budget, keep a smaller subgraph that is still whole: nodes come in BFS order
+        # (each after its parent), and an edge stays when both its ends do.
+        while len(out["nodes"]) > 1 and len(orjson.dumps(out)) > self.svc.max_result_bytes:
+            keep = out["nodes"][:len(out["nodes"]) // 2]
+            ids = {n["id"] for n in keep}
+            out.update(nodes=keep, edges=[e for e in out["edges"] if e["src"] in ids and e["dst"] in ids], truncated=True)
+        return out
 
     @tool("list_concepts", profiles=("kb",), title="List concepts")
     @_boundary
