@@ -353,7 +353,11 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
         m = re.fullmatch(r"/api/entity/(\d+)", path)
         if m:
             with server.lock:
-                return self._json(200, entity_details(server.store, int(m.group(1))))
+                body = orjson.dumps(entity_details(server.store, int(m.group(1))))
+            etag = '"' + hashlib.sha1(body).hexdigest()[:20] + '"'
+            if self.headers.get("If-None-Match") == etag:
+                return self._send(304, b"", None, {"ETag": etag})
+            return self._send(200, body, "application/json", {"ETag": etag})
         if path == "/api/search":
             limit = _int(params.get("limit"), "limit", 20, 1, 200)
             with server.lock:

@@ -134,7 +134,7 @@
     }).then(function (data) {
       if (data && url === graphUrl()) apply(data);
       showStatus();
-      if (data && state.selected !== null) showDetails(state.selected, true);
+      if (state.selected !== null) showDetails(state.selected, true);  // 304 unless it changed
     }).catch(function (err) {
       setStatus("error: " + err.message, "error");
     }).finally(function () { state.inFlight = false; });
@@ -272,8 +272,17 @@
   }
 
   function showDetails(id, quiet) {
-    return getJSON("/api/entity/" + id).then(function (e) {
-      if (state.selected !== id) return;
+    var headers = quiet && state.detailsFor === id && state.detailsEtag ? { "If-None-Match": state.detailsEtag } : {};
+    return fetch("/api/entity/" + id, { cache: "no-store", headers: headers }).then(function (r) {
+      if (r.status === 304) return null;
+      return r.json().then(function (body) {
+        if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+        state.detailsEtag = r.headers.get("ETag");
+        state.detailsFor = id;
+        return body;
+      });
+    }).then(function (e) {
+      if (!e || state.selected !== id) return;
       var body = document.getElementById("details-body");
       var parts = [
         el("h2", { text: e.name }),

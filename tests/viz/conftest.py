@@ -86,9 +86,10 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """A headless Chromium (Playwright for Python over Debian's chromium package)."""
+    """A headless Chromium (Playwright for Python over Debian's chromium package), per module:
+    Playwright's sync API keeps an event loop of its own that later tests need not share."""
     path = chromium_path()
     ci = os.environ.get("CI", "").lower() == "true"
     try:

@@ -152,11 +152,33 @@ def test_entity_details_have_aliases_relations_sources_with_snippets(kb, serve_v
         a, b = s["snippet"]["mark"]
         assert s["snippet"]["text"][a:b].lower() in names, s
     assert e["observations"] == []
+    status, head, _ = get(server, f"/api/entity/{vls}")
+    assert get(server, f"/api/entity/{vls}", {"If-None-Match": head["ETag"]})[0] == 304  # the open panel polls cheaply
     with Store(db) as store, store.write() as conn:
         conn.execute("INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
                      (vls, "Moved to the new cluster in May", now_ms()))
-    _, _, again = get_json(server, f"/api/entity/{vls}")
-    assert [o["content"] for o in again["observations"]] == ["Moved to the new cluster in May"]
+    status, _, again = get_json(server, f"/api/entity/{vls}", {"If-None-Match": head["ETag"]})
+    assert status == 200 and [o["content"] for o in again["observations"]] == ["Moved to the new cluster in May"]
+
+
+def test_views_of_a_large_graph_stay_bounded(tmp_path, serve_viz):
+    """5,000 entities, a hub with 1,000 edges: every view is bounded, and says what it left out."""
+    db = tmp_path / "big.sqlite"
+    with Store(db) as store, store.write() as conn:
+        conn.executemany("INSERT INTO entities(id, key, name, type, norm, origin) VALUES (?, ?, ?, ?, ?, 'manual')",
+                         [(i, f"k{i}", f"Entity {i}", ("SERVICE", "TEAM", "PERSON")[i % 3], f"entity{i}") for i in range(1, 5001)])
+        edges = [(1, i, "uses") for i in range(2, 1002)] + [(i, i + 1, "part_of") for i in range(1002, 5000)]
+        conn.executemany("INSERT INTO relations(src_id, dst_id, rel, origin) VALUES (?, ?, ?, 'manual')", edges)
+    server = serve_viz(db)
+    _, _, overview = get_json(server, "/api/graph")
+    assert len(overview["nodes"]) == viz.START_NODES and overview["nodes"][0]["id"] == 1
+    _, _, hub = get_json(server, "/api/graph?focus=1")
+    assert len(hub["nodes"]) == 1 + viz.PER_NODE
+    assert hub["nodes"][0]["hidden"] == 1000 - viz.PER_NODE  # the page can say how much is left
+    many = ",".join(str(i) for i in range(1002, 1400))
+    _, _, grown = get_json(server, f"/api/graph?focus=1&expand={many}")
+    assert len(grown["nodes"]) == viz.DEFAULT_MAX_NODES and grown["truncated"]
+    check_edges_are_the_induced_subgraph(db, grown)
 
 
 def test_search_finds_by_name_and_alias(built_kb, serve_viz):

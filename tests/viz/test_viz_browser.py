@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kgr.store import Store
+from kgr.store import Store, now_ms
 
 from .conftest import STUB_ENV, wait_until
 
@@ -202,5 +202,14 @@ def test_page_follows_changes_made_through_mcp_and_pauses(kb, serve_viz, page, t
     wait_until(page, "() => kgrViz.nodes.get().some(n => n.label === 'Ticket Kiosk')", timeout=POLL_S + SLACK_S,
                what="the change made while paused")
     assert "live" in page.inner_text("#status")
+
+    # An observation changes no node or edge, and still reaches the open details panel.
+    note = "Also prices paper tickets, for the Ticket Office Gateway"
+    with Store(db) as store, store.write() as conn:
+        conn.execute("INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
+                     (fare, note, now_ms()))
+    wait_until(page, "t => [...document.querySelectorAll('#details ul.observations li')].some(li => li.textContent === t)",
+               arg=note, timeout=POLL_S + SLACK_S, what="the new observation in the details panel")
+    assert page.inner_text("#details h2") == "Fare Engine"
     assert not page.problems, page.problems
     print(f"new entity on the page {seen_after:.1f} s after ingest_docs returned; screenshot {shot}")
