@@ -213,3 +213,32 @@ def test_page_follows_changes_made_through_mcp_and_pauses(kb, serve_viz, page, t
     assert page.inner_text("#details h2") == "Fare Engine"
     assert not page.problems, page.problems
     print(f"new entity on the page {seen_after:.1f} s after ingest_docs returned; screenshot {shot}")
+
+
+HOSTILE = '<img src=x onerror="window.pwned=1">Evil & "Co"'
+
+
+def test_names_from_documents_are_shown_as_text_never_as_markup(tmp_path, serve_viz, page):
+    db = tmp_path / "hostile.sqlite"
+    with Store(db) as store, store.write() as conn:
+        conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases, origin) VALUES "
+                     "(1, 'x:evil', ?, '<b>TYPE</b>', 'evil', ?, 'manual')", (HOSTILE, '["<script>window.pwned=2</script>"]'))
+        conn.execute("INSERT INTO entities(id, key, name, type, norm, origin) VALUES (2, 'x:ok', 'Plain', 'ORG', 'plain', 'manual')")
+        conn.execute("INSERT INTO relations(src_id, dst_id, rel, origin) VALUES (1, 2, '<i>uses</i>', 'manual')")
+        conn.execute("INSERT INTO observations(entity_id, content) VALUES (1, '<img src=y onerror=\"window.pwned=3\">')")
+    server = serve_viz(db)
+    open_page(page, server)
+    click_node(page, 1)
+    page.wait_for_selector("#details:not([hidden]) h2")
+    assert page.inner_text("#details h2") == HOSTILE
+    assert page.inner_text("#details .aliases") == "<script>window.pwned=2</script>"
+    assert page.inner_text("#details ul.observations") == '<img src=y onerror="window.pwned=3">'
+    assert "<b>TYPE</b>" in page.inner_text("#legend")
+    page.mouse.move(*page.evaluate("""() => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([1])[1]);
+        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left + 1, p.y + r.top + 1]; }"""))
+    page.wait_for_selector(".vis-tooltip", state="visible")
+    assert page.inner_text(".vis-tooltip").startswith(HOSTILE)
+    assert page.evaluate("() => document.querySelectorAll('#details img, #details script, .vis-tooltip img, #legend b, "
+                         "#rel-filters i').length") == 0
+    assert page.evaluate("() => window.pwned") is None
+    assert not page.problems, page.problems
