@@ -151,7 +151,7 @@
         title: n.name + " (" + n.type + ")" + (n.aliases.length ? "\naka " + n.aliases.join(", ") : "") + more,
         color: { background: color, border: darker(color), highlight: { background: color, border: "#1d2330" },
                  hover: { background: color, border: "#1d2330" } },
-        borderWidth: n.seed ? 3 : 1,
+        borderWidth: n.seed && (state.q || state.focus.length) ? 3 : 1,  // the overview is all seeds
         shapeProperties: { borderDashes: n.hidden > 0 && !n.expanded ? [4, 3] : false },
       };
     });

@@ -179,8 +179,9 @@ def test_page_follows_changes_made_through_mcp_and_pauses(kb, serve_viz, page, t
                timeout=POLL_S + SLACK_S, what="the new relation in the details panel")
     wait_until(page, "() => kgrViz.state.stable", timeout=30, what="the layout to settle")
 
-    page.mouse.move(20, 800)  # off the graph: no hover tooltip in the picture
-    page.wait_for_timeout(300)
+    box = page.locator("#graph").bounding_box()
+    page.mouse.move(box["x"] + 8, box["y"] + 8)  # an empty corner: no hover tooltip in the picture
+    page.wait_for_timeout(400)
     shot = tmp_path / "viz.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 20_000
