@@ -260,14 +260,13 @@ class Service:
 
     def scrub(self, text: str) -> str:
         if getattr(self, "_hidden", None) is None:
-            hidden = set(self.secrets)
+            hidden = {s for s in self.secrets if s}
             for p in (self.root, self.db.parent, self.db):
-                if p is not None:
-                    hidden.add(str(p))
-                    try:
-                        hidden.add(str(Path(p).resolve()))
-                    except OSError:
-                        pass
+                if p is None:
+                    continue
+                for form in (Path(p).absolute(), Path(p).resolve()):
+                    if len(form.parts) > 1:  # never "/" or "." (that would scrub every path)
+                        hidden.add(str(form))
             self._hidden = sorted(hidden, key=len, reverse=True)
         if not any(h in text for h in self._hidden):
             return text

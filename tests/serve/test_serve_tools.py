@@ -244,3 +244,17 @@ def test_time_budget_stops_a_slow_call(built_kb, kb_config):
         assert not ok.is_error
     finally:
         svc.close()
+
+
+def test_a_relative_db_path_scrubs_nothing_but_host_paths(built_kb, kb_config, monkeypatch):
+    """--db kb.sqlite: the database's folder is ".", which must not be scrubbed out of every path."""
+    monkeypatch.chdir(built_kb[0].parent)
+    svc = make_service("kb.sqlite", kb_config)
+    try:
+        r = Mcp(serve.build_server(svc, "graphrag")).call("hybrid_query", {"query": "fare cap", "mode": "bm25", "k": 3})
+        st = Mcp(serve.build_server(svc, "graphrag")).call("status").structured_content
+    finally:
+        svc.close()
+    assert all(x["path"].endswith((".md", ".html", ".txt", ".pdf", ".docx")) for x in r.structured_content["results"])
+    assert st["sqlite_version"].count(".") == 2
+    assert svc.scrub(f"{built_kb[0].parent}/kb/x.md and kb.sqlite") == "x.md and kb.sqlite"
