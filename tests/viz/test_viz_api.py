@@ -181,6 +181,15 @@ def test_views_of_a_large_graph_stay_bounded(tmp_path, serve_viz):
     check_edges_are_the_induced_subgraph(db, grown)
 
 
+def test_an_empty_database_is_an_empty_view(tmp_path, serve_viz):
+    db = tmp_path / "empty.sqlite"
+    Store(db).close()
+    server = serve_viz(db)
+    _, _, data = get_json(server, "/api/graph")
+    assert (data["nodes"], data["edges"], data["totals"]) == ([], [], {"entities": 0, "relations": 0})
+    assert get_json(server, "/api/graph?q=anything")[2]["nodes"] == []
+
+
 def test_search_finds_by_name_and_alias(built_kb, serve_viz):
     server = serve_viz(built_kb[0])
     _, _, res = get_json(server, "/api/search?q=FE")

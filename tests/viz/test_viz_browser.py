@@ -149,6 +149,15 @@ def test_page_draws_the_graph_and_shows_details_of_a_clicked_node(built_kb, serv
     wait_until(page, "() => document.querySelector('#details h2').textContent === 'Ledger Store'", what="Ledger Store's details")
     assert page.evaluate("() => kgrViz.state.focus") == [ledger]
     assert page.evaluate("() => kgrViz.state.lastGraph.nodes[0].id") == ledger
+
+    # Enter searches: the view starts from every hit; Overview goes back.
+    page.fill("#search", "fare")
+    page.press("#search", "Enter")
+    wait_until(page, "() => kgrViz.state.q === 'fare' && kgrViz.state.lastGraph.nodes.some(n => n.seed && n.name === 'Fare Engine')",
+               what="the search view")
+    page.click("#overview")
+    wait_until(page, "() => kgrViz.state.q === null && kgrViz.state.focus.length === 0 && kgrViz.state.lastGraph.nodes.length === "
+               + str(len(api["nodes"])), what="the overview again")
     assert not page.problems, page.problems
 
 
