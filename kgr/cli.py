@@ -251,8 +251,11 @@ def load(input, db, prune_root, config_path):
     from . import load as loading
     from .store import Store
 
+    from .writer import WriterLock
+
     counter = Counter("load")
-    with Store(resolve_db(db, config_path)) as store:
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store:  # one writer process per database
         summary = loading.load(counter.watch(read_input(input, "load")), store, prune_root=prune_root)
     warn(summary.line())
     finish(counter)
@@ -337,7 +340,10 @@ def mine(db, top_k, min_freq, as_json, config_path):
     from .store import Store
 
     cfg = load_config(config_path, **{"extract.gazetteer.mine_topk": top_k, "extract.gazetteer.min_freq": min_freq})
-    with Store(resolve_db(db, config_path)) as store:
+    from .writer import WriterLock
+
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store:  # one writer process per database
         terms = mine_terms(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
     if as_json:
         emit({"kind": "term", "term": t.term, "type": t.type, "freq": t.freq, "source": t.source} for t in terms)
@@ -524,7 +530,10 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     if pending:
         from . import pipeline, vectors
 
-        with Store(resolve_db(db, config_path)) as store:
+        from .writer import WriterLock
+
+        path = resolve_db(db, config_path)
+        with WriterLock(path), Store(path) as store:  # one writer process per database
             if reembed:
                 vectors.drop_all(store)
             n = pipeline.embed_store(store, cfg)
