@@ -32,7 +32,7 @@ import orjson
 
 from . import entities as ents
 from .errors import KgrError
-from .export import type_color
+from .export import snapshot, type_color
 from .store import Store, dumps, loads
 
 STATIC = Path(__file__).parent / "viz_static"
@@ -254,9 +254,11 @@ class VizServer(http.server.ThreadingHTTPServer):
             hit = self.cache.get(cache_key)
             if hit and hit[0] == version:
                 return hit[1], hit[2]
-            view = graph_view(self.store, q=params.get("q"), focus=_int_list(params.get("focus"), "focus"),
-                              expand=_int_list(params.get("expand"), "expand"),
-                              max_nodes=_int(params.get("max"), "max", DEFAULT_MAX_NODES, 1, 5000))
+            focus = _int_list(params.get("focus"), "focus")
+            expand = _int_list(params.get("expand"), "expand")
+            max_nodes = _int(params.get("max"), "max", DEFAULT_MAX_NODES, 1, 5000)
+            with snapshot(self.store):  # nodes and edges from one state of the file
+                view = graph_view(self.store, q=params.get("q"), focus=focus, expand=expand, max_nodes=max_nodes)
             body = orjson.dumps(view)
             etag = '"' + hashlib.sha1(body).hexdigest()[:20] + '"'
             body = orjson.dumps({"version": etag.strip('"'), **view})
@@ -352,7 +354,7 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
             return self._send(200, body, "application/json", {"ETag": etag})
         m = re.fullmatch(r"/api/entity/(\d+)", path)
         if m:
-            with server.lock:
+            with server.lock, snapshot(server.store):
                 body = orjson.dumps(entity_details(server.store, int(m.group(1))))
             etag = '"' + hashlib.sha1(body).hexdigest()[:20] + '"'
             if self.headers.get("If-None-Match") == etag:
