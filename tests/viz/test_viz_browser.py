@@ -122,6 +122,30 @@ def test_page_draws_the_graph_and_shows_details_of_a_clicked_node(built_kb, serv
     page.click("#details ul.relations .entity-link >> text=Rider Systems")
     wait_until(page, "() => document.querySelector('#details h2').textContent === 'Rider Systems'", what="Rider Systems' details")
 
+    # Drag a node, zoom with the wheel, pan by dragging the background.
+    wait_until(page, "() => kgrViz.state.stable", timeout=30, what="the layout to settle")
+    before = page.evaluate("id => kgrViz.network.getPositions([id])[id]", fare)
+    x, y = page.evaluate("""id => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([id])[id]);
+        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left, p.y + r.top]; }""", fare)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 60, y + 40, steps=8)
+    page.mouse.move(x + 120, y + 80, steps=8)
+    after_drag = page.evaluate("id => kgrViz.network.getPositions([id])[id]", fare)
+    page.mouse.up()
+    assert abs(after_drag["x"] - before["x"]) > 30 and abs(after_drag["y"] - before["y"]) > 20, (before, after_drag)
+    scale = page.evaluate("() => kgrViz.network.getScale()")
+    box = page.locator("#graph").bounding_box()
+    page.mouse.move(box["x"] + 10, box["y"] + 10)
+    page.mouse.wheel(0, -400)
+    wait_until(page, "s => kgrViz.network.getScale() > s * 1.05", arg=scale, what="zoom in")
+    view = page.evaluate("() => kgrViz.network.getViewPosition()")
+    page.mouse.down()
+    page.mouse.move(box["x"] + 110, box["y"] + 90, steps=8)
+    page.mouse.up()
+    moved = page.evaluate("() => kgrViz.network.getViewPosition()")
+    assert abs(moved["x"] - view["x"]) > 20 and abs(moved["y"] - view["y"]) > 20, (view, moved)
+
     # Labels toggle.
     page.uncheck("#labels")
     assert page.evaluate("id => kgrViz.network.body.nodes[id].options.font.size", fare) == 0
