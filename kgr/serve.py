@@ -832,12 +832,25 @@ def run(opts: Options, cfg) -> None:
 
 
 def _start_watch(svc: Service, directory: str) -> None:
+    """The watcher of ``kgr watch``, feeding this server's one writer."""
+    from .watch import Watcher
+
     writer = svc.get_writer()
+    svc.watcher = Watcher(directory, writer, config=svc.cfg).start()
+    writer.run(functools.partial(warm_writer, cfg=svc.cfg), label="warm up")
+
+
+def warm_writer(store, *, cfg) -> None:
+    """Load the writer's models (spaCy, the document embedder) now, on its own thread: the
+    first saved edit is then answerable in about a second, not after the models load."""
+    from . import vectors
+    from .extract import load_nlp
+
     try:
-        from .watch import Watcher
-    except ImportError:
-        log.warning("kgr serve: --watch: kgr.watch is not available yet; ingesting once at start only")
-        writer.ingest(None)
-        return
-    svc.watcher = Watcher(directory, writer=writer, config=svc.cfg)
-    svc.watcher.start()
+        load_nlp(cfg["extract"]["ner"])("Warm up the pipeline.")
+        if vectors.stored_spec(store) is not None:
+            from .embedders import get_embedder
+
+            get_embedder(cfg, purpose="document").embed_documents(["warm up"])
+    except Exception as exc:  # noqa: BLE001 - the first ingest will load them, or report why not
+        log.warning("kgr serve: warming the writer failed: %s", exc)
