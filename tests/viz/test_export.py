@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import networkx as nx
 import orjson
@@ -17,6 +18,10 @@ from click.testing import CliRunner
 from kgr import export
 from kgr.cli import cli
 from kgr.store import Store
+
+# Mermaid's browser build, put there by .ci/run (npm registry tarball); read at import, before
+# the suite's autouse fixture clears KGR_* variables.
+MERMAID_JS = Path(os.environ.get("KGR_MERMAID_JS") or Path(__file__).resolve().parents[2] / ".ci/node/mermaid/mermaid.min.js")
 
 TRICKY = 'Q&A <Desk> "quoted" \\ back|pipe #1 `tick`\nsecond line\x01'
 
@@ -141,6 +146,37 @@ def test_mermaid_is_a_flowchart_with_escaped_labels(tmp_path):
     assert tricky.endswith(":::t_WEIRD_TYPE")
     assert f'  n{ids["svc:a"]} -->|"owned_by"| n{ids["team:b"]}' in lines
     assert f"  classDef t_SERVICE fill:{export.type_color('SERVICE')},stroke:#333,color:#111" in lines
+
+
+def test_mermaid_itself_parses_and_draws_the_export(tmp_path, built_kb, chromium):
+    if not MERMAID_JS.is_file():
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{MERMAID_JS} is missing; .ci/run puts it there")
+        pytest.skip(f"needs Mermaid's browser build at {MERMAID_JS} (see .ci/run) or $KGR_MERMAID_JS")
+    db = tmp_path / "t.sqlite"
+    tiny_db(db)
+    page = chromium.new_page()
+    try:
+        page.set_content("<div id='out'></div>")
+        page.add_script_tag(path=str(MERMAID_JS))
+        draw = """async text => {
+            mermaid.initialize({startOnLoad: false, securityLevel: 'strict'});
+            await mermaid.parse(text);
+            const {svg} = await mermaid.render('g' + Math.random().toString(36).slice(2), text);
+            const out = document.getElementById('out');
+            out.innerHTML = svg;
+            return {nodes: [...out.querySelectorAll('.nodeLabel')].map(n => n.textContent),
+                    edges: [...out.querySelectorAll('.edgeLabel')].map(n => n.textContent).filter(t => t)};
+        }"""
+        tiny = page.evaluate(draw, run_export(db, "mermaid"))
+        assert sorted(tiny["nodes"]) == sorted(["Alpha Service", "Team Bravo", " ".join(TRICKY.replace("\x01", "").split())])
+        assert sorted(set(tiny["edges"])) == ["owned_by", "uses"]
+        kb = page.evaluate(draw, run_export(built_kb[0], "mermaid"))
+        with Store(built_kb[0], readonly=True) as store:
+            names = [r[0] for r in store.query("SELECT name FROM entities")]
+        assert sorted(kb["nodes"]) == sorted(" ".join(n.split()) for n in names)
+    finally:
+        page.close()
 
 
 def test_type_and_relation_filters(built_kb):
