@@ -419,7 +419,10 @@ class Tools:
         info.pop("kind", None)
         info["db"] = svc.db.name
         info["root"] = svc.root.name if svc.root is not None else None
-        info["writer"] = _writer_status(svc)
+        # the database's writer process as any reader sees it (alive, pid, last published state),
+        # and when this server is that writer, its live state (active: true)
+        mine = _writer_status(svc)
+        info["writer"] = {**(info.get("writer") or {}), **mine}
         info["server"] = {"kgr_version": __version__, "profile_tools": sorted(getattr(svc, "tool_names", []))}
         return info
 

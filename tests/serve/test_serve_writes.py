@@ -103,6 +103,8 @@ def test_a_second_writer_process_is_refused_clearly(writable):
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
+        w = mcp.call("status").structured_content["writer"]
+        assert w["alive"] is True and w["pid"] == holder.pid and w["active"] is False
         text = error_text(mcp.call("ingest_docs"))
         assert "is being written by another kgr process" in text
         assert str(db.parent) not in text  # host paths scrubbed
