@@ -76,20 +76,29 @@ def resolve_under(root: str | os.PathLike, user: object, *, dirs: bool = True) -
     return real
 
 
-def glob_under(root: str | os.PathLike, pattern: object, *, limit: int = 10000) -> list[Path]:
-    """Files and folders matching a relative glob ('**/*.md'), each confined to ``root``."""
+def glob_under(root: str | os.PathLike, pattern: object, *, limit: int = 10000, resolved: bool = True) -> list[Path]:
+    """Files and folders matching a relative glob ('**/*.md'), each confined to ``root``.
+
+    Each match is checked on its resolved path; ``resolved=False`` returns it as named under
+    the root instead (a link inside the root keeps its own name).
+    """
     rel = relpath(pattern)
+    base = real_root(root)
+
+    def confined(name: str) -> Path:
+        real = resolve_under(base, name)
+        return real if resolved else base / relpath(name)
+
     if not glob.has_magic(rel):
-        return [resolve_under(root, rel)]
+        return [confined(rel)]
     try:
-        return [resolve_under(root, rel)]  # a real name with [ or * in it is that file, not a pattern
+        return [confined(rel)]  # a real name with [ or * in it is that file, not a pattern
     except OutsideRoot:
         pass
-    base = real_root(root)
     out: list[Path] = []
     for match in sorted(glob.iglob(glob.escape(str(base)) + "/" + rel, recursive=True)):
         try:
-            out.append(resolve_under(base, os.path.relpath(match, base)))
+            out.append(confined(os.path.relpath(match, base)))
         except OutsideRoot:
             continue  # a link out of the root matched the pattern: skipped, never followed
         if len(out) >= limit:

@@ -445,7 +445,7 @@ class Tools:
         if paths:
             targets = []
             for p in paths:
-                targets.extend(str(m) for m in confine.glob_under(root, p))
+                targets.extend(str(m) for m in confine.glob_under(root, p, resolved=False))
             if not targets:
                 raise OutsideRoot(confine.NOT_FOUND)
         writer = _writer(svc)
