@@ -171,20 +171,6 @@ def read_under(root: str | os.PathLike, user: object, *, max_bytes: int = 10 * 1
         return b"".join(chunks)
 
 
-def display(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
-    """``path`` as a client may see it: relative to the root, never a host path."""
-    p = Path(path)
-    if root is not None:
-        try:
-            base = real_root(root)
-        except OSError:
-            base = Path(root)
-        for candidate in (p, p.resolve() if p.is_absolute() else p):
-            with contextlib.suppress(ValueError):
-                return candidate.relative_to(base).as_posix() or "."
-    return p.name if p.is_absolute() else p.as_posix()
-
-
 def scrub(text: str, *secrets: str | os.PathLike | None) -> str:
     """``text`` with every given host path or secret replaced, for messages sent to a client."""
     out = text

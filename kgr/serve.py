@@ -74,7 +74,6 @@ class ToolDef:
     read_only: bool
     destructive: bool = False
     idempotent: bool = True
-    writes: bool = False
 
 
 TOOLS: dict[str, ToolDef] = {}
@@ -94,7 +93,7 @@ def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = 
         for p in profiles:
             PROFILES.setdefault(p, [])
             PROFILES[p].append(name)
-        TOOLS[name] = ToolDef(name, fn.__name__, profiles, title, read_only, destructive, idempotent, writes=not read_only)
+        TOOLS[name] = ToolDef(name, fn.__name__, profiles, title, read_only, destructive, idempotent)
         return fn
 
     return decorate
@@ -448,7 +447,7 @@ class Tools:
                 targets.extend(str(m) for m in confine.glob_under(root, p, resolved=False))
             if not targets:
                 raise OutsideRoot(confine.NOT_FOUND)
-        writer = _writer(svc)
+        writer = svc.get_writer()
         future = writer.ingest(targets)
         summary = svc.wait(future, WRITE_WAIT_S) if wait else None
         if summary is None:
@@ -501,7 +500,7 @@ class Tools:
                     "relations": after["relations"] - before["relations"], "embedded": embedded,
                     "totals": after}
 
-        result = svc.wait(_writer(svc).run(job), WRITE_WAIT_S)
+        result = svc.wait(svc.get_writer().run(job), WRITE_WAIT_S)
         if result is None:
             return {"queued": True, "done": False, "writer": _writer_status(svc)}
         return result
@@ -590,13 +589,6 @@ class Tools:
 
 def _graph_counts(store) -> dict[str, int]:
     return {t: store.scalar(f"SELECT count(*) FROM {t}") for t in ("mentions", "entities", "relations")}
-
-
-def _writer(svc: Service):
-    try:
-        return svc.get_writer()
-    except ImportError:
-        raise StoreError("this kgr has no single writer (kgr.writer) yet: writes are unavailable") from None
 
 
 def _writer_status(svc: Service) -> dict[str, Any]:
@@ -818,7 +810,7 @@ def run(opts: Options, cfg) -> None:
     try:
         if opts.watch:
             _start_watch(svc, opts.watch)
-        if opts.warm and any(TOOLS[n].name in ("hybrid_query",) for n in names):
+        if opts.warm and "hybrid_query" in names:
             threading.Thread(target=svc.warm_up, name="kgr-warm-up", daemon=True).start()
         server = build_server(svc, opts.profile)
         if opts.http:
