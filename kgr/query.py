@@ -39,6 +39,7 @@ from . import vectors
 MODES = ("bm25", "vector", "hybrid", "graph")
 RRF_K = 60
 HOP_DECAY = 0.7  # strength kept per hop over an edge
+FANOUT = 1.0  # a walk leaving an entity splits its strength over the entity's edges (degree ** FANOUT)
 MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
 ABOUT_SHARE = 0.5  # the share of a page's title an entity's name must cover for the page to be about it
 REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "owned_by": 0.7, "precedes": 0.6,
@@ -178,6 +179,10 @@ def hybrid_query(
 
     _score(cands, mode, weights, qvec is not None)
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))[:k]
+    if mode == "graph" and not any(c.hop for c in ranked):
+        # the graph brought nothing into the results: they are the hybrid ranking
+        _score(cands, "hybrid", weights, qvec is not None)
+        ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))[:k]
     results = _describe(store, ranked, reached)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
     return {
@@ -250,6 +255,7 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
     edges: list[dict] = []
     truncated = False
     rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
+    degrees: dict[int, int] = {}
     if hops == 0 or not seeds:
         return reached, edges, truncated
     for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
@@ -258,11 +264,14 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             continue
         rows = bfs(store.conn, root, max_depth=hops - base, edges="relations", src="src_id", dst="dst_id", rels=rel_filter,
                    direction="both")
+        local = {root: root_strength}
         for eid, parent, dist in rows:
             if dist == 0:
                 continue
             dist += base
-            st = root_strength * HOP_DECAY ** (dist - base)
+            # a walk leaving a hub spreads its strength over the hub's many edges
+            st = local.get(parent, root_strength) * HOP_DECAY / _degree(store, parent, rel_filter, degrees) ** FANOUT
+            local[eid] = max(local.get(eid, 0.0), st)
             prev = reached.get(eid)
             if prev is not None:
                 if prev["parent"] is None and prev["distance"] >= dist:
@@ -290,6 +299,15 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             info["rel"] = rel
             edges.append({"id": rid, "src": s, "dst": d, "rel": rel, "confidence": conf})
     return reached, edges, truncated
+
+
+def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]) -> int:
+    if eid not in cache:
+        marks = ",".join("?" * len(rel_filter))
+        cache[eid] = max(1, store.scalar(
+            f"SELECT (SELECT count(*) FROM relations WHERE src_id = ? AND rel IN ({marks})) + "
+            f"(SELECT count(*) FROM relations WHERE dst_id = ? AND rel IN ({marks}))", (eid, *rel_filter, eid, *rel_filter)))
+    return cache[eid]
 
 
 def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels) -> None:
