@@ -578,7 +578,7 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
     r = cfg["retrieval"]
     rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else r["rels"]
     with Store(resolve_db(db, config_path), readonly=True) as store:
-        embed_query = query_embedder(store, cfg) if mode != "bm25" else None
+        embed_query = query_mod.query_embedder(store, cfg) if mode != "bm25" else None
         result = query_mod.hybrid_query(store, text, k=k or r["k"], hops=r["hops"] if hops is None else hops,
                                         rels=rel_list, mode=mode, embed_query=embed_query,
                                         weights=query_mod.Weights.from_config(cfg))
@@ -586,26 +586,6 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
         emit([{"kind": "result", "query": text, "mode": mode, **row} for row in result["results"]])
     else:
         click.echo(query_mod.format_results(result))
-
-
-def query_embedder(store, cfg):
-    """A function text -> vector with the database's model, or None when it has no vectors."""
-    from . import vectors
-
-    spec = vectors.stored_spec(store)
-    if spec is None:
-        return None
-    cache = {}
-
-    def embed_query(text: str):
-        if "e" not in cache:
-            from .embedders import get_embedder
-
-            cache["e"] = get_embedder(cfg, purpose="query")
-            vectors.check_spec(store, vectors.VectorSpec(cache["e"].model, int(cache["e"].dim)))
-        return cache["e"].embed_queries([text])[0]
-
-    return embed_query
 
 
 @cli.group(name="eval")

@@ -470,6 +470,24 @@ def format_results(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def query_embedder(store, cfg):
+    """A function text -> vector with the database's model, or None when it has no vectors."""
+    spec = vectors.stored_spec(store)
+    if spec is None:
+        return None
+    cache = {}
+
+    def embed_query(text: str):
+        if "e" not in cache:
+            from .embedders import get_embedder
+
+            cache["e"] = get_embedder(cfg, purpose="query")
+            vectors.check_spec(store, vectors.VectorSpec(cache["e"].model, int(cache["e"].dim)))
+        return cache["e"].embed_queries([text])[0]
+
+    return embed_query
+
+
 def rrf_only(lists: Sequence[Sequence[int]]) -> list[int]:
     """Reciprocal rank fusion of id lists (for tests and evaluation)."""
     score: dict[int, float] = defaultdict(float)
@@ -479,4 +497,4 @@ def rrf_only(lists: Sequence[Sequence[int]]) -> list[int]:
     return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-__all__ = ["hybrid_query", "format_results", "Weights", "MODES", "rrf_only"]
+__all__ = ["hybrid_query", "query_embedder", "format_results", "Weights", "MODES", "rrf_only"]

@@ -81,10 +81,12 @@ TOOLS: dict[str, ToolDef] = {}
 
 def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = True, destructive: bool = False,
          idempotent: bool = True) -> Callable:
-    """Register a method of :class:`Tools` as the MCP tool ``name`` in ``profiles``.
+    """Register a method as the MCP tool ``name`` in ``profiles``.
 
-    The method's signature is the tool's input schema (pydantic ``Field`` bounds), its
-    docstring the description the model reads.
+    The method belongs to :class:`Tools` or to a class marked :func:`toolset` (constructed
+    with the :class:`Service`) in a module listed in :data:`TOOL_MODULES`. The method's
+    signature is the tool's input schema (pydantic ``Field`` bounds), its docstring the
+    description the model reads.
     """
 
     def decorate(fn: Callable) -> Callable:
@@ -99,8 +101,28 @@ def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = 
     return decorate
 
 
+# Modules whose import registers more tools: each defines a @toolset class of @tool methods.
+TOOL_MODULES: tuple[str, ...] = ()
+TOOLSETS: list[type] = []
+
+
+def toolset(cls: type) -> type:
+    """Mark a class of @tool methods (constructed with the Service) as a source of tools."""
+    if cls not in TOOLSETS:
+        TOOLSETS.append(cls)
+    return cls
+
+
+def _register_all() -> None:
+    import importlib
+
+    for name in TOOL_MODULES:
+        importlib.import_module(name)
+
+
 def profile_tools(profile: str) -> list[str]:
     """The tool names of a profile (``all``: every registered tool), or a UsageError."""
+    _register_all()
     if profile == "all":
         return list(TOOLS)
     if profile not in PROFILES:
@@ -189,7 +211,7 @@ class Service:
         Embedding restarts the time budget: loading the model is not the query's cost.
         """
         if self._embed is None:
-            from .cli import query_embedder
+            from .query import query_embedder
 
             inner = query_embedder(self.store, self.cfg)
             if inner is None:
@@ -626,11 +648,14 @@ def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
         ),
         log_level="WARNING",
     )
-    tools = Tools(svc)
+    owners: dict[type, Any] = {}
     svc.tool_names = names
     for name in names:
         spec = TOOLS[name]
-        fn = getattr(tools, spec.method)
+        cls = next(c for c in (Tools, *TOOLSETS) if spec.method in c.__dict__)
+        if cls not in owners:
+            owners[cls] = cls(svc)
+        fn = getattr(owners[cls], spec.method)
         annotations = ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.read_only,

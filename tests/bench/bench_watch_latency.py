@@ -54,7 +54,7 @@ def main() -> None:
 
     from kgr import config as config_mod
     from kgr import query as query_mod
-    from kgr.cli import query_embedder
+    from kgr.query import query_embedder
     from kgr.store import Store
     from kgr.writer import wait_for_idle
 
