@@ -588,6 +588,230 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
         click.echo(query_mod.format_results(result))
 
 
+# -- memories (seed 003): remember, recall, kgr memories ------------------------------
+
+
+def _as_of_ms(value: str | None) -> int | None:
+    """--as-of: milliseconds since 1970, or an ISO date/time (UTC unless it says otherwise)."""
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither milliseconds nor an ISO date", param_hint="--as-of") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+@cli.command()
+@click.argument("text")
+@db_option()
+@click.option("--importance", type=click.FloatRange(0, 1), help="How much it matters, 0 to 1 [default: memory.default_importance].")
+@click.option("--tag", "tags", multiple=True, help="A label (repeatable).")
+@click.option("--source", "label", help="Where the memory came from (conversation, import, ...).")
+@json_option
+@config_option
+def remember(text, db, importance, tags, label, as_json, config_path):
+    """Store a memory: chunked, extracted, linked and embedded like a document.
+
+    TEXT - reads stdin. The same text twice is one memory.
+
+    \b
+    Example:
+        kgr remember "Alice moved to Berlin in May" --importance 0.8 --tag people --db kb.sqlite
+    """
+    from . import recall
+    from .store import Store
+    from .writer import WriterLock
+
+    if text == "-":
+        text = sys.stdin.read()
+    cfg = load_config(config_path)
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store:  # one writer process per database
+        out = recall.remember(store, text, cfg, importance=importance, tags=list(tags), label=label)
+    if as_json:
+        emit([{"kind": "memory", **out}])
+    else:
+        names = ", ".join(e["name"] for e in out["entities"]) or "none"
+        click.echo(f"{'remembered' if out['created'] else 'already remembered'} {out['id']} "
+                   f"(importance {out['importance']:g}; entities: {names})")
+
+
+@cli.command()
+@click.argument("query")
+@db_option()
+@click.option("--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many memories.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable: all of them).")
+@click.option("--as-of", help="Recall as of this time (ISO date or milliseconds): later memories and observations closed by then are left out.")
+@click.option("--history", "include_history", is_flag=True, help="Follow observations no longer valid too.")
+@click.option("--graph/--no-graph", default=True, show_default=True, help="Also follow entities named in the query to their memories.")
+@click.option("--touch/--no-touch", default=True, show_default=True,
+              help="Count an access of each memory returned (--no-touch reads only, beside a running writer).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per memory (JSON Lines).")
+@config_option
+def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, config_path):
+    """Recall the memories that best answer QUERY, weighted by recency, importance and use.
+
+    \b
+    Example:
+        kgr recall "where does Alice live" --db kb.sqlite
+        kgr recall "deploys" --tag ops --json | jq -r .text
+    """
+    from . import query as query_mod
+    from . import recall as recall_mod
+    from .store import Store
+    from .writer import WriterLock
+
+    cfg = load_config(config_path)
+    path = resolve_db(db, config_path)
+    when = _as_of_ms(as_of)
+    if not os.path.exists(path):
+        from .errors import StoreError
+
+        raise StoreError(f"database not found: {path}", hint="store a memory first: kgr remember TEXT --db PATH")
+
+    def run(store):
+        return recall_mod.recall(store, query, cfg, k=k, embed_query=query_mod.query_embedder(store, cfg),
+                                 include_graph=graph, as_of=when, include_history=include_history, tags=list(tags),
+                                 touch=touch)
+
+    if touch:
+        with WriterLock(path), Store(path) as store:
+            out = run(store)
+    else:
+        with Store(path, readonly=True) as store:
+            out = run(store)
+    if as_json:
+        emit([{"kind": "recall", "query": query, **r} for r in out["results"]])
+    elif not out["results"]:
+        click.echo("no memories")
+    else:
+        for r in out["results"]:
+            click.echo(f"{r['rank']:>2}. {r['id']}  [{r['score']:.4f}]  {query_mod._snippet(r['text'])}")
+            click.echo(f"    why: {r['why']}; importance {r['importance']:g}, recalled {r['access_count']}x")
+
+
+@cli.group(name="memories")
+def memories_group():
+    """Manage stored memories: consolidate, history, export, import."""
+
+
+@memories_group.command(name="consolidate")
+@db_option()
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), help="Cosine similarity from which two memories merge [default: memory.consolidate_threshold, 0.9].")
+@click.option("--dry-run", is_flag=True, help="Only report what would merge.")
+@json_option
+@config_option
+def memories_consolidate(db, threshold, dry_run, as_json, config_path):
+    """Merge near-duplicate memories, keeping their provenance.
+
+    Each group keeps one memory with the largest importance, the summed access counts,
+    all tags, and the merged memories whole (their ids and texts) in merged_from.
+
+    \b
+    Example:
+        kgr memories consolidate --dry-run --db kb.sqlite
+    """
+    from . import recall
+    from .store import Store
+    from .writer import WriterLock
+
+    cfg = load_config(config_path)
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store:
+        out = recall.consolidate(store, cfg, threshold=threshold, dry_run=dry_run)
+    if as_json:
+        emit([{"kind": "summary", **out}])
+    else:
+        for m in out["merged"]:
+            click.echo(f"{m['into']} <- {', '.join(m['from'])}")
+        warn(f"{'would merge' if dry_run else 'merged'} {out['absorbed']} memories into {out['groups']} "
+             f"(threshold {out['threshold']:g})")
+
+
+@memories_group.command(name="history")
+@click.argument("entity")
+@db_option()
+@click.option("--as-of", help="Only observations valid at this time (ISO date or milliseconds).")
+@config_option
+def memories_history(entity, db, as_of, config_path):
+    """An entity's observations with their validity (JSON Lines), oldest first.
+
+    \b
+    Example:
+        kgr memories history "Alice Johnson" --db kb.sqlite
+    """
+    from . import recall
+    from .store import Store
+
+    when = _as_of_ms(as_of)
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        out = recall.history(store, entity, as_of=when, include_history=when is None)
+    emit([{"kind": "observation", "entity": out["entity"]["name"], **o} for o in out["observations"]])
+
+
+@memories_group.command(name="export")
+@db_option()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Write to FILE instead of stdout.")
+@config_option
+def memories_export(db, output, config_path):
+    """Write every memory, with its attributes and observations, as JSON Lines.
+
+    \b
+    Example:
+        kgr memories export --db kb.sqlite -o memories.jsonl
+    """
+    from . import recall
+    from .store import Store
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        data = recall.export_jsonl(store)
+    if output == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        tmp = f"{output}.tmp{os.getpid()}"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, output)
+    count = data.count(b"\n")
+    warn(f"exported {count} memories" + ("" if output == "-" else f" to {output}"))
+
+
+@memories_group.command(name="import")
+@input_argument
+@db_option()
+@json_option
+@config_option
+def memories_import(input, db, as_json, config_path):
+    """Read memories exported by `kgr memories export`; those already stored are skipped.
+
+    The whole file is checked before anything is written.
+
+    \b
+    Example:
+        kgr memories import memories.jsonl --db other.sqlite
+    """
+    from . import recall
+    from .store import Store
+    from .writer import WriterLock
+
+    cfg = load_config(config_path)
+    recs = recall.parse_jsonl(input.read())
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store:
+        out = recall.import_records(store, recs, cfg)
+    if as_json:
+        emit([{"kind": "summary", **out}])
+    else:
+        warn(f"imported {out['imported']} memories, {out['skipped']} already stored")
+
+
 @cli.group(name="eval")
 def eval_group():
     """Measure extraction and retrieval quality against annotated data."""

@@ -65,6 +65,13 @@ DEFAULTS: dict[str, Any] = {
         "weights": {"semantic": 0.75, "hop": 0.2, "rel": 0.05, "cosine_share": 0.3, "seed_chunks": 3,
                     "entity_sim": 0.75, "specificity": 0.0, "pin": 1, "graph": None},
     },
+    # remember and recall (seed 003): recency half-life, seed 003's weights, consolidation
+    "memory": {
+        "half_life_days": 30.0,
+        "default_importance": 0.5,
+        "consolidate_threshold": 0.9,
+        "weights": {"base": 0.6, "recency": 0.2, "importance": 0.1, "access": 0.1},
+    },
 }
 
 # Environment names from seed 000 that map onto config keys.
