@@ -1102,7 +1102,7 @@ def _export_formats() -> list[str]:
 @click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
 @config_option
 def export_cmd(db, fmt, output, types, rels, config_path):
-    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz) or Mermaid.
+    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz), Mermaid or mcp-memory.
 
     \b
     Example:
@@ -1130,6 +1130,38 @@ def export_cmd(db, fmt, output, types, rels, config_path):
                     os.unlink(tmp)
     where = "" if output == "-" else f" to {output}"
     warn(f"exported {counts['nodes']} entities and {counts['edges']} relations as {fmt}{where}")
+
+
+IMPORT_FORMATS = {"mcp-memory": "the reference MCP memory server's memory.jsonl (entities, observations, relations)"}
+
+
+@cli.command(name="import")
+@click.argument("file", type=click.File("rb"), default="-", required=False)
+@db_option()
+@click.option("--format", "fmt", type=click.Choice(sorted(IMPORT_FORMATS)), required=True, help="Input format.")
+@config_option
+def import_cmd(file, db, fmt, config_path):
+    """Import a graph file into the knowledge base (the memory profile's graph).
+
+    All or nothing: a bad line, or a relation to an entity the file lacks, changes nothing.
+    Entities and relations already present are kept and skipped; `kgr export --format
+    mcp-memory` writes the file back.
+
+    \b
+    Example:
+        kgr import --format mcp-memory memory.jsonl --db kb.sqlite
+        kgr export --format mcp-memory --db kb.sqlite -o memory.jsonl
+    """
+    from . import memory
+    from .store import Store
+
+    if file.isatty():
+        warn("waiting for a memory.jsonl on stdin")
+    with Store(resolve_db(db, config_path)) as store:
+        counts = memory.import_jsonl(store, file)
+    warn(f"imported {counts['entities']} entities, {counts['observations']} observations and "
+         f"{counts['relations']} relations ({counts['skipped_entities']} entities and "
+         f"{counts['skipped_relations']} relations already present)")
 
 
 @cli.command()

@@ -247,3 +247,16 @@ def write_mermaid(graph: GraphSource, out: TextIO) -> None:
         out.write(f'  n{e["src"]} -->|"{mermaid_text(e["rel"])}"| n{e["dst"]}\n')
     for cls, color in sorted(classes.items()):
         out.write(f"  classDef {cls} fill:{color},stroke:#333,color:#111\n")
+
+
+# -- the reference MCP memory server's memory.jsonl ----------------------------------------------
+
+
+@exporter("mcp-memory", suffix=".jsonl",
+          help="the memory graph as the reference MCP memory server's memory.jsonl (kgr import reads it back)")
+def write_mcp_memory(graph: GraphSource, out: TextIO) -> None:
+    from . import memory
+
+    if graph.types or graph.rels:
+        raise UsageError("--type and --rel do not apply to mcp-memory: it writes the whole memory graph")
+    graph.counts.update(memory.write_jsonl(graph.store, out))

@@ -102,7 +102,7 @@ def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = 
 
 
 # Modules whose import registers more tools: each defines a @toolset class of @tool methods.
-TOOL_MODULES: tuple[str, ...] = ("kgr.tools_recall",)
+TOOL_MODULES: tuple[str, ...] = ("kgr.tools_recall", "kgr.tools_memory")
 TOOLSETS: list[type] = []
 
 
@@ -817,6 +817,10 @@ def run(opts: Options, cfg) -> None:
         raise UsageError(f"not a directory: {root}")
     db = Path(opts.db)
     writer = None
+    if not db.exists() and root is None and opts.profile == "memory":
+        from .store import Store
+
+        Store(db).close()  # like the reference's memory file: a new memory database starts empty
     if not db.exists():
         if root is None:
             raise StoreError(f"database not found: {db}", hint="create it with `kgr ingest DIR --db PATH`, "
