@@ -178,7 +178,7 @@ def remember(
     doc = {"kind": records.DOC, "path": path, "source": SOURCE, "format": "md", "mtime_ms": mem["created_ms"],
            "size": len(text.encode("utf-8")), "file_hash": None, "hash": records.text_hash(text),
            "title": _title(text), "lang": None, "text": text, "meta": meta}
-    summary = load(chunking.chunk([doc], **chunking.options_from_config(cfg)), store)
+    summary = load(_bare(chunking.chunk([doc], **chunking.options_from_config(cfg))), store)
     if summary.errors:
         raise UsageError(f"the memory could not be stored ({summary.errors} error records)")
     if graph:
@@ -192,6 +192,15 @@ def remember(
     if _restore is None:
         _observe(store, path, mem)
     return {"created": True, **describe(store, path)}
+
+
+def _bare(recs: Iterable[dict]) -> Iterator[dict]:
+    """Memory chunks without a prelude: a file's path and headings help find its passages, a
+    memory's virtual path (a hash) would only add noise to its keywords and its vector."""
+    for rec in recs:
+        if rec.get("kind") == records.CHUNK:
+            rec = {**rec, "prelude": None}
+        yield rec
 
 
 def _title(text: str) -> str:
