@@ -233,8 +233,47 @@ CREATE TABLE embed_cache (
 );
 """
 
+# The authoring profile (seed 002): template descriptions and node types, the node ids a cached
+# document depends on, and the built-in default template (updatable, never deleted).
+M004_AUTHORING = r"""
+ALTER TABLE templates ADD COLUMN description TEXT;
+ALTER TABLE templates ADD COLUMN node_types TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE document_cache ADD COLUMN dependencies TEXT NOT NULL DEFAULT '[]';
+INSERT OR IGNORE INTO templates(name, body, variables, description, node_types, created_ms, updated_ms) VALUES (
+  'default',
+  '# {{name}}
+
+{{#type}}*{{type}}*{{/type}}
+
+{{#summary}}{{summary}}
+{{/summary}}
+{{#has_aliases}}Also known as: {{#aliases}}{{alias}}{{^last}}, {{/last}}{{/aliases}}.
+{{/has_aliases}}
+{{#has_outgoing}}## Relations
+{{#outgoing}}* {{relation}} [{{target}}]({{target_id}}){{#strength}} ({{strength}}){{/strength}}
+{{/outgoing}}
+{{/has_outgoing}}
+{{#has_incoming}}## Referenced by
+{{#incoming}}* [{{source}}]({{source_id}}) {{relation}} this{{#strength}} ({{strength}}){{/strength}}
+{{/incoming}}
+{{/has_incoming}}
+{{#has_observations}}## Observations
+{{#observations}}* {{content}}
+{{/observations}}
+{{/has_observations}}',
+  '{
+ "aliases": "SELECT j.value AS alias, j.key = json_array_length(e.aliases) - 1 AS last FROM entities e, json_each(e.aliases) j WHERE e.id = :id ORDER BY j.key",
+ "outgoing": "SELECT r.rel AS relation, t.name AS target, t.id AS target_id, r.strength AS strength FROM relations r JOIN entities t ON t.id = r.dst_id WHERE r.src_id = :id ORDER BY r.rel, t.name LIMIT 200",
+ "incoming": "SELECT r.rel AS relation, s.name AS source, s.id AS source_id, r.strength AS strength FROM relations r JOIN entities s ON s.id = r.src_id WHERE r.dst_id = :id ORDER BY r.rel, s.name LIMIT 200",
+ "observations": "SELECT content FROM observations WHERE entity_id = :id AND (valid_until_ms IS NULL) ORDER BY id LIMIT 200"
+}',
+  'The built-in template of nodes without one of their own.', '[]',
+  CAST(unixepoch('subsec') * 1000 AS INTEGER), CAST(unixepoch('subsec') * 1000 AS INTEGER));
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
+    ("m004_authoring", M004_AUTHORING),
 ]
 
 LATEST = len(MIGRATIONS)

@@ -102,7 +102,7 @@ def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = 
 
 
 # Modules whose import registers more tools: each defines a @toolset class of @tool methods.
-TOOL_MODULES: tuple[str, ...] = ("kgr.tools_recall", "kgr.tools_memory")
+TOOL_MODULES: tuple[str, ...] = ("kgr.tools_recall", "kgr.tools_memory", "kgr.tools_authoring")
 TOOLSETS: list[type] = []
 
 
