@@ -474,23 +474,151 @@ def path(source, target, db, max_hops, rels, limit, as_json, config_path):
     from . import entities as ents
     from .store import Store
 
+    from .authoring import step_strengths
+
     rel_list = [r.strip() for r in rels.split(",") if r.strip()] if rels else None
     with Store(resolve_db(db, config_path), readonly=True) as store:
         info = ents.paths(store, source, target, max_hops=max_hops, rels=rel_list, limit=limit)
+        # the authoring profile's strength (relevance x directional weight per edge, / length)
+        info["strengths"] = [step_strengths(store, p) for p in info["paths"]]
     if as_json:
         emit([info])
         return
     if not info["paths"]:
         warn(f"no path between {info['src']['name']} and {info['dst']['name']} within {max_hops} hops")
         raise click.exceptions.Exit(ExitStatus.ERROR)
-    for p in info["paths"]:
+    for p, strength in zip(info["paths"], info["strengths"]):
         parts = [p[0]["from_name"] if p[0]["forward"] else p[0]["to_name"]]
         for step in p:
             if step["forward"]:
                 parts.append(f"--{step['rel']}--> {step['to_name']}")
             else:
                 parts.append(f"<--{step['rel']}-- {step['from_name']}")
-        click.echo(" ".join(parts))
+        click.echo(" ".join(parts) + f"  (strength {strength['final_strength']:.3f})")
+
+
+@cli.command()
+@click.argument("node")
+@db_option()
+@click.option("--template", "template_ref", help="Render with this template instead of the node's own.")
+@click.option("--force", is_flag=True, help="Render again even when the cached document is still valid.")
+@click.option("--no-cache", is_flag=True, help="Do not store the rendered document in the cache.")
+@json_option
+@config_option
+def render(node, db, template_ref, force, no_cache, as_json, config_path):
+    """Render a node's document from its template (cached until what it depends on changes).
+
+    NODE is a node id or name (exact, else the closest name).
+
+    \b
+    Example:
+        kgr render "Vehicle Locator Service" --db kb.sqlite
+    """
+    from . import templates as tm
+    from .store import Store
+    from .writer import WriterBusy, WriterLock
+
+    path = resolve_db(db, config_path)
+    with Store(path, readonly=True) as store:
+        docs, writes = tm.generate(store, [node], force=force, template=template_ref)
+    doc = docs[0]
+    if doc["status"] != "success":
+        raise KgrError(doc["message"])
+    if writes and not no_cache:
+        try:
+            with WriterLock(path), Store(path) as store, store.write():
+                tm.store_cache(store, writes)
+        except WriterBusy as exc:
+            warn(f"kgr render: not cached: {exc.message}")
+    if as_json:
+        emit([doc])
+    else:
+        click.echo(doc["content"], nl=not doc["content"].endswith("\n"))
+
+
+@cli.group(name="template")
+def template_group():
+    """Manage document templates (Mustache bodies with read-only SQL variables).
+
+    \b
+    Example:
+        kgr template add person --body person.mustache --var 'teams=SELECT t.name FROM relations r JOIN entities t ON t.id = r.dst_id WHERE r.src_id = :id' --db kb.sqlite
+    """
+
+
+@template_group.command(name="add")
+@click.argument("name")
+@click.option("--body", "body_file", type=click.File("r"), required=True, help="The Mustache body (a file; - for stdin).")
+@click.option("--var", "variables", multiple=True, metavar="NAME=SQL",
+              help="A variable: one read-only SELECT; :id, :name, :type and :key are the node's. Repeatable.")
+@click.option("--type", "node_types", multiple=True, help="Node types this template is for. Repeatable.")
+@click.option("--description", help="What the template is for.")
+@click.option("--replace", is_flag=True, help="Replace a template of this name.")
+@db_option()
+@config_option
+def template_add(name, body_file, variables, node_types, description, replace, db, config_path):
+    """Add (or with --replace, update) a template; its queries are checked in the sandbox first.
+
+    \b
+    Example:
+        kgr template add service --body service.mustache --type SERVICE --var 'deps=SELECT ...' --db kb.sqlite
+    """
+    from . import templates as tm
+    from .store import Store
+    from .writer import WriterLock
+
+    vars_ = dict(tm.parse_var(v) for v in variables)
+    body = body_file.read()
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store, store.write():
+        saved = tm.save_template(store, name=name, structure=body, variables=vars_, description=description,
+                                 node_types=list(node_types) or None, create=True, update=replace)
+    emit([{"kind": "template", "id": saved["id"], "name": saved["name"], "variables": sorted(saved["variables"])}])
+
+
+@template_group.command(name="list")
+@db_option()
+@json_option
+@config_option
+def template_list(db, as_json, config_path):
+    """List the templates: name, node types and variables.
+
+    \b
+    Example:
+        kgr template list --db kb.sqlite
+    """
+    from . import templates as tm
+    from .store import Store
+
+    with Store(resolve_db(db, config_path), readonly=True) as store:
+        items = tm.list_templates(store)
+    if as_json:
+        emit([{"kind": "template", **t} for t in items])
+        return
+    for t in items:
+        types = ",".join(t["node_types"]) or "-"
+        click.echo(f"{t['name']}\t{types}\t{','.join(sorted(t['variables'])) or '-'}")
+
+
+@template_group.command(name="rm")
+@click.argument("name")
+@db_option()
+@config_option
+def template_rm(name, db, config_path):
+    """Remove a template and its cached documents (the default template stays).
+
+    \b
+    Example:
+        kgr template rm person --db kb.sqlite
+    """
+    from . import templates as tm
+    from .store import Store
+    from .writer import WriterLock
+
+    path = resolve_db(db, config_path)
+    with WriterLock(path), Store(path) as store, store.write():
+        out = tm.delete_template(store, name)
+    emit([{"kind": "template_removed", **out}])
 
 
 def model_overrides(model: str | None) -> dict:
