@@ -70,6 +70,7 @@ DEFAULTS: dict[str, Any] = {
         "half_life_days": 30.0,
         "default_importance": 0.5,
         "consolidate_threshold": 0.9,
+        "min_cosine": 0.2,  # below this, a memory is no semantic match for a query
         "weights": {"base": 0.6, "recency": 0.2, "importance": 0.1, "access": 0.1},
     },
 }

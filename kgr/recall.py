@@ -63,12 +63,13 @@ class Settings:
     access: float = 0.1
     consolidate_threshold: float = 0.9
     default_importance: float = 0.5
+    min_cosine: float = 0.2
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Settings":
         section = (cfg or {}).get("memory") or {}
         out = cls()
-        for name in ("half_life_days", "consolidate_threshold", "default_importance"):
+        for name in ("half_life_days", "consolidate_threshold", "default_importance", "min_cosine"):
             if section.get(name) is not None:
                 setattr(out, name, float(section[name]))
         for name, value in (section.get("weights") or {}).items():
@@ -91,6 +92,18 @@ def memory_id(text: str) -> str:
 
 def memory_path(mid: str) -> str:
     return f"{PREFIX}{mid}.md"
+
+
+def keywords(q: str) -> str:
+    """The query without English stop words ("are", "the", "of"): among a few short memories
+    a stop word would be a rare, heavily weighted term. A query of stop words only is kept."""
+    import re
+
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    words = re.findall(r"\w+", q)
+    content = [w for w in words if w.lower() not in STOP_WORDS]
+    return " ".join(content or words)
 
 
 def _check_importance(value: float | None, default: float) -> float:
@@ -338,7 +351,7 @@ def recall(
     n = max(50, 5 * k)
 
     lists: dict[str, list[int]] = {}
-    match = fts_query(q)
+    match = fts_query(keywords(q))
     if match:
         rows = store.query(
             f"SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? "
@@ -351,7 +364,9 @@ def recall(
         for cid, sim in sims.items():
             d = chunk_doc[cid]
             cosine[d] = max(cosine.get(d, -1.0), sim)
-        lists["vector"] = sorted(cosine, key=lambda d: (-cosine[d], d))[:n]
+        # a memory far from the query is no semantic match, whatever its rank among few memories
+        lists["vector"] = sorted((d for d in cosine if cosine[d] >= settings.min_cosine),
+                                 key=lambda d: (-cosine[d], d))[:n]
     named: dict[int, str] = {}
     via: dict[int, list[str]] = defaultdict(list)
     if include_graph:
