@@ -246,18 +246,21 @@ INSERT OR IGNORE INTO templates(name, body, variables, description, node_types, 
 {{#type}}*{{type}}*{{/type}}
 
 {{#summary}}{{summary}}
-{{/summary}}
-{{#has_aliases}}Also known as: {{#aliases}}{{alias}}{{^last}}, {{/last}}{{/aliases}}.
-{{/has_aliases}}
-{{#has_outgoing}}## Relations
-{{#outgoing}}* {{relation}} [{{target}}]({{target_id}}){{#strength}} ({{strength}}){{/strength}}
+
+{{/summary}}{{#has_aliases}}Also known as: {{#aliases}}{{alias}}{{^last}}, {{/last}}{{/aliases}}.
+
+{{/has_aliases}}{{#has_outgoing}}## Relations
+
+{{#outgoing}}* {{relation}} {{target}}{{#strength}} ({{strength}}){{/strength}}
 {{/outgoing}}
-{{/has_outgoing}}
-{{#has_incoming}}## Referenced by
-{{#incoming}}* [{{source}}]({{source_id}}) {{relation}} this{{#strength}} ({{strength}}){{/strength}}
+
+{{/has_outgoing}}{{#has_incoming}}## Referenced by
+
+{{#incoming}}* {{source}} {{relation}} {{name}}{{#strength}} ({{strength}}){{/strength}}
 {{/incoming}}
-{{/has_incoming}}
-{{#has_observations}}## Observations
+
+{{/has_incoming}}{{#has_observations}}## Observations
+
 {{#observations}}* {{content}}
 {{/observations}}
 {{/has_observations}}',

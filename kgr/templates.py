@@ -87,18 +87,21 @@ DEFAULT_BODY = """# {{name}}
 {{#type}}*{{type}}*{{/type}}
 
 {{#summary}}{{summary}}
-{{/summary}}
-{{#has_aliases}}Also known as: {{#aliases}}{{alias}}{{^last}}, {{/last}}{{/aliases}}.
-{{/has_aliases}}
-{{#has_outgoing}}## Relations
-{{#outgoing}}* {{relation}} [{{target}}]({{target_id}}){{#strength}} ({{strength}}){{/strength}}
+
+{{/summary}}{{#has_aliases}}Also known as: {{#aliases}}{{alias}}{{^last}}, {{/last}}{{/aliases}}.
+
+{{/has_aliases}}{{#has_outgoing}}## Relations
+
+{{#outgoing}}* {{relation}} {{target}}{{#strength}} ({{strength}}){{/strength}}
 {{/outgoing}}
-{{/has_outgoing}}
-{{#has_incoming}}## Referenced by
-{{#incoming}}* [{{source}}]({{source_id}}) {{relation}} this{{#strength}} ({{strength}}){{/strength}}
+
+{{/has_outgoing}}{{#has_incoming}}## Referenced by
+
+{{#incoming}}* {{source}} {{relation}} {{name}}{{#strength}} ({{strength}}){{/strength}}
 {{/incoming}}
-{{/has_incoming}}
-{{#has_observations}}## Observations
+
+{{/has_incoming}}{{#has_observations}}## Observations
+
 {{#observations}}* {{content}}
 {{/observations}}
 {{/has_observations}}"""
@@ -262,6 +265,16 @@ def check_body(body: str) -> None:
         parsed = pystache.parse(body)
     except (ParsingError, ValueError) as exc:
         raise TemplateError(f"the template is not valid Mustache: {exc}") from None
+
+    if "{{=" not in body:  # pystache drops an unclosed section silently: say so instead
+        stack: list[str] = []
+        for kind, key in re.findall(r"\{\{\s*([#^/])\s*(.*?)\s*\}\}", body):
+            if kind in "#^":
+                stack.append(key)
+            elif stack and stack[-1] == key:
+                stack.pop()
+        if stack:
+            raise TemplateError(f"the template is not valid Mustache: section {{{{#{stack[-1]}}}}} is never closed")
 
     def walk(nodes: list) -> None:
         for node in nodes:

@@ -1,0 +1,6 @@
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from authoring_fixtures import *  # noqa: E402,F401,F403
