@@ -24,8 +24,11 @@ def upsert_entity(store: Store, rec: dict) -> int:
             (rec["key"], *values, now_ms()),
         )
         return conn.last_insert_rowid()
+    # An entity made by hand (the memory tools, authoring) keeps the name and type it was given:
+    # a document that mentions it links to it, and never renames or retypes it.
     conn.execute(
-        "UPDATE entities SET name=?, type=?, norm=?, aliases=?, description=coalesce(?, description), "
+        "UPDATE entities SET name=iif(origin='manual', name, ?), type=iif(origin='manual', type, ?), "
+        "norm=iif(origin='manual', norm, ?), aliases=?, description=coalesce(?, description), "
         "popularity=?, updated_ms=?, status='active' WHERE id=?",
         (*values, row[0]),
     )

@@ -1,0 +1,151 @@
+"""kgr.memory on a fresh database: the reference's semantics, validity history, pagination,
+and what retrieval and ingest see of the memory graph."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgr import memory
+from kgr.errors import BadRecord, UsageError
+from kgr.store import Store
+
+
+@pytest.fixture()
+def store(memory_db):
+    with Store(memory_db) as s:
+        yield s
+
+
+def ent(name, typ="person", obs=()):
+    return {"name": name, "entityType": typ, "observations": list(obs)}
+
+
+def rel(a, b, t="knows"):
+    return {"from": a, "to": b, "relationType": t}
+
+
+def test_rows_are_manual_graph_members(store):
+    memory.create_entities(store, [ent("Alice", obs=["likes tea"]), ent("Acme", "org")])
+    memory.create_relations(store, [rel("Alice", "Acme", "works_for")])
+    rows = store.query("SELECT key, name, type, origin FROM entities ORDER BY id")
+    assert rows == [("memory:Alice", "Alice", "person", "manual"), ("memory:Acme", "Acme", "org", "manual")]
+    assert store.query("SELECT rel, origin FROM relations") == [("works_for", "manual")]
+    assert store.query("SELECT content, source, valid_until_ms IS NULL FROM observations") == [("likes tea", "manual", 1)]
+    # a new relation type joins the registry; a known one is left as it is
+    assert store.scalar("SELECT description FROM relation_types WHERE name='works_for'") == memory.NEW_RELATION_TYPE
+    before = store.query("SELECT * FROM relation_types WHERE name='uses'")
+    memory.create_relations(store, [rel("Acme", "Alice", "uses")])
+    assert store.query("SELECT * FROM relation_types WHERE name='uses'") == before
+    # retrieval's entity index sees them
+    assert store.query("SELECT e.name FROM entities_fts f JOIN entities e ON e.id = f.rowid "
+                       "WHERE entities_fts MATCH 'alice'") == [("Alice",)]
+
+
+def test_duplicates_are_skipped(store):
+    assert len(memory.create_entities(store, [ent("A"), ent("B")])) == 2
+    created = memory.create_entities(store, [ent("A", "other"), ent("C"), ent("C", "again")])
+    assert [e["name"] for e in created] == ["C"]
+    assert store.scalar("SELECT type FROM entities WHERE name='A'") == "person"
+    assert memory.create_relations(store, [rel("A", "B"), rel("A", "B"), rel("B", "A")]) == [rel("A", "B"), rel("B", "A")]
+    assert memory.create_relations(store, [rel("A", "B")]) == []
+    res = memory.add_observations(store, [{"entityName": "A", "contents": ["x", "y"]},
+                                          {"entityName": "A", "contents": ["y", "z"]}])
+    assert res == [{"entityName": "A", "addedObservations": ["x", "y"]}, {"entityName": "A", "addedObservations": ["z"]}]
+
+
+def test_missing_entities_are_errors_and_change_nothing(store):
+    memory.create_entities(store, [ent("A")])
+    with pytest.raises(UsageError, match="Entity with name Nope not found"):
+        memory.add_observations(store, [{"entityName": "A", "contents": ["kept?"]}, {"entityName": "Nope", "contents": ["x"]}])
+    assert store.scalar("SELECT count(*) FROM observations") == 0
+    with pytest.raises(UsageError, match="Entity with name Nope not found"):
+        memory.create_relations(store, [rel("A", "A", "self"), rel("A", "Nope")])
+    assert store.scalar("SELECT count(*) FROM relations") == 0
+    with pytest.raises(UsageError, match='"observations" must be a list of strings'):
+        memory.create_entities(store, [{"name": "B", "entityType": "t", "observations": "one string"}])
+
+
+def test_delete_entities_cascades(store):
+    memory.create_entities(store, [ent("A", obs=["o"]), ent("B"), ent("C")])
+    memory.create_relations(store, [rel("A", "B"), rel("C", "A"), rel("B", "C")])
+    assert memory.delete_entities(store, ["A", "missing"]) == 1
+    graph = memory.read_graph(store)
+    assert [e["name"] for e in graph["entities"]] == ["B", "C"]
+    assert graph["relations"] == [rel("B", "C")]
+    assert store.scalar("SELECT count(*) FROM observations") == 0
+
+
+def test_delete_observations_closes_validity_and_keeps_history(store):
+    memory.create_entities(store, [ent("A", obs=["old", "kept"])])
+    assert memory.delete_observations(store, [{"entityName": "A", "observations": ["old"]}]) == 1
+    assert memory.open_nodes(store, ["A"])["entities"][0]["observations"] == ["kept"]
+    history = memory.observation_history(store, "A")
+    assert [(h["content"], h["valid_until_ms"] is not None) for h in history] == [("old", True), ("kept", False)]
+    # deleting again changes nothing; adding it again makes a new current observation
+    assert memory.delete_observations(store, [{"entityName": "A", "observations": ["old"]}]) == 0
+    assert memory.add_observations(store, [{"entityName": "A", "contents": ["old"]}])[0]["addedObservations"] == ["old"]
+    assert memory.open_nodes(store, ["A"])["entities"][0]["observations"] == ["kept", "old"]
+    assert len(memory.observation_history(store, "A")) == 3
+    # hard: the rows go
+    assert memory.delete_observations(store, [{"entityName": "A", "observations": ["old"]}], hard=True) == 2
+    assert [h["content"] for h in memory.observation_history(store, "A")] == ["kept"]
+
+
+def test_search_is_a_case_insensitive_substring_like_javascript(store):
+    memory.create_entities(store, [
+        ent("Alpha", "SERVICE", ["runs on Kubernetes"]),
+        ent("İstanbul office", "place", []),       # İ lower-cases to "i̇": matches "i"
+        ent("Temperature", "unit", ["255 \u212a"]),  # the Kelvin sign lower-cases to "k"
+        ent("Ωmega", "letter", ["ΣΊΣΥΦΟΣ"]),
+        ent("plain", "thing", ["nothing here"]),
+    ])
+    names = lambda q: [e["name"] for e in memory.search_nodes(store, q)["entities"]]  # noqa: E731
+    assert names("KUBER") == ["Alpha"]
+    assert names("service") == ["Alpha"]
+    assert names("istanbul") == []  # "i̇stanbul": the dot stays, as in JavaScript
+    assert names("i̇stanbul") == ["İstanbul office"]
+    assert names("255 k") == ["Temperature"]
+    assert names("ωMEGA") == ["Ωmega"]
+    assert names("σίσυφος") == ["Ωmega"]  # final sigma, as toLowerCase
+    assert names("%") == [] and names("_") == []  # not LIKE patterns
+    assert "plain" in names("")  # the empty query matches everything, as in the reference
+    # a closed observation no longer matches
+    memory.delete_observations(store, [{"entityName": "Alpha", "observations": ["runs on Kubernetes"]}])
+    assert names("kuber") == []
+
+
+def test_pages_cover_everything_once(store):
+    memory.create_entities(store, [ent(f"e{i:03}", obs=[f"o{i}"]) for i in range(250)])
+    made = memory.create_relations(store, [rel(f"e{i:03}", f"e{(i * 7) % 250:03}") for i in range(250)
+                                           if (i * 7) % 250 != i])
+    seen, rels, cursor, pages = [], [], None, 0
+    while True:
+        page = memory.read_graph(store, limit=100, cursor=cursor)
+        seen += [e["name"] for e in page["entities"]]
+        rels += page["relations"]
+        pages += 1
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert pages == 3 and seen == [f"e{i:03}" for i in range(250)]
+    assert sorted(map(str, rels)) == sorted(map(str, memory.read_graph(store, limit=1000)["relations"]))
+    assert len(rels) == len(made) == 248  # every relation once (i = 0 and 125 map to themselves)
+    names = memory.search_nodes(store, "e1", limit=5, names_only=True)
+    assert names["names"] == ["e100", "e101", "e102", "e103", "e104"] and names["nextCursor"]
+    rest = memory.search_nodes(store, "e1", limit=1000, cursor=names["nextCursor"], names_only=True)
+    assert rest["names"] == [f"e{i}" for i in range(105, 200)] and rest["nextCursor"] is None
+    with pytest.raises(UsageError, match="not a cursor"):
+        memory.read_graph(store, cursor="abc")
+
+
+def test_import_checks_every_line_and_is_all_or_nothing(store):
+    good = '{"type":"entity","name":"A","entityType":"t","observations":["x"]}'
+    with pytest.raises(BadRecord, match="line 2"):
+        memory.import_jsonl(store, [good, '{"type":"relation","from":"A","to":"B","relationType":"r"}'])
+    with pytest.raises(BadRecord, match="line 3"):
+        memory.import_jsonl(store, [good, "", "{not json"])
+    assert store.scalar("SELECT count(*) FROM entities") == 0
+    counts = memory.import_jsonl(store, [good, "", '{"type":"other"}'])
+    assert counts["entities"] == 1 and counts["observations"] == 1
+    again = memory.import_jsonl(store, [good.replace('["x"]', '["x","y"]')])
+    assert again["entities"] == 0 and again["skipped_entities"] == 1 and again["observations"] == 1
