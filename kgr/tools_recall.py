@@ -112,21 +112,31 @@ class RecallTools:
 
     @tool("export_memories", profiles=("memory",), title="Export memories")
     @_boundary
-    def export_memories(self) -> dict[str, Any]:
-        """All memories as JSON Lines (one memory with its attributes and observations per line),
-        for import_memories or `kgr memories import`."""
+    def export_memories(
+        self,
+        offset: Annotated[int, Field(ge=0, le=10_000_000)] = 0,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 200,
+    ) -> dict[str, Any]:
+        """Memories as records (text, importance, tags, times, access count, merged_from and
+        observations with their validity), oldest first, for import_memories; page with
+        offset and next_offset."""
         from . import recall
 
-        data = self.svc.read(recall.export_jsonl)
-        return {"jsonl": data.decode("utf-8"), "count": data.count(b"\n")}
+        def page(store):
+            recs = list(recall.export(store))
+            return {"total": len(recs), "memories": recs[offset:offset + limit],
+                    "next_offset": offset + limit if offset + limit < len(recs) else None}
+
+        return self.svc.read(page)
 
     @tool("import_memories", profiles=("memory",), title="Import memories", read_only=False, idempotent=True)
     @_boundary
-    def import_memories(self, jsonl: Annotated[str, Field(min_length=1, max_length=50_000_000,
-                                                          description="JSON Lines from export_memories.")]) -> dict[str, Any]:
-        """Import memories exported by export_memories; memories already stored are skipped."""
+    def import_memories(self, memories: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=1000,
+                                                                              description="Records from export_memories.")],
+                        ) -> dict[str, Any]:
+        """Import memories exported by export_memories (or `kgr memories export`, one record per
+        line); memories already stored are skipped. Nothing is written if any record is bad."""
         from . import recall
 
-        recs = recall.parse_jsonl(jsonl.encode("utf-8"))
         cfg = self.svc.cfg
-        return self._write(lambda store: recall.import_records(store, recs, cfg))
+        return self._write(lambda store: recall.import_records(store, memories, cfg))
