@@ -519,6 +519,7 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
     from .writer import WriterBusy, WriterLock
 
     path = resolve_db(db, config_path)
+    _migrate_for_templates(path)
     with Store(path, readonly=True) as store:
         docs, writes = tm.generate(store, [node], force=force, template=template_ref)
     doc = docs[0]
@@ -534,6 +535,19 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
         emit([doc])
     else:
         click.echo(doc["content"], nl=not doc["content"].endswith("\n"))
+
+
+def _migrate_for_templates(path: str) -> None:
+    """Bring an older database up to the template schema (a read-only open cannot)."""
+    from . import migrations
+    from .store import Store
+    from .writer import WriterLock
+
+    with Store(path, readonly=True) as store:
+        current = store.user_version >= migrations.LATEST
+    if not current:
+        with WriterLock(path), Store(path):
+            pass
 
 
 @cli.group(name="template")
@@ -590,7 +604,9 @@ def template_list(db, as_json, config_path):
     from . import templates as tm
     from .store import Store
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    path = resolve_db(db, config_path)
+    _migrate_for_templates(path)
+    with Store(path, readonly=True) as store:
         items = tm.list_templates(store)
     if as_json:
         emit([{"kind": "template", **t} for t in items])

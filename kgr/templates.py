@@ -32,7 +32,7 @@ from typing import Any
 
 import apsw
 
-from .errors import KgrError, UsageError
+from .errors import KgrError, StoreError, UsageError
 from .store import Store, dumps, loads, now_ms
 
 MAX_ROWS = 500
@@ -317,11 +317,21 @@ def _template_row(row: tuple) -> dict[str, Any]:
 _TCOLS = "id, name, body, variables, entity_type, description, node_types, created_ms, updated_ms"
 
 
+def need_schema(store: Store) -> None:
+    """A clear error on a database older than the authoring migration (a read-only open cannot migrate)."""
+    cols = {r[1] for r in store.query("PRAGMA table_info(templates)")}
+    if "node_types" not in cols:
+        raise StoreError(f"{store.path.name} predates document templates",
+                         hint="any kgr command that writes to it migrates it (kgr render, kgr template add, kgr ingest)")
+
+
 def list_templates(store: Store) -> list[dict[str, Any]]:
+    need_schema(store)
     return [_template_row(r) for r in store.query(f"SELECT {_TCOLS} FROM templates ORDER BY name")]
 
 
 def get_template(store: Store, ref: str | int) -> dict[str, Any]:
+    need_schema(store)
     row = None
     if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
         row = store.conn.execute(f"SELECT {_TCOLS} FROM templates WHERE id=?", (int(ref),)).fetchone()

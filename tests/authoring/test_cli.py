@@ -59,3 +59,21 @@ def test_refusals_exit_1_with_one_clear_line(graph, tmp_path):
     assert "evil" not in run("template", "list", "--db", db).stdout
     res = run("render", "qqqxxz zzvv", "--db", db)
     assert res.exit_code == 1 and "no node matches" in res.stderr
+
+
+def test_render_migrates_a_database_from_before_templates(tmp_path):
+    import apsw
+
+    from kgr import migrations
+
+    db = tmp_path / "old.sqlite"
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(migrations.MIGRATIONS[0][1])
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("INSERT INTO entities(key, name, type, norm, description) VALUES ('ada', 'Ada', 'PERSON', 'ada', 'x')")
+    conn.close()
+    res = run("render", "Ada", "--db", db)
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith("# Ada\n\n*PERSON*\n\nx\n")
+    assert run("template", "list", "--db", db).stdout.startswith("default\t")
