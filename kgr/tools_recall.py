@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from . import serve
+from .errors import StoreError
 from .serve import MAX_QUERY_CHARS, WRITE_WAIT_S, _boundary, tool, toolset
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="What to remember, in plain words.")]
@@ -28,10 +29,20 @@ class RecallTools:
         self.svc = svc
 
     def _write(self, job) -> Any:
-        result = self.svc.wait(self.svc.get_writer().run(job), WRITE_WAIT_S)
-        if result is None:
-            return {"queued": True, "done": False}
-        return result
+        """Run ``job(store)`` on the server's writer; a server without a knowledge root (a memory
+        server on a database alone) takes the database's writer lock for the call instead."""
+        svc = self.svc
+        if svc.writer is not None or svc.root is not None:
+            future = svc.get_writer().run(job)
+            result = svc.wait(future, WRITE_WAIT_S)
+            if not future.done():
+                raise StoreError("the write is still queued behind other work", hint="call again shortly")
+            return result
+        from .store import Store
+        from .writer import WriterLock
+
+        with WriterLock(svc.db), Store(svc.db) as store:
+            return job(store)
 
     @tool("remember", profiles=("memory",), title="Remember", read_only=False, idempotent=True)
     @_boundary

@@ -15,8 +15,10 @@ from serve_fixtures import Mcp, error_text  # noqa: E402
 RECALL_TOOLS = {"remember", "recall", "consolidate_memories", "memory_history", "export_memories", "import_memories"}
 
 
-@pytest.fixture()
-def mcp(tmp_path, stub_cfg):
+@pytest.fixture(params=["root", "no-root"])
+def mcp(request, tmp_path, stub_cfg):
+    """A memory server with a knowledge root (writes through its writer thread) and one on a
+    database alone (each write takes the database's writer lock)."""
     from kgr import serve
     from kgr.store import Store
 
@@ -24,7 +26,7 @@ def mcp(tmp_path, stub_cfg):
     root.mkdir()
     db = tmp_path / "mem.sqlite"
     Store(db).close()
-    svc = serve.Service(db, stub_cfg, root=root)
+    svc = serve.Service(db, stub_cfg, root=root if request.param == "root" else None)
     yield Mcp(serve.build_server(svc, "memory"))
     svc.close()
 
@@ -95,3 +97,20 @@ def test_import_and_consolidate_through_tools(mcp, tmp_path, stub_cfg):
 ])
 def test_clear_errors(mcp, name, args, msg):
     assert msg in error_text(mcp.call(name, args))
+
+
+def test_a_server_without_root_refuses_writes_while_another_process_writes(tmp_path, stub_cfg):
+    from kgr import serve
+    from kgr.store import Store
+    from kgr.writer import WriterLock
+
+    db = tmp_path / "mem.sqlite"
+    Store(db).close()
+    svc = serve.Service(db, stub_cfg)
+    try:
+        mcp = Mcp(serve.build_server(svc, "memory"))
+        with WriterLock(db):
+            assert "being written by another kgr process" in error_text(mcp.call("remember", {"content": "x y z"}))
+        assert ok(mcp.call("remember", {"content": "x y z"}))["created"] is True
+    finally:
+        svc.close()
