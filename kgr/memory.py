@@ -115,16 +115,18 @@ def _observations(store: Store, ids: Sequence[int], at: int) -> dict[int, list[s
 
 def _relations_touching(store: Store, ids: Sequence[int], *, from_only: bool = False) -> list[dict]:
     """The memory relations with an end (or, with from_only, the start) among ``ids``, by insertion."""
-    if not ids:
-        return []
-    in_ids = "IN (SELECT value FROM json_each(?1))"
-    cond = f"r.src_id {in_ids}" if from_only else f"(r.src_id {in_ids} OR r.dst_id {in_ids})"
-    rows = store.conn.execute(
-        "SELECT a.name, b.name, r.rel FROM relations r JOIN entities a ON a.id = r.src_id "
-        f"JOIN entities b ON b.id = r.dst_id WHERE {cond} AND r.origin = 'manual' "
-        "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;' "
-        "ORDER BY r.id", (orjson.dumps(list(ids)).decode(),)).fetchall()
-    return [{"from": a, "to": b, "relationType": rel} for a, b, rel in rows]
+    found: dict[int, tuple[str, str, str]] = {}
+    ends = ("r.src_id",) if from_only else ("r.src_id", "r.dst_id")
+    for i in range(0, len(ids), _CHUNK):
+        part = list(ids[i:i + _CHUNK])
+        marks = ",".join("?" * len(part))
+        for end in ends:  # one indexed lookup per end (an OR of the two is slower)
+            for rid, a, b, rel in store.conn.execute(
+                "SELECT r.id, a.name, b.name, r.rel FROM relations r JOIN entities a ON a.id = r.src_id "
+                f"JOIN entities b ON b.id = r.dst_id WHERE {end} IN ({marks}) AND r.origin = 'manual' "
+                "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;'", part):
+                found[rid] = (a, b, rel)
+    return [{"from": a, "to": b, "relationType": rel} for _, (a, b, rel) in sorted(found.items())]
 
 
 def _graph(store: Store, rows: list[tuple[int, str, str]], *, names_only: bool, from_only: bool,
@@ -190,15 +192,35 @@ def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: 
     ensure_functions(store.conn)
     with _read(store):
         at = _now()
-        rows = store.conn.execute(
-            f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND "
-            f"({name_m} OR {type_m} OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id "
-            f"AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?4) AND {obs_m})) ORDER BY e.id LIMIT ?5",
-            (ascii_q, needle, after, at, limit + 1)).fetchall()
+        params: tuple = (ascii_q, needle, after, at, limit + 1)
+        exact = (f"({name_m} OR {type_m} OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id "
+                 f"AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?4) AND {obs_m}))")
+        if ascii_q and len(needle) >= 3 and _has_trigram(store):
+            # candidates from the trigram indexes (ASCII case folding) and the rows they cannot
+            # fold, each checked exactly
+            sql = (f"SELECT e.id, e.name, e.type FROM entities e WHERE e.id IN ("
+                   f"SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ?6 "
+                   f"UNION SELECT entity_id FROM entities_folding "
+                   f"UNION SELECT o.entity_id FROM observations o WHERE o.id IN ("
+                   f"SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?6 "
+                   f"UNION ALL SELECT observation_id FROM observations_folding)) "
+                   f"AND {IN_MEMORY} AND e.id > ?3 AND {exact} ORDER BY e.id LIMIT ?5")
+            params += ('"' + needle.replace('"', '""') + '"',)
+        else:
+            sql = (f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
+                   f"ORDER BY e.id LIMIT ?5")
+        rows = store.conn.execute(sql, params).fetchall()
         rows, nxt = _paged(rows, limit)
         out = _graph(store, rows, names_only=names_only, from_only=False, at=at)
     out["nextCursor"] = nxt
     return out
+
+
+def _has_trigram(store: Store) -> bool:
+    """Whether the database has migration m002_memory's index (a read-only open of an older
+    database does not migrate it: search then scans)."""
+    return store.conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'entities_folding'").fetchone() is not None
 
 
 def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:

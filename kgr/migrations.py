@@ -274,9 +274,78 @@ INSERT OR IGNORE INTO templates(name, body, variables, description, node_types, 
   CAST(unixepoch('subsec') * 1000 AS INTEGER), CAST(unixepoch('subsec') * 1000 AS INTEGER));
 """
 
+# The memory profile (seed 001): search_nodes is a case-insensitive substring search over
+# observations. A trigram index finds the candidates for a query of three or more ASCII
+# characters; observations_folding lists those holding the only two characters whose lower
+# case is ASCII in JavaScript and Python (U+0130, U+212A), which ASCII case folding misses.
+# kgr.memory checks every candidate exactly. entities_trigram and entities_folding do the same
+# for entity names and types.
+M002_MEMORY = r"""
+CREATE VIRTUAL TABLE observations_trigram USING fts5(
+  content, content='observations', content_rowid='id', tokenize='trigram case_sensitive 0'
+);
+INSERT INTO observations_trigram(observations_trigram) VALUES ('rebuild');
+CREATE TRIGGER observations_trigram_ai AFTER INSERT ON observations BEGIN
+  INSERT INTO observations_trigram(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER observations_trigram_ad AFTER DELETE ON observations BEGIN
+  INSERT INTO observations_trigram(observations_trigram, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER observations_trigram_au AFTER UPDATE OF content ON observations BEGIN
+  INSERT INTO observations_trigram(observations_trigram, rowid, content) VALUES ('delete', old.id, old.content);
+  INSERT INTO observations_trigram(rowid, content) VALUES (new.id, new.content);
+END;
+
+CREATE TABLE observations_folding (
+  observation_id INTEGER PRIMARY KEY REFERENCES observations(id) ON DELETE CASCADE
+);
+INSERT INTO observations_folding(observation_id)
+  SELECT id FROM observations WHERE instr(content, char(304)) OR instr(content, char(8490));
+CREATE TRIGGER observations_folding_ai AFTER INSERT ON observations
+  WHEN instr(new.content, char(304)) OR instr(new.content, char(8490)) BEGIN
+  INSERT OR IGNORE INTO observations_folding(observation_id) VALUES (new.id);
+END;
+CREATE TRIGGER observations_folding_au AFTER UPDATE OF content ON observations BEGIN
+  DELETE FROM observations_folding WHERE observation_id = old.id;
+  INSERT OR IGNORE INTO observations_folding(observation_id)
+    SELECT new.id WHERE instr(new.content, char(304)) OR instr(new.content, char(8490));
+END;
+
+-- the same for entity names and types
+CREATE VIRTUAL TABLE entities_trigram USING fts5(
+  name, type, content='entities', content_rowid='id', tokenize='trigram case_sensitive 0'
+);
+INSERT INTO entities_trigram(entities_trigram) VALUES ('rebuild');
+CREATE TRIGGER entities_trigram_ai AFTER INSERT ON entities BEGIN
+  INSERT INTO entities_trigram(rowid, name, type) VALUES (new.id, new.name, new.type);
+END;
+CREATE TRIGGER entities_trigram_ad AFTER DELETE ON entities BEGIN
+  INSERT INTO entities_trigram(entities_trigram, rowid, name, type) VALUES ('delete', old.id, old.name, old.type);
+END;
+CREATE TRIGGER entities_trigram_au AFTER UPDATE OF name, type ON entities BEGIN
+  INSERT INTO entities_trigram(entities_trigram, rowid, name, type) VALUES ('delete', old.id, old.name, old.type);
+  INSERT INTO entities_trigram(rowid, name, type) VALUES (new.id, new.name, new.type);
+END;
+CREATE TABLE entities_folding (
+  entity_id INTEGER PRIMARY KEY REFERENCES entities(id) ON DELETE CASCADE
+);
+INSERT INTO entities_folding(entity_id)
+  SELECT id FROM entities WHERE instr(name || type, char(304)) OR instr(name || type, char(8490));
+CREATE TRIGGER entities_folding_ai AFTER INSERT ON entities
+  WHEN instr(new.name || new.type, char(304)) OR instr(new.name || new.type, char(8490)) BEGIN
+  INSERT OR IGNORE INTO entities_folding(entity_id) VALUES (new.id);
+END;
+CREATE TRIGGER entities_folding_au AFTER UPDATE OF name, type ON entities BEGIN
+  DELETE FROM entities_folding WHERE entity_id = old.id;
+  INSERT OR IGNORE INTO entities_folding(entity_id)
+    SELECT new.id WHERE instr(new.name || new.type, char(304)) OR instr(new.name || new.type, char(8490));
+END;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
+    ("m002_memory", M002_MEMORY),
 ]
 
 LATEST = len(MIGRATIONS)

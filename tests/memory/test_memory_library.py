@@ -149,3 +149,34 @@ def test_import_checks_every_line_and_is_all_or_nothing(store):
     assert counts["entities"] == 1 and counts["observations"] == 1
     again = memory.import_jsonl(store, [good.replace('["x"]', '["x","y"]')])
     assert again["entities"] == 0 and again["skipped_entities"] == 1 and again["observations"] == 1
+
+
+def test_search_agrees_with_a_plain_python_oracle(store):
+    """The index path (ASCII queries of 3+ characters) and the scan path (the rest) both return
+    exactly the entities the reference's rule selects, on random texts with awkward characters."""
+    import random
+
+    rng = random.Random(3)
+    alphabet = list("abcKkSsİiı ") + ["\u212a", "ß", "Σ", "ς", "é", "E\u0301", "%", "_", '"']
+    ents = []
+    for i in range(300):
+        word = lambda: "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))  # noqa: E731
+        ents.append(ent(f"{word()}-{i}", rng.choice(["Kind", "kınd", "SORT"]), [word() for _ in range(rng.randint(0, 3))]))
+    # where ASCII case folding is not enough: only U+0130 and U+212A lower-case to ASCII letters
+    ents += [ent("xab\u0130", "Kind", []), ent("plain-1", "Kind", ["\u212aelvin scale"]), ent("\u212aiwi", "SORT", [])]
+    memory.create_entities(store, ents)
+    gone = [{"entityName": e["name"], "observations": e["observations"][:1]} for e in ents[::7] if e["observations"]]
+    memory.delete_observations(store, gone)
+    closed = {(d["entityName"], d["observations"][0]) for d in gone}
+    current = {e["name"]: [o for o in e["observations"] if (e["name"], o) not in closed] for e in ents}
+
+    def oracle(q):
+        q = q.lower()
+        return [e["name"] for e in ents if q in e["name"].lower() or q in e["entityType"].lower()
+                or any(q in o.lower() for o in current[e["name"]])]
+
+    queries = ["abc", "kk", "KIND", "kın", "sss", "ss", "i̇", "ik", "a b", "%", "_a", '"', "s-1", "ΣΣ", "ςσ", "é",
+               "K", "k", "ki", "ki-", "ind", "abi", "kelvin", "kiwi"] + ["".join(rng.choice(alphabet) for _ in range(3)) for _ in range(40)]
+    for q in queries:
+        got = memory.search_nodes(store, q, limit=1000, names_only=True)["names"]
+        assert got == oracle(q), q
