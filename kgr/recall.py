@@ -496,15 +496,19 @@ def similar_groups(store: Store, threshold: float) -> list[list[int]]:
     mems = _memory_docs(store, None, None)
     order = sorted((d for d in vecs if d in mems),
                    key=lambda d: (-float(mems[d].get("importance") or 0), -int(mems[d].get("created_ms") or 0), d))
-    taken: set[int] = set()
+    if not order:
+        return []
+    mat = np.stack([vecs[d] for d in order])
+    free = np.ones(len(order), dtype=bool)
     groups = []
-    for d in order:
-        if d in taken:
+    for i, d in enumerate(order):
+        if not free[i]:
             continue
-        members = [o for o in order if o != d and o not in taken and float(np.dot(vecs[d], vecs[o])) >= threshold]
-        if members:
-            taken.update([d, *members])
-            groups.append([d, *members])
+        free[i] = False
+        hits = np.flatnonzero(free & (mat @ mat[i] >= threshold))
+        if len(hits):
+            free[hits] = False
+            groups.append([d, *(order[j] for j in hits)])
     return groups
 
 
