@@ -18,6 +18,7 @@ the next ingest), when the database has vectors.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Annotated, Any, Callable
 
 import orjson
@@ -92,6 +93,7 @@ class MemoryTools:
                 from .store import Store
 
                 self._store = Store(svc.db)
+                weakref.finalize(self, self._store.close)
             return fn(self._store, *args, **kwargs)
 
     def read_page(self, fn: Callable[..., dict], *args: Any, limit: int, **kwargs: Any) -> dict[str, Any]:

@@ -82,3 +82,32 @@ def test_a_page_too_large_for_the_byte_budget_is_shortened_not_cut(memory_servic
                 return names
 
     assert in_memory(memory_server, go) == [f"n{i:02}" for i in range(60)]
+
+
+def test_writes_go_through_the_servers_writer_when_it_has_one(tmp_path):
+    """A server started with a knowledge root owns the database's writer: memory writes are its jobs."""
+    from kgr import config, serve
+    from kgr.store import Store
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    db = tmp_path / "kb.sqlite"
+    Store(db).close()
+    svc = serve.Service(db, config.load(None), root=root)
+    try:
+        writer = svc.get_writer()
+        before = writer.jobs_done
+        server = serve.build_server(svc, "memory")
+
+        async def go(c):
+            made = await c.call_tool("create_entities", {"entities": [{"name": "W", "entityType": "t", "observations": ["o"]}]})
+            added = await c.call_tool("add_observations", {"observations": [{"entityName": "W", "contents": ["p"]}]})
+            graph = await c.call_tool("open_nodes", {"names": ["W"]})
+            return made, added, graph
+
+        made, added, graph = in_memory(server, go)
+        assert not made.is_error and not added.is_error
+        assert writer.jobs_done == before + 2
+        assert graph.structured_content["entities"] == [{"name": "W", "entityType": "t", "observations": ["o", "p"]}]
+    finally:
+        svc.close()
