@@ -130,13 +130,42 @@ def _relations_touching(store: Store, ids: Sequence[int], *, from_only: bool = F
 
 
 def _graph(store: Store, rows: list[tuple[int, str, str]], *, names_only: bool, from_only: bool,
-           at: int) -> dict[str, Any]:
+           at: int, max_bytes: int | None = None) -> tuple[dict[str, Any], int]:
+    """The page of ``rows`` and how many of them it holds: with ``max_bytes``, the longest
+    prefix whose JSON fits (at least one entity), so a page is shortened, never cut inside."""
     if names_only:
-        return {"names": [name for _, name, _ in rows]}
+        names = [name for _, name, _ in rows]
+        keep = len(names) if max_bytes is None else _fits([len(orjson.dumps(n)) + 1 for n in names], max_bytes)
+        return {"names": names[:keep]}, keep
     ids = [r[0] for r in rows]
     obs = _observations(store, ids, at)
     entities = [{"name": name, "entityType": typ, "observations": obs[eid]} for eid, name, typ in rows]
-    return {"entities": entities, "relations": _relations_touching(store, ids, from_only=from_only)}
+    relations = _relations_touching(store, ids, from_only=from_only)
+    keep = len(rows)
+    if max_bytes is not None:
+        if len(orjson.dumps({"entities": entities, "relations": relations})) > max_bytes:
+            # each entity's share: its JSON and that of the relations it is the first end of on
+            # this page (a relation comes with the first of its ends that is kept)
+            per = [len(orjson.dumps(e)) + 1 for e in entities]
+            index = {name: i for i, (_, name, _) in enumerate(rows)}
+            for r in relations:
+                ends = [index[x] for x in ((r["from"],) if from_only else (r["from"], r["to"])) if x in index]
+                if ends:
+                    per[min(ends)] += len(orjson.dumps(r)) + 1
+            keep = _fits(per, max_bytes - 40)  # 40: the object around the two lists
+            kept = {name for _, name, _ in rows[:keep]}
+            entities = entities[:keep]
+            relations = [r for r in relations if r["from"] in kept or (not from_only and r["to"] in kept)]
+    return {"entities": entities, "relations": relations}, keep
+
+
+def _fits(sizes: Sequence[int], budget: int) -> int:
+    total = 0
+    for n, size in enumerate(sizes):
+        total += size
+        if total > budget:
+            return max(1, n)
+    return len(sizes)
 
 
 def _page_args(limit: int | None, cursor: str | None) -> tuple[int, int]:
@@ -153,19 +182,20 @@ def _page_args(limit: int | None, cursor: str | None) -> tuple[int, int]:
     return limit, after
 
 
-def _paged(rows: list[tuple[int, str, str]], limit: int) -> tuple[list[tuple[int, str, str]], str | None]:
-    if len(rows) > limit:
-        rows = rows[:limit]
-        return rows, str(rows[-1][0])
-    return rows, None
+def _paged(rows: list[tuple[int, str, str]], limit: int, kept: int) -> str | None:
+    """The cursor after the ``kept`` first of ``rows`` (fetched with one more than ``limit``)."""
+    if kept < min(len(rows), limit) or len(rows) > limit:
+        return str(rows[kept - 1][0])
+    return None
 
 
 def read_graph(store: Store, *, limit: int | None = None, cursor: str | None = None,
-               names_only: bool = False) -> dict[str, Any]:
+               names_only: bool = False, max_bytes: int | None = None) -> dict[str, Any]:
     """One page of the memory graph, entities in insertion order.
 
     A page holds up to ``limit`` entities and the relations that start at them, so the pages
-    together hold every entity and every relation once. ``nextCursor`` is None on the last page.
+    together hold every entity and every relation once; with ``max_bytes``, fewer when their
+    JSON would not fit. ``nextCursor`` is None on the last page.
     """
     limit, after = _page_args(limit, cursor)
     with _read(store):
@@ -173,14 +203,14 @@ def read_graph(store: Store, *, limit: int | None = None, cursor: str | None = N
         rows = store.conn.execute(
             f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
             (after, limit + 1)).fetchall()
-        rows, nxt = _paged(rows, limit)
-        out = _graph(store, rows, names_only=names_only, from_only=True, at=at)
+        out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=True, at=at, max_bytes=max_bytes)
+        nxt = _paged(rows, limit, kept)
     out["nextCursor"] = nxt
     return out
 
 
 def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: str | None = None,
-                 names_only: bool = False) -> dict[str, Any]:
+                 names_only: bool = False, max_bytes: int | None = None) -> dict[str, Any]:
     """Entities whose name, type or a current observation contains ``query`` (any case), a page
     at a time in insertion order, with the relations that touch them."""
     limit, after = _page_args(limit, cursor)
@@ -210,8 +240,8 @@ def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: 
             sql = (f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
                    f"ORDER BY e.id LIMIT ?5")
         rows = store.conn.execute(sql, params).fetchall()
-        rows, nxt = _paged(rows, limit)
-        out = _graph(store, rows, names_only=names_only, from_only=False, at=at)
+        out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=False, at=at, max_bytes=max_bytes)
+        nxt = _paged(rows, limit, kept)
     out["nextCursor"] = nxt
     return out
 
@@ -236,7 +266,7 @@ def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
                 f"SELECT e.id, e.name, e.type FROM entities e WHERE e.key IN ({','.join('?' * len(part))})",
                 part).fetchall()
         rows.sort()
-        return _graph(store, rows, names_only=False, from_only=False, at=at)
+        return _graph(store, rows, names_only=False, from_only=False, at=at)[0]
 
 
 @contextlib.contextmanager

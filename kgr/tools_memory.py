@@ -21,7 +21,6 @@ import threading
 import weakref
 from typing import Annotated, Any, Callable
 
-import orjson
 from pydantic import BaseModel, Field
 
 from . import memory, serve
@@ -96,13 +95,9 @@ class MemoryTools:
                 weakref.finalize(self, self._store.close)
             return fn(self._store, *args, **kwargs)
 
-    def read_page(self, fn: Callable[..., dict], *args: Any, limit: int, **kwargs: Any) -> dict[str, Any]:
-        """A page that fits the byte budget whole: a page too large is asked again with fewer entities."""
-        while True:
-            out = self.svc.read(fn, *args, limit=limit, **kwargs)
-            if limit == 1 or len(orjson.dumps(out)) <= self.svc.max_result_bytes:
-                return out
-            limit = max(1, limit // 2)
+    def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """A page that fits the byte budget whole: fewer entities, never a cut list."""
+        return self.svc.read(fn, *args, max_bytes=self.svc.max_result_bytes - 1000, **kwargs)
 
     # -- writes -------------------------------------------------------------------------------
 

@@ -180,3 +180,24 @@ def test_search_agrees_with_a_plain_python_oracle(store):
     for q in queries:
         got = memory.search_nodes(store, q, limit=1000, names_only=True)["names"]
         assert got == oracle(q), q
+
+
+def test_pages_within_a_byte_budget_are_shortened_and_still_cover_everything(store):
+    import orjson
+
+    memory.create_entities(store, [ent(f"n{i:02}", obs=["x" * (50 + 40 * (i % 5))]) for i in range(40)])
+    memory.create_relations(store, [rel(f"n{i:02}", f"n{(i + 3) % 40:02}") for i in range(40)])
+    for fn, kw, touching in ((memory.read_graph, {}, False), (memory.search_nodes, {"query": "N"}, True)):
+        names, rels, cursor, pages = [], set(), None, 0
+        while True:
+            page = fn(store, limit=1000, cursor=cursor, max_bytes=1500, **kw)
+            body = orjson.dumps({"entities": page["entities"], "relations": page["relations"]})
+            assert len(body) <= 1500 or len(page["entities"]) == 1
+            names += [e["name"] for e in page["entities"]]
+            rels |= {(r["from"], r["to"]) for r in page["relations"]}
+            pages += 1
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert names == [f"n{i:02}" for i in range(40)] and pages > 3, fn
+        assert rels == {(f"n{i:02}", f"n{(i + 3) % 40:02}") for i in range(40)}, fn
