@@ -83,11 +83,11 @@ def test_stdio_kb_profile_and_a_bad_profile(built_kb):
 
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(db), "--profile", "memory"],
+    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(db), "--profile", "everything"],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert "the memory profile has no tools yet" in proc.stderr
+    assert "Invalid value for '--profile'" in proc.stderr
 
 
 def test_missing_database_is_a_clear_error(tmp_path):
