@@ -1311,7 +1311,7 @@ def import_cmd(file, db, fmt, config_path):
 @cli.command()
 @db_option()
 @click.option("--profile", type=click.Choice(["graphrag", "kb", "memory", "authoring", "all"]), default="graphrag",
-              show_default=True, help="The tool set to expose (memory and authoring: not yet).")
+              show_default=True, help="The tool set to expose (see the README's profile table).")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to bind (not loopback needs a token).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="With --http: the port (0: any free one).")
