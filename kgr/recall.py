@@ -270,14 +270,18 @@ def describe(store: Store, path: str) -> dict[str, Any]:
 
 
 def _memory_docs(store: Store, as_of: int | None, tags: Sequence[str] | None) -> dict[int, dict]:
+    """doc id -> the memory's attributes, for the memories stored by ``as_of`` that carry
+    every tag in ``tags``. (One parse of each meta in Python is faster than several
+    json_extract calls per row in SQL.)"""
+    want = set(tags or ())
     out = {}
-    for doc_id, meta in store.query("SELECT id, meta FROM docs WHERE source=? AND status='ok'", (SOURCE,)):
+    for doc_id, meta in store.query("SELECT id, meta FROM docs WHERE source = ? AND status = 'ok'", (SOURCE,)):
         mem = (loads(meta, {}) or {}).get("memory")
         if not isinstance(mem, dict):
             continue
         if as_of is not None and (mem.get("created_ms") or 0) > as_of:
             continue
-        if tags and not set(tags) <= set(mem.get("tags") or []):
+        if want and not want <= set(mem.get("tags") or []):
             continue
         out[doc_id] = mem
     return out
@@ -285,11 +289,7 @@ def _memory_docs(store: Store, as_of: int | None, tags: Sequence[str] | None) ->
 
 def _doc_ranking(chunk_rank: Iterable[tuple[int, int]]) -> list[int]:
     """Doc ids in order of their best chunk (chunk_rank: (doc_id, chunk rank) in rank order)."""
-    seen: list[int] = []
-    for doc_id, _ in chunk_rank:
-        if doc_id not in seen:
-            seen.append(doc_id)
-    return seen
+    return list(dict.fromkeys(doc_id for doc_id, _ in chunk_rank))
 
 
 def query_entities(store: Store, q: str) -> dict[int, str]:
@@ -333,9 +333,11 @@ def recall(
     tags: Sequence[str] | None = None,
     clock: Callable[[], int] = now_ms,
     touch: bool = True,
+    vectors_in_memory: bool = False,
 ) -> dict[str, Any]:
     """The ``k`` memories that best answer ``q``, best first; counts an access for each
-    when ``touch`` (the store must then be writable)."""
+    when ``touch`` (the store must then be writable). ``vectors_in_memory`` suits a
+    long-lived caller (the server): see :func:`kgr.vectors.similarities`."""
     q = (q or "").strip()
     if not q:
         raise UsageError("the query is empty")
@@ -345,22 +347,24 @@ def recall(
     mems = _memory_docs(store, as_of, _check_tags(tags))
     if not mems:
         return {"query": q, "k": k, "results": [], "entities": [], "total_memories": 0}
-    ids = list(mems)
-    marks = ",".join("?" * len(ids))
-    chunk_doc = dict(store.query(f"SELECT id, doc_id FROM chunks WHERE doc_id IN ({marks})", ids))
+    filtered = as_of is not None or bool(tags)
+    chunk_doc = {cid: d for cid, d in store.query(
+        "SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.source = ? AND d.status = 'ok'",
+        (SOURCE,)) if d in mems}
     n = max(50, 5 * k)
 
     lists: dict[str, list[int]] = {}
     match = fts_query(keywords(q))
     if match:
         rows = store.query(
-            f"SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ? "
-            f"AND c.doc_id IN ({marks}) ORDER BY bm25(chunks_fts, 1.0, 0.5) LIMIT ?", (match, *ids, n))
-        lists["bm25"] = _doc_ranking((chunk_doc[r[0]], i) for i, r in enumerate(rows))
+            "SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid JOIN docs d ON d.id = c.doc_id "
+            "WHERE chunks_fts MATCH ? AND d.source = ? AND d.status = 'ok' ORDER BY bm25(chunks_fts, 1.0, 0.5) "
+            "LIMIT ?", (match, SOURCE, -1 if filtered else n))
+        lists["bm25"] = _doc_ranking((chunk_doc[r[0]], i) for i, r in enumerate(rows) if r[0] in chunk_doc)[:n]
     cosine: dict[int, float] = {}
     if embed_query is not None and vectors.stored_spec(store) is not None:
         qvec = embed_query(q)
-        sims = vectors.similarities(store, vectors.CHUNK, qvec, list(chunk_doc))
+        sims = vectors.similarities(store, vectors.CHUNK, qvec, list(chunk_doc), in_memory=vectors_in_memory)
         for cid, sim in sims.items():
             d = chunk_doc[cid]
             cosine[d] = max(cosine.get(d, -1.0), sim)
@@ -376,9 +380,10 @@ def recall(
             ent_marks = ",".join("?" * len(named))
             hits: dict[int, set[int]] = defaultdict(set)
             for doc_id, eid in store.query(
-                f"SELECT DISTINCT o.doc_id, o.entity_id FROM observations o WHERE o.entity_id IN ({ent_marks}) "
-                f"AND o.doc_id IN ({marks}){cond}", (*named, *ids, *params)):
-                hits[doc_id].add(eid)
+                f"SELECT DISTINCT o.doc_id, o.entity_id FROM observations o JOIN docs d ON d.id = o.doc_id "
+                f"WHERE o.entity_id IN ({ent_marks}) AND d.source = ?{cond}", (*named, SOURCE, *params)):
+                if doc_id in mems:
+                    hits[doc_id].add(eid)
             for d, es in hits.items():
                 via[d] = sorted(named[e] for e in es)
             lists["graph"] = sorted(hits, key=lambda d: (-len(hits[d]), d))
@@ -474,12 +479,17 @@ def _memory_vectors(store: Store) -> dict[int, Any]:
     spec = vectors.stored_spec(store)
     if spec is None or not vectors.has_tables(store):
         return {}
+    chunk_doc = dict(store.query("SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
+                                 "WHERE d.source = ? AND d.status = 'ok'", (SOURCE,)))
     by_doc: dict[int, list] = defaultdict(list)
-    for cid, doc_id, blob in store.query(
-        "SELECT c.id, c.doc_id, v.embedding FROM chunks c JOIN docs d ON d.id = c.doc_id "
-        "JOIN chunk_vec v ON v.rowid = c.id WHERE d.source = ? AND d.status = 'ok'", (SOURCE,)):
-        v = vectors._decode(blob, spec)
-        by_doc[doc_id].append(v / (np.linalg.norm(v) or 1.0))
+    ids = list(chunk_doc)
+    for i in range(0, len(ids), 500):  # rowid lookups in batches: a join on the vec0 table is a scan per row
+        part = ids[i:i + 500]
+        for cid, blob in store.query(
+                f"SELECT rowid, embedding FROM {vectors.TABLES[vectors.CHUNK]} WHERE rowid IN ({','.join('?' * len(part))})",
+                part):
+            v = vectors._decode(blob, spec)
+            by_doc[chunk_doc[cid]].append(v / (np.linalg.norm(v) or 1.0))
     out = {}
     for d, vs in by_doc.items():
         m = np.mean(vs, axis=0)

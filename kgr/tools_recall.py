@@ -80,7 +80,8 @@ class RecallTools:
         svc = self.svc
         embed = svc.embed_query()
         out = svc.read(recall.recall, query, svc.cfg, k=limit, embed_query=embed, include_graph=include_graph,
-                       as_of=as_of, include_history=include_history, tags=tags, touch=False)
+                       as_of=as_of, include_history=include_history, tags=tags, touch=False,
+                       vectors_in_memory=True)
         ids = [r["doc_id"] for r in out["results"]]
         if ids:
             now = recall.now_ms()
