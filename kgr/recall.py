@@ -508,17 +508,24 @@ def similar_groups(store: Store, threshold: float) -> list[list[int]]:
                    key=lambda d: (-float(mems[d].get("importance") or 0), -int(mems[d].get("created_ms") or 0), d))
     if not order:
         return []
-    mat = np.stack([vecs[d] for d in order])
-    free = np.ones(len(order), dtype=bool)
+    mat = np.stack([vecs[d] for d in order]).astype(np.float32)
+    near: dict[int, list[int]] = defaultdict(list)
+    for start in range(0, len(order), 1024):  # a block of rows against all: one matrix product each
+        rows, cols = np.nonzero(mat[start:start + 1024] @ mat.T >= threshold)
+        for i, j in zip((rows + start).tolist(), cols.tolist()):
+            if i != j:
+                near[i].append(j)
+    free = [True] * len(order)
     groups = []
     for i, d in enumerate(order):
         if not free[i]:
             continue
         free[i] = False
-        hits = np.flatnonzero(free & (mat @ mat[i] >= threshold))
-        if len(hits):
-            free[hits] = False
-            groups.append([d, *(order[j] for j in hits)])
+        members = [j for j in near.get(i, ()) if free[j]]
+        for j in members:
+            free[j] = False
+        if members:
+            groups.append([d, *(order[j] for j in sorted(members))])
     return groups
 
 
