@@ -7,12 +7,13 @@ types, templates, the document cache) go through the server's single writer.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from . import serve
-from .errors import StoreError, UsageError
+from .errors import KgrError, StoreError, UsageError
 from .serve import MAX_NAME_CHARS, _boundary, tool, toolset
 
 MAX_BATCH = 100
@@ -79,8 +80,9 @@ def _dump(items: list[BaseModel]) -> list[dict[str, Any]]:
 
 
 def write(svc: serve.Service, fn) -> Any:
-    """Run ``fn(store)`` on the server's writer (a direct locked write when it has no knowledge root)."""
-    if svc.writer is not None or svc.root is not None:
+    """Run ``fn(store)`` on the server's writer; without a knowledge root to keep (none recorded, or
+    its folder gone), a direct write under the database's writer lock."""
+    if svc.writer is not None or (svc.root is not None and Path(svc.root).is_dir()):
         future = svc.get_writer().run(fn)
         result = svc.wait(future, serve.WRITE_WAIT_S)
         if not future.done():
@@ -242,7 +244,7 @@ class AuthoringTools:
         if writes:
             try:
                 out["cached"] = write(svc, lambda store: _store_cache(store, writes))
-            except StoreError as exc:  # the documents are still right; only the cache is not updated
+            except KgrError as exc:  # the documents are still right; only the cache is not updated
                 out["cached"] = 0
                 out["cache_error"] = exc.message
         return out
@@ -253,7 +255,7 @@ class AuthoringTools:
         self,
         search_terms: Annotated[list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]],
                                 Field(min_length=1, max_length=20)],
-        search_strategy: Literal["vector", "text", "combined"] = "combined",
+        search_strategy: Literal["vector", "text", "combined"] = "text",
         max_results_per_term: Annotated[int, Field(ge=1, le=20)] = 3,
         neighborhood_depth: Annotated[int, Field(ge=0, le=serve.MAX_HOPS)] = 2,
         include_relationship_types: bool = True,

@@ -114,3 +114,10 @@ def test_explore_neighborhoods_shape_and_explained_recommendations(mcp, ids):
     assert "Coltrane" in rec["missing_intermediate_nodes"]
     assert any("Blue Note" in m and "Charlie Parker" in m for m in rec["missing_intermediate_nodes"])
     assert all(rec["explanations"]["missing_intermediate_nodes"][m] for m in rec["missing_intermediate_nodes"])
+
+
+def test_vector_search_without_vectors_says_so(mcp):
+    err = mcp.call("explore_neighborhoods", {"search_terms": ["Parker"], "search_strategy": "vector"})
+    assert "has no vectors" in error_text(err)
+    out = ok(mcp.call("explore_neighborhoods", {"search_terms": ["Parker"], "search_strategy": "combined"}))
+    assert out["neighborhoods"]["Parker"]["primary_nodes"][0]["name"] == "Charlie Parker"  # the text half answers
