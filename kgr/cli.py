@@ -826,8 +826,18 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
                                  touch=touch)
 
     if touch:
-        with WriterLock(path), Store(path) as store:
-            out = run(store)
+        from .writer import WriterBusy
+
+        try:
+            lock = WriterLock(path).acquire()
+        except WriterBusy as exc:
+            exc.hint = "pass --no-touch to recall without counting accesses, or " + (exc.hint or "retry later")
+            raise
+        try:
+            with Store(path) as store:
+                out = run(store)
+        finally:
+            lock.release()
     else:
         with Store(path, readonly=True) as store:
             out = run(store)

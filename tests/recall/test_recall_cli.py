@@ -97,6 +97,7 @@ def test_writes_take_the_writer_lock(run, tmp_path):
     with WriterLock(db):
         busy = run("remember", "Another memory.", "--db", db)
         assert busy.exit_code == 1 and "being written by another kgr process" in busy.stderr
-        assert run("recall", "onboarding", "--db", db).exit_code == 1
+        refused = run("recall", "onboarding", "--db", db)
+        assert refused.exit_code == 1 and "--no-touch" in refused.stderr
         ro = run("recall", "onboarding", "--db", db, "--no-touch", "--json")
         assert ro.exit_code == 0 and records(ro.stdout_bytes)
