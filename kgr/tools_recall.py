@@ -80,8 +80,9 @@ class RecallTools:
         svc = self.svc
         embed = svc.embed_query()
         out = svc.read(recall.recall, query, svc.cfg, k=limit, embed_query=embed, include_graph=include_graph,
-                       as_of=as_of, include_history=include_history, tags=tags, touch=False,
-                       vectors_in_memory=True)
+                       as_of=as_of, include_history=include_history, tags=tags, touch=False)
+        # (not the in-memory vector matrix: each recall's access count is a write, after which
+        # that matrix of every chunk would be read again; the memories' own vectors are few)
         ids = [r["doc_id"] for r in out["results"]]
         if ids:
             now = recall.now_ms()
