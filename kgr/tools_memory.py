@@ -176,7 +176,7 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Search for nodes in the knowledge graph based on a query (case-insensitive substring
         of names, types and observations): the matching entities, a page at a time, and the
-        relations touching them."""
+        relations touching them (one joining entities on two pages comes with both)."""
         return self.read_page(memory.search_nodes, query, limit=limit, cursor=cursor, names_only=names_only)
 
     @tool("open_nodes", profiles=("memory",), title="Open Nodes")

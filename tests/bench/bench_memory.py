@@ -139,7 +139,8 @@ def main() -> None:
             while paged and sc.get("nextCursor"):
                 more = (await client.call_tool(name, {**arguments, "cursor": sc["nextCursor"]})).structured_content
                 sc["entities"] += more["entities"]
-                sc["relations"] += more["relations"]
+                # search_nodes repeats a relation whose two ends fall on different pages
+                sc["relations"] += [r for r in more["relations"] if r not in sc["relations"]]
                 sc["nextCursor"] = more["nextCursor"]
             return sc
 
