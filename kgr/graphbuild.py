@@ -96,6 +96,38 @@ class EntityVectors:
         return min(1.0, max(0.0, sim / ref))
 
 
+REFRESH_SHARE = 0.05  # re-read the whole corpus once this share of its documents changed
+REFRESH_ALWAYS_CHARS = 1_000_000  # below this much text, re-reading the corpus costs under a second
+
+
+def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str | None]]) -> list[tuple[str, str]]:
+    """What linking learns from the whole corpus: the mined gazetteer (stored in its table)
+    and the aliases the documents declare, returned as (short, long) pairs.
+
+    Both read every stored document, which costs about a minute on a 3,000-file corpus: too
+    much for each saved file under ``kgr watch``. So they are recomputed in full when the
+    corpus is small, when there is no gazetteer yet, or once the documents changed since the
+    last full pass reach REFRESH_SHARE of the corpus; in between, the stored gazetteer is
+    kept and the changed documents' own declarations join the stored ones."""
+    from .link import learn_aliases
+
+    docs, chars = store.query("SELECT count(*), coalesce(sum(length(text)), 0) FROM docs WHERE status='ok'")[0]
+    changed = int(store.get_meta("graph.changed_since_refresh", 0) or 0) + len(pending)
+    have = store.scalar("SELECT count(*) FROM gazetteer") > 0 and store.get_meta("graph.declared") is not None
+    if not have or chars <= REFRESH_ALWAYS_CHARS or changed >= max(1.0, REFRESH_SHARE * docs):
+        mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+        declared = [pair for doc in stored_docs(store) for pair in learn_aliases(doc["text"], doc.get("title"))]
+        changed = 0
+    else:
+        declared = [tuple(p) for p in loads(store.get_meta("graph.declared"), [])]
+        declared += [pair for _, title, text in pending for pair in learn_aliases(text or "", title)]
+    declared = list(dict.fromkeys((short, long) for short, long in declared))
+    with store.write():
+        store.set_meta("graph.declared", orjson.dumps(declared).decode())
+        store.set_meta("graph.changed_since_refresh", changed)
+    return declared
+
+
 def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True) -> int:
     """Extract and link every document without a current graph; return how many.
     With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors."""
@@ -105,7 +137,7 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     from .extract import extract_doc, extractor_from_config
     from .link import Linker
 
-    mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+    declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
     ev = None
     if use_vectors:
@@ -116,8 +148,8 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     linker = Linker(stored_entities(store), vectors=ev)
     # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
     # Service (OIS)" that another page declares, whatever order the pages come in.
-    for doc in stored_docs(store):
-        linker.learn(doc["text"], doc.get("title"))
+    for short, long in declared:
+        linker.declare(short, long)
     for doc_id, path, title, text, hash_ in pending:
         doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
         chunks = [

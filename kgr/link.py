@@ -363,9 +363,13 @@ class Linker:
     def learn(self, text: str, subject: str | None) -> None:
         """Remember the aliases a text declares ("Order Intake Service (OIS)")."""
         for short, long in learn_aliases(text, subject):
-            self.aliases.setdefault(norm(short), norm(long))
-            if norm(long) not in self.by_norm:
-                self.pending_long.setdefault(norm(long), long)
+            self.declare(short, long)
+
+    def declare(self, short: str, long: str) -> None:
+        """Remember one declared alias: ``short`` names ``long``."""
+        self.aliases.setdefault(norm(short), norm(long))
+        if norm(long) not in self.by_norm:
+            self.pending_long.setdefault(norm(long), long)
 
     def link_doc(self, doc: dict | None, mentions: list[dict], relations: list[dict]) -> list[dict]:
         path = doc["path"] if doc else ""
