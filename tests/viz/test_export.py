@@ -202,7 +202,10 @@ def test_errors_are_one_clear_line(tmp_path, built_kb):
     missing = runner.invoke(cli, ["export", "--format", "dot", "--db", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == 1 and missing.stderr.startswith("Error: database not found")
     bad = runner.invoke(cli, ["export", "--format", "gexf", "--db", str(built_kb[0])])
-    assert bad.exit_code == 2 and "'gexf' is not one of 'dot', 'graphml', 'mermaid'" in bad.stderr
+    from kgr.export import FORMATS
+
+    choices = ", ".join(f"'{name}'" for name in sorted(FORMATS))
+    assert bad.exit_code == 2 and f"'gexf' is not one of {choices}" in bad.stderr
     no_dir = runner.invoke(cli, ["export", "--format", "dot", "--db", str(built_kb[0]), "-o", str(tmp_path / "no" / "x.dot")])
     assert no_dir.exit_code == 1 and "No such file or directory" in no_dir.stderr
     assert not (tmp_path / "no").exists()
