@@ -178,11 +178,11 @@ def hybrid_query(
             cands[cid].cosine = sim
 
     _score(cands, mode, weights, qvec is not None)
-    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))[:k]
+    ranked = _rank(cands, mode, weights, k)
     if mode == "graph" and not any(c.hop for c in ranked):
         # the graph brought nothing into the results: they are the hybrid ranking
         _score(cands, "hybrid", weights, qvec is not None)
-        ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))[:k]
+        ranked = _rank(cands, "hybrid", weights, k)
     results = _describe(store, ranked, reached)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
     return {
@@ -345,6 +345,16 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
                 c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
 
 
+def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> list[Candidate]:
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))
+    if mode == "graph" and weights.pin:
+        # the strongest direct evidence keeps its place; the graph competes for the places after it
+        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[:weights.pin]
+        ids = {c.chunk_id for c in pinned}
+        ranked = pinned + [c for c in ranked if c.chunk_id not in ids]
+    return ranked[:k]
+
+
 def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine: bool) -> None:
     if not cands:
         return
@@ -361,12 +371,6 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
         share = weights.cosine_share if have_cosine else 0.0
         semantic = share * cosn + (1 - share) * fused
         c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
-    if mode == "graph" and weights.pin:
-        # the strongest direct evidence stays first; the graph competes for the places after it
-        top = max(c.score for c in cands.values())
-        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[:weights.pin]
-        for i, c in enumerate(pinned):
-            c.score = top + 1.0 + (weights.pin - i)
 
 
 # -- output --------------------------------------------------------------------------------
