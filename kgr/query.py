@@ -24,6 +24,7 @@ that reached it and a one-line reason.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -93,8 +94,34 @@ def clamp(value: int, low: int, high: int, name: str) -> int:
     return value
 
 
+BM25_STOP = True
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, read from their module alone: importing spaCy itself takes
+    seconds, which a cold `kgr query` cannot afford."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("spacy")
+    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+    mod_spec = importlib.util.spec_from_file_location("_kgr_spacy_en_stop_words", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return frozenset(mod.STOP_WORDS)
+
+
+def _content_words(q: str) -> str:
+    """The question without English function words ("how do I ... to a ..."): they carry
+    almost no BM25 weight but make the full-text match read most of the corpus."""
+    words = re.findall(r"\w+", q, flags=re.UNICODE)
+    kept = [w for w in words if w.lower() not in _stop_words()]
+    return " ".join(kept) if kept and BM25_STOP else q
+
+
 def bm25(store: Store, q: str, n: int) -> list[int]:
-    match = fts_query(q)
+    match = fts_query(_content_words(q))
     if not match:
         return []
     rows = store.query(
