@@ -57,27 +57,31 @@ class EntityVectors:
     path) loads on the first fuzzy candidate that has a vector, never for exact matches."""
 
     def __init__(self, store: Store, cfg):
-        from . import vectors
-
-        self.store, self.cfg, self.vectors = store, cfg, vectors
+        self.store, self.cfg = store, cfg
         self.ids = dict(store.query("SELECT e.key, e.id FROM entities e JOIN vec_src v ON v.kind = 'entity' AND v.id = e.id"))
         self._embedder = None
         self._surfaces: dict[str, object] = {}
+        self._refs: dict[int, float | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self.ids)
 
-    def _embed(self, surface: str, mtype: str):
-        key = f"{mtype}\x00{surface}"
-        if key not in self._surfaces:
+    def _embed(self, surface: str):
+        if surface not in self._surfaces:
+            from . import vectors
+
             if self._embedder is None:
                 from .embedders import get_embedder
 
                 self._embedder = get_embedder(self.cfg, purpose="query")
-                self.vectors.check_spec(self.store, self.vectors.VectorSpec(self._embedder.model, self._embedder.dim))
-            text = self.vectors.entity_text(surface, None, None, None)
-            self._surfaces[key] = self._embedder.embed_documents([text])[0]
-        return self._surfaces[key]
+                vectors.check_spec(self.store, vectors.VectorSpec(self._embedder.model, self._embedder.dim))
+            self._surfaces[surface] = self._embedder.embed_documents([vectors.entity_text(surface, None, None, None)])[0]
+        return self._surfaces[surface]
+
+    def _cos(self, text: str, eid: int) -> float | None:
+        from . import vectors
+
+        return vectors.similarities(self.store, vectors.ENTITY, self._embed(text), [eid]).get(eid)
 
     def __call__(self, ent, surface: str, string_sim: float) -> float:
         """How close the surface is to the entity's vector, relative to how close the entity's
@@ -86,11 +90,10 @@ class EntityVectors:
         eid = self.ids.get(ent.key)
         if eid is None or not surface:
             return string_sim
-        def cos(text: str) -> float | None:
-            return self.vectors.similarities(self.store, self.vectors.ENTITY, self._embed(text, ent.type), [eid]).get(eid)
-
-        sim = cos(surface)
-        ref = max((c for c in map(cos, [ent.name, *ent.aliases[:4]]) if c is not None), default=None)
+        if eid not in self._refs:
+            self._refs[eid] = max((c for c in (self._cos(n, eid) for n in [ent.name, *ent.aliases[:4]]) if c is not None),
+                                  default=None)
+        sim, ref = self._cos(surface, eid), self._refs[eid]
         if sim is None or not ref or ref <= 0:
             return string_sim
         return min(1.0, max(0.0, sim / ref))

@@ -58,7 +58,7 @@ class Weights:
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
-    pin: int = 0  # graph mode: the best fused results that keep their places at the top
+    pin: int = 1  # graph mode: the best fused results that keep their places at the top
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Weights":
@@ -94,9 +94,6 @@ def clamp(value: int, low: int, high: int, name: str) -> int:
     return value
 
 
-BM25_STOP = True
-
-
 @functools.lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
     """spaCy's English stop words, read from their module alone: importing spaCy itself takes
@@ -117,7 +114,7 @@ def _content_words(q: str) -> str:
     almost no BM25 weight but make the full-text match read most of the corpus."""
     words = re.findall(r"\w+", q, flags=re.UNICODE)
     kept = [w for w in words if w.lower() not in _stop_words()]
-    return " ".join(kept) if kept and BM25_STOP else q
+    return " ".join(kept) if kept else q
 
 
 def bm25(store: Store, q: str, n: int) -> list[int]:
