@@ -7,7 +7,9 @@ Modes:
 - ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
 - ``vector``: KNN over the chunk vectors;
 - ``hybrid``: both, fused by reciprocal rank fusion (RRF);
-- ``graph`` (the default): hybrid, then seed entities (named in the query, nearest by
+- ``graph`` (the default): hybrid; when the best passage is the page of an entity the
+  question names, a second search with the entities that page names (``weights.feedback``,
+  the bridge to the next hop); then seed entities (named in the query, nearest by
   entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
@@ -33,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 from .entities import fts_query
 from .errors import UsageError
-from .link import norm
+from .link import tokens
 from .store import Store, loads
 from . import vectors
 
@@ -59,12 +61,14 @@ class Weights:
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
+    feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Weights":
         w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
         out = cls()
-        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity", "pin"):
+        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity", "pin",
+                     "feedback"):
             if name in w and w[name] is not None:
                 setattr(out, name, type(getattr(out, name))(w[name]))
         if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
@@ -187,12 +191,17 @@ def hybrid_query(
                 c.cosine = sim
                 c.rrf += 1.0 / (RRF_K + rank)
 
+    named = _named_entities(store, q) if mode == "graph" and cands else {}
+    if mode == "graph" and cands and weights.feedback:
+        _feedback(store, q, named, cands, cand, embed_query if qvec is not None else None, n, weights.feedback,
+                  vectors_in_memory)
+
     seeds: dict[int, str] = {}
     reached: dict[int, dict] = {}
     edges: list[dict] = []
     truncated = False
     if mode == "graph" and cands:
-        seeds = _seed_entities(store, q, qvec, cands, weights)
+        seeds = _seed_entities(store, named, qvec, cands, weights)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes)
         _reach_chunks(store, reached, cands, rels)
 
@@ -224,24 +233,68 @@ def hybrid_query(
 # -- graph -------------------------------------------------------------------------------
 
 
-def _seed_entities(store: Store, q: str, qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int, float]]:
+def _feedback(store: Store, q: str, named: dict[int, str], cands: dict[int, Candidate], cand, embed_query, n: int, weight: float,
+              in_memory: bool) -> None:
+    """Pseudo-relevance feedback through the graph: the entities the best fused passage names
+    join the question for a second BM25 and vector search, whose ranks add to the fusion with
+    ``weight``. "The waterfall in the country where the Bubye River is found": the Bubye River
+    page names Zimbabwe, and "waterfall ... Zimbabwe" finds Victoria Falls, a page neither the
+    question's words nor its vector reach. Only when that passage is the page of an entity the
+    question names: a question naming nothing (a claim to check, a how-to) has no bridge to
+    follow, and a passage merely like it would pull in its own look-alikes."""
+    if not named:
+        return
+    best = min(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))
+    names = [r[0] for r in store.query(
+        "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
+        "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
+        "GROUP BY e.id ORDER BY min(m.start)", (best.chunk_id,))]
+    if not names or not _is_about(store, best.chunk_id, list(named)):
+        return
+    lists = [bm25(store, _content_words(q) + " " + " ".join(names), n)]
+    if embed_query is not None:
+        qvec = embed_query(q + " " + " ".join(names))
+        lists.append([cid for cid, _sim in vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=in_memory)])
+    for ranking in lists:
+        for rank, cid in enumerate(ranking, 1):
+            cand(cid).rrf += weight / (RRF_K + rank)
+
+
+def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
+    """Whether the chunk's page is about one of the entities: its name covers most of the title."""
+    for title_len, title in store.query(
+        f"SELECT max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.chunk_id = ? "
+        f"AND m.entity_id IN ({','.join('?' * len(entity_ids))}) AND json_extract(m.features, '$.in_title') "
+        f"AND m.source != 'coref'", (chunk_id, *entity_ids)):
+        return title_len is not None and title_len >= ABOUT_SHARE * len((title or "").strip() or " ")
+    return False
+
+
+def _named_entities(store: Store, q: str) -> dict[int, str]:
+    """Entities whose name or alias the query contains, word for word: id -> the name matched."""
+    named: dict[int, str] = {}
+    match = fts_query(_content_words(q))
+    if not match:
+        return named
+    qwords = f" {' '.join(tokens(q))} "
+    for eid, name, aliases in store.query(
+        "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
+        "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
+        (match,),
+    ):
+        for name_ in (name, *loads(aliases, [])):
+            words = " ".join(tokens(name_))
+            if len(words) >= 3 and f" {words} " in qwords:
+                named[eid] = name_
+                break
+    return named
+
+
+def _seed_entities(store: Store, named: dict[int, str], qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
     named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
     top chunks (1, the chunk's fused score relative to the best)."""
-    seeds: dict[int, tuple[str, int, float]] = {}
-    qnorm = f" {norm(q)} "
-    match = fts_query(q)
-    if match:
-        for eid, name, aliases in store.query(
-            "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
-            "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
-            (match,),
-        ):
-            for name_ in (name, *loads(aliases, [])):
-                nn = norm(name_)
-                if len(nn) >= 3 and f" {nn} " in qnorm:
-                    seeds[eid] = (f"named in the query ({name_})", 0, 1.0)
-                    break
+    seeds: dict[int, tuple[str, int, float]] = {e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()}
     if qvec is not None:
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
             if sim >= weights.entity_sim and eid not in seeds:
@@ -342,8 +395,9 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
     ids = list(reached)
     for i in range(0, len(ids), 400):
         part = ids[i:i + 400]
-        for eid, cid, in_title, surface, title in store.query(
-            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')), max(m.surface), d.title "
+        for eid, cid, in_title, title_len, title in store.query(
+            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')), "
+            f"max(CASE WHEN json_extract(m.features, '$.in_title') THEN length(m.surface) ELSE 0 END), d.title "
             f"FROM mentions m JOIN docs d ON d.id = m.doc_id "
             f"WHERE m.entity_id IN ({','.join('?' * len(part))}) AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id",
             part,
@@ -352,7 +406,7 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
             dist = info["distance"]
             # a page is about an entity when the entity is (most of) its title: "Ledger Service",
             # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
-            about = bool(in_title) and len(surface or "") >= ABOUT_SHARE * len((title or "").strip() or " ")
+            about = bool(in_title) and (title_len or 0) >= ABOUT_SHARE * len((title or "").strip() or " ")
             if not about and not allow_mentions:
                 continue
             hop = info["strength"] * (1.0 if about else MENTION_FACTOR)

@@ -86,3 +86,72 @@ def test_bounds_and_bad_input(kb):
 
 def test_rrf():
     assert rrf_only([[1, 2, 3], [3, 1]])[:2] == [1, 3]
+
+
+def test_an_entity_named_in_the_query_seeds_the_graph_at_distance_zero(kb):
+    store, embed = kb
+    res = hybrid_query(store, "Who owns the Ledger Service?", k=5, mode="graph", hops=1, embed_query=embed)
+    named = [e for e in res["entities"] if e["name"] == "Ledger Service"]
+    assert named and named[0]["distance"] == 0 and named[0]["why"] == "named in the query (Ledger Service)"
+    # a name is matched word for word, not as a run of letters inside other words
+    res = hybrid_query(store, "ledgers ervice", k=5, mode="graph", hops=1, embed_query=embed)
+    assert not any((e["why"] or "").startswith("named in the query") for e in res["entities"])
+
+
+@pytest.fixture()
+def rivers(tmp_path):
+    """A page named by the question that names a second entity, whose page shares no word with the question."""
+    pages = {
+        "Bubye River": ["The Bubye River flows south through Zimbabwe into the Limpopo"],
+        "Victoria Falls": ["Victoria Falls lies on the Zambezi at the border of Zambia and Zimbabwe"],
+        **{f"Waterfall guide {i}": [f"waterfall guide {i} for a country: waterfall seasons, waterfall hikes"] for i in range(8)},
+    }
+    with Store(tmp_path / "r.sqlite") as store:
+        for path, texts in pages.items():
+            load(records(path, texts), store)
+        names = {1: ("Bubye River", "LOCATION"), 2: ("Zimbabwe", "LOCATION"), 3: ("Victoria Falls", "LOCATION")}
+        with store.write() as conn:
+            for eid, (name, typ) in names.items():
+                conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
+                             (eid, f"{typ}:{name.lower()}", name, typ, name.lower()))
+            for eid, (name, _) in names.items():
+                for cid, doc_id, path, text in conn.execute(
+                        "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall():
+                    at = text.find(name)
+                    if at >= 0:
+                        conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
+                                     "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
+                                     (eid, doc_id, cid, at, at + len(name), name, f'{{"in_title": {str(path == name).lower()}}}'))
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+        yield store, (lambda text: fake._vec(text))
+
+
+def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_with(rivers):
+    from kgr.query import Weights
+
+    store, embed = rivers
+    q = "Which waterfall is in the country where the Bubye River flows?"
+
+    def ranked(feedback):
+        # the first searches keep their best 4: Victoria Falls, sharing no word with the question, is not among them
+        res = hybrid_query(store, q, k=10, mode="graph", hops=1, rels=["part_of"], embed_query=embed, candidates=4,
+                           weights=Weights(feedback=feedback))
+        return [r["path"] for r in res["results"]]
+
+    without, with_ = ranked(0.0), ranked(3.0)
+    assert without[0] == with_[0] == "Bubye River"
+    assert "Victoria Falls" not in without
+    assert "Victoria Falls" in with_, with_  # found by the second search, through the Bubye River page's Zimbabwe
+    fed = hybrid_query(store, q, k=10, mode="graph", hops=1, rels=["part_of"], embed_query=embed, candidates=4)
+    assert "Victoria Falls" in [r["path"] for r in fed["results"]]  # on by default
+
+
+def test_feedback_needs_a_page_the_question_names(rivers):
+    from kgr.query import Weights
+
+    store, embed = rivers
+    q = "which waterfall flows south into a river"  # names no entity: nothing to follow
+    got = [hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(feedback=f))["results"]
+           for f in (0.0, 3.0)]
+    assert [(r["path"], r["score"]) for r in got[0]] == [(r["path"], r["score"]) for r in got[1]]
