@@ -342,10 +342,18 @@ CREATE TRIGGER entities_folding_au AFTER UPDATE OF name, type ON entities BEGIN
 END;
 """
 
+# graph mode reads the pages about an entity, wherever they are: the few mentions in a title,
+# not the thousands in the text of a name every page uses
+M005_TITLE_MENTIONS = """
+CREATE INDEX IF NOT EXISTS idx_mentions_in_title ON mentions(entity_id, chunk_id)
+  WHERE json_extract(features, '$.in_title');
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
     ("m002_memory", M002_MEMORY),
+    ("m005_title_mentions", M005_TITLE_MENTIONS),
 ]
 
 LATEST = len(MIGRATIONS)

@@ -388,39 +388,56 @@ def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]
 
 
 def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels) -> None:
-    """Chunks that mention a reached entity get its hop score; an entity's own page counts most."""
+    """Chunks that mention a reached entity get its hop score; an entity's own page counts most.
+
+    Two reads keep a hub cheap (a name a thousand pages mention): the pages about a reached
+    entity, wherever they are, and the reached entities that the candidates mention."""
     if not reached:
         return
-    allow_mentions = rels is None or "mentions" in rels
+
+    def credit(eid: int, cid: int, about: bool) -> None:
+        info = reached[eid]
+        dist = info["distance"]
+        hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
+        c = cands.get(cid)
+        if c is None:
+            if not about or len(cands) > 5000:
+                return  # a passing mention of a far entity does not make a candidate
+            c = cands[cid] = Candidate(cid)
+        c.entities.add(eid)
+        if hop > c.hop:
+            c.hop = hop
+            c.rel = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
+            c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
+
     ids = list(reached)
+    about_pairs: set[tuple[int, int]] = set()
     for i in range(0, len(ids), 400):
         part = ids[i:i + 400]
-        for eid, cid, in_title, title_len, title in store.query(
-            f"SELECT m.entity_id, m.chunk_id, max(json_extract(m.features, '$.in_title')), "
-            f"max(CASE WHEN json_extract(m.features, '$.in_title') THEN length(m.surface) ELSE 0 END), d.title "
-            f"FROM mentions m JOIN docs d ON d.id = m.doc_id "
-            f"WHERE m.entity_id IN ({','.join('?' * len(part))}) AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id",
-            part,
-        ):
-            info = reached[eid]
-            dist = info["distance"]
+        for eid, cid, title_len, title in store.query(_title_mentions_sql(len(part)), part):
             # a page is about an entity when the entity is (most of) its title: "Ledger Service",
             # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
-            about = bool(in_title) and (title_len or 0) >= ABOUT_SHARE * len((title or "").strip() or " ")
-            if not about and not allow_mentions:
-                continue
-            hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
-            rel_w = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
-            c = cands.get(cid)
-            if c is None:
-                if not about or len(cands) > 5000:
-                    continue  # a passing mention of a far entity does not make a candidate
-                c = cands[cid] = Candidate(cid)
-            c.entities.add(eid)
-            if hop > c.hop:
-                c.hop = hop
-                c.rel = rel_w
-                c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
+            if (title_len or 0) >= ABOUT_SHARE * len((title or "").strip() or " "):
+                about_pairs.add((eid, cid))
+                credit(eid, cid, True)
+    if rels is not None and "mentions" not in rels:
+        return
+    cids = list(cands)
+    for i in range(0, len(cids), 400):
+        part = cids[i:i + 400]
+        for eid, cid in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m WHERE m.chunk_id IN ({','.join('?' * len(part))}) "
+            f"AND m.source != 'coref'", part,
+        ):
+            if eid in reached and (eid, cid) not in about_pairs:
+                credit(eid, cid, False)
+
+
+def _title_mentions_sql(n: int) -> str:
+    """The in-title mentions of n entities, per chunk (the partial index idx_mentions_in_title serves it)."""
+    return (f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+            f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
+            f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id")
 
 
 def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> list[Candidate]:

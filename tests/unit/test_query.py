@@ -155,3 +155,11 @@ def test_feedback_needs_a_page_the_question_names(rivers):
     got = [hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(feedback=f))["results"]
            for f in (0.0, 3.0)]
     assert [(r["path"], r["score"]) for r in got[0]] == [(r["path"], r["score"]) for r in got[1]]
+
+
+def test_the_pages_about_a_reached_entity_are_read_through_the_title_index(kb):
+    from kgr.query import _title_mentions_sql
+
+    store, _ = kb
+    plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + _title_mentions_sql(2), (1, 2)))
+    assert "idx_mentions_in_title" in plan, plan  # a hub's thousands of text mentions are never read
