@@ -26,7 +26,7 @@ A question, answered with the passage's path and why it was chosen:
   >   --tool-arg 'query=Which team owns the Vehicle Locator Service?' --tool-arg k=1 2> /dev/null \
   >   | python3 -c 'import json,sys; r=json.load(sys.stdin)["structuredContent"]["results"][0]; print(r["path"]); print(r["why"])'
   teams/fleet-operations.md
-  keyword match #1; about Fleet Operations (*) (glob)
+  keyword match #1; about Fleet Operations, 1 hop away via owned_by
 
 The kb profile: the edges around a concept, exactly as traversed:
 
