@@ -496,8 +496,20 @@ class Extractor:
     def _parse(self, doc: Document) -> list[Any]:
         if self.nlp is None:
             return [None] * len(doc.blocks)
-        texts = [b.masked if b.kind != "code" else "" for b in doc.blocks]
-        return list(self.nlp.pipe(texts, batch_size=64))
+        ready = getattr(doc, "parsed_blocks", None)
+        if ready is not None:
+            return ready
+        return list(self.nlp.pipe(_block_texts(doc), batch_size=64))
+
+    def parse_many(self, docs: list[Document]) -> None:
+        """Run spaCy over the blocks of many documents in one stream (its per-call cost is
+        paid once, not per document); :meth:`mentions` then uses the results."""
+        if self.nlp is None or not docs:
+            return
+        texts = [t for d in docs for t in _block_texts(d)]
+        parsed = iter(self.nlp.pipe(texts, batch_size=64))
+        for d in docs:
+            d.parsed_blocks = [next(parsed) for _ in d.blocks]
 
     def _block_spans(self, doc: Document, block: Block, sdoc, local: Gazetteer) -> Iterator[Span]:
         base = block.start
@@ -843,12 +855,18 @@ def extract(
     yield from flush()
 
 
-def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict]) -> list[dict]:
-    """Mention and relation records for one document and its chunks."""
+def _block_texts(doc: Document) -> list[str]:
+    return [b.masked if b.kind != "code" else "" for b in doc.blocks]
+
+
+def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Document | None = None) -> list[dict]:
+    """Mention and relation records for one document and its chunks (``parsed``: the
+    document already through :func:`parse_document`, and perhaps :meth:`Extractor.parse_many`)."""
     if not chunks:
         return []
     try:
-        parsed = parse_document(doc["text"], title=doc.get("title"), path=doc.get("path"))
+        if parsed is None:
+            parsed = parse_document(doc["text"], title=doc.get("title"), path=doc.get("path"))
         spans = extractor.mentions(parsed)
         parsed.set_subject(spans)
         rels = extractor.relations(parsed, spans)

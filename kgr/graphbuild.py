@@ -99,6 +99,7 @@ class EntityVectors:
         return min(1.0, max(0.0, sim / ref))
 
 
+PARSE_BATCH = 64  # documents whose blocks go through spaCy in one stream
 REFRESH_SHARE = 0.05  # re-read the whole corpus once this share of its documents changed
 REFRESH_ALWAYS_CHARS = 1_000_000  # below this much text, re-reading the corpus costs under a second
 
@@ -138,6 +139,7 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     if not pending:
         return 0
     from .extract import extract_doc, extractor_from_config
+    from .textmodel import parse_document
     from .link import Linker
 
     declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
@@ -153,21 +155,31 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     # Service (OIS)" that another page declares, whatever order the pages come in.
     for short, long in declared:
         linker.declare(short, long)
-    for doc_id, path, title, text, hash_ in pending:
-        doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
-        chunks = [
-            {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
-            for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
-        ]
-        derived = extract_doc(extractor, doc, chunks)
-        mentions = [r for r in derived if r["kind"] == "mention"]
-        relations = [r for r in derived if r["kind"] == "relation"]
-        linked = linker.link_doc(doc, mentions, relations)
-        sig = graph_signature(linked)
-        with store.write():
-            graphstore.replace_derived(store, doc_id, linked, sig)
-        if on_doc:
-            on_doc(path)
+    for at in range(0, len(pending), PARSE_BATCH):
+        batch = []
+        for doc_id, path, title, text, hash_ in pending[at:at + PARSE_BATCH]:
+            doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
+            try:
+                parsed = parse_document(doc["text"], title=title, path=path)
+            except RecursionError:
+                parsed = None  # extract_doc tries again and reports it
+            batch.append((doc_id, doc, parsed))
+        extractor.parse_many([p for _, _, p in batch if p is not None])
+        for doc_id, doc, parsed in batch:
+            path = doc["path"]
+            chunks = [
+                {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
+                for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
+            ]
+            derived = extract_doc(extractor, doc, chunks, parsed)
+            mentions = [r for r in derived if r["kind"] == "mention"]
+            relations = [r for r in derived if r["kind"] == "relation"]
+            linked = linker.link_doc(doc, mentions, relations)
+            sig = graph_signature(linked)
+            with store.write():
+                graphstore.replace_derived(store, doc_id, linked, sig)
+            if on_doc:
+                on_doc(path)
     return len(pending)
 
 

@@ -21,6 +21,7 @@ entities, keys and links.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -37,6 +38,7 @@ GENERIC_HEADS = {
 }
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def norm(surface: str) -> str:
     """lowercase(alnum_only(surface)), accents folded: "Lucía Ferrante" -> "luciaferrante"."""
     folded = unicodedata.normalize("NFKD", surface)
@@ -45,10 +47,15 @@ def norm(surface: str) -> str:
 
 def tokens(surface: str) -> list[str]:
     """Lower-case word tokens; CamelCase is split first ("BasinOps" -> basin, ops)."""
+    return list(_tokens(surface))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(surface: str) -> tuple[str, ...]:
     split = re.sub(r"([a-z])([A-Z])", r"\1 \2", surface)
     folded = unicodedata.normalize("NFKD", split.lower())
     folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return [t for t in re.split(r"[^a-z0-9]+", folded) if t]
+    return tuple(t for t in re.split(r"[^a-z0-9]+", folded) if t)
 
 
 # ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",

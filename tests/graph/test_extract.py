@@ -159,3 +159,23 @@ def test_both_after_two_clauses_and_decision_error_codes(analyse):
     assert ("ADR-031", "defines", "ERR_BATCH_SKEW") in got
     assert ("Quarry Store", "owned_by", "Storage Guild") in got and ("Borealis Queue", "owned_by", "Storage Guild") in got
     assert ("ADR-031", "owned_by", "Storage Guild") not in got
+
+
+def test_parsing_many_documents_in_one_stream_extracts_what_one_at_a_time_does(extractor):
+    from kgr.extract import extract_doc
+    from kgr.textmodel import parse_document
+
+    texts = {
+        "a.md": "# Billing Gateway\n\nThe Billing Gateway is owned by Hollis Varga. It depends on the Quarry Scheduler.\n",
+        "b.md": "# Quarry Scheduler\n\nThe scheduler runs in eu-west-2.\n\n```\ncode block\n```\n\nIt uses `ChargeCard`.\n",
+        "c.md": "Plain text without a heading, naming Borealis and Hollis Varga.\n",
+    }
+    docs = {p: {"kind": "doc", "path": p, "title": None, "text": t, "hash": p} for p, t in texts.items()}
+    chunks = {p: [{"kind": "chunk", "doc": p, "ord": 0, "start": 0, "end": len(t), "text": t}] for p, t in texts.items()}
+    one_by_one = {p: extract_doc(extractor, docs[p], chunks[p]) for p in texts}
+    parsed = {p: parse_document(t, path=p) for p, t in texts.items()}
+    extractor.parse_many(list(parsed.values()))
+    assert all(len(d.parsed_blocks) == len(d.blocks) for d in parsed.values())
+    streamed = {p: extract_doc(extractor, docs[p], chunks[p], parsed[p]) for p in texts}
+    assert streamed == one_by_one
+    assert any(r["kind"] == "mention" and r["surface"] == "Hollis Varga" for r in streamed["a.md"])
