@@ -291,7 +291,10 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
         elif n >= min_freq and len(term.split()) >= 1 and not label(term, "name"):
             out.append(GazTerm(term, _guess_type(term, "name"), n, "name"))
     out.sort(key=lambda t: (-t.freq, t.term))
-    return out[:topk]
+    # every page's title is kept: the cap is for the other terms, so that a corpus with more
+    # pages than the cap still has a name for each page
+    rest = {t.term for t in [t for t in out if t.source != "title"][:topk]}
+    return [t for t in out if t.source == "title" or t.term in rest]
 
 
 def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:

@@ -179,3 +179,14 @@ def test_parsing_many_documents_in_one_stream_extracts_what_one_at_a_time_does(e
     streamed = {p: extract_doc(extractor, docs[p], chunks[p], parsed[p]) for p in texts}
     assert streamed == one_by_one
     assert any(r["kind"] == "mention" and r["surface"] == "Hollis Varga" for r in streamed["a.md"])
+
+
+def test_every_page_title_survives_the_cap_on_mined_terms():
+    # more pages than the cap: each still gets its title as a term; the cap bounds the rest
+    docs = [{"title": f"Station {chr(65 + i // 26)}{chr(65 + i % 26)}", "text": "Run by Harbor Transit. " * 3}
+            for i in range(60)]
+    terms = mine_terms(docs, topk=10, min_freq=3)
+    titles = [t.term for t in terms if t.source == "title"]
+    assert len(titles) == 60 and "Station AA" in titles and "Station CH" in titles
+    assert "Harbor Transit" in [t.term for t in terms if t.source != "title"]
+    assert len([t for t in terms if t.source != "title"]) <= 10
