@@ -49,6 +49,7 @@ REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "
                "located_in": 0.6, "refers_to": 0.5, "cites": 0.5, "same_as": 1.0, "mentions": 0.6}
 MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
 SNIPPET_CHARS = 240
+QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
 @dataclass
@@ -261,12 +262,14 @@ def _feedback(store: Store, q: str, named: dict[int, str], cands: dict[int, Cand
 
 
 def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
-    """Whether the chunk's page is about one of the entities: its name covers most of the title."""
+    """Whether the chunk's page is about one of the entities: its name covers most of the
+    title, a trailing qualifier aside ("Hardcase (1972 film)" is the page of Hardcase)."""
     for title_len, title in store.query(
         f"SELECT max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.chunk_id = ? "
         f"AND m.entity_id IN ({','.join('?' * len(entity_ids))}) AND json_extract(m.features, '$.in_title') "
         f"AND m.source != 'coref'", (chunk_id, *entity_ids)):
-        return title_len is not None and title_len >= ABOUT_SHARE * len((title or "").strip() or " ")
+        core = QUALIFIER.sub("", (title or "").strip()) or (title or "").strip()
+        return title_len is not None and title_len >= ABOUT_SHARE * len(core or " ")
     return False
 
 

@@ -163,3 +163,20 @@ def test_the_pages_about_a_reached_entity_are_read_through_the_title_index(kb):
     store, _ = kb
     plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + _title_mentions_sql(2), (1, 2)))
     assert "idx_mentions_in_title" in plan, plan  # a hub's thousands of text mentions are never read
+
+
+def test_a_title_qualifier_does_not_hide_whose_page_it_is(tmp_path):
+    from kgr.query import _is_about
+
+    with Store(tmp_path / "t.sqlite") as store:
+        for path in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"):
+            load(records(path, ["Hardcase is a western directed by John Moxey"]), store)
+        with store.write() as conn:
+            conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases) "
+                         "VALUES (1, 'PRODUCT:hardcase', 'Hardcase', 'PRODUCT', 'hardcase', '[]')")
+            conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
+                         "SELECT 1, doc_id, id, 0, 8, 'Hardcase', 'ner', '{\"in_title\": true}' FROM chunks")
+        film, roundup = (store.scalar("SELECT c.id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.path = ?", (p,))
+                         for p in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"))
+        assert _is_about(store, film, [1])  # "(1972 film)" only tells which Hardcase
+        assert not _is_about(store, roundup, [1])  # a page that mentions it in a longer title is not its page
