@@ -246,11 +246,13 @@ def _feedback(store: Store, q: str, named: dict[int, str], cands: dict[int, Cand
     if not named:
         return
     best = min(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))
+    if not _is_about(store, best.chunk_id, list(named)):
+        return
     names = [r[0] for r in store.query(
         "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
         "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
         "GROUP BY e.id ORDER BY min(m.start)", (best.chunk_id,))]
-    if not names or not _is_about(store, best.chunk_id, list(named)):
+    if not names:
         return
     lists = [bm25(store, _content_words(q) + " " + " ".join(names), n)]
     if embed_query is not None:
