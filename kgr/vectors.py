@@ -14,6 +14,7 @@ another model is a ModelMismatch that names the command to re-embed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -25,6 +26,7 @@ from .store import Store, loads
 CHUNK, ENTITY = "chunk", "entity"
 TABLES = {CHUNK: "chunk_vec", ENTITY: "entity_vec"}
 _MATRICES: dict[tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]] = {}  # (db, kind) -> (version, ids, unit vectors)
+_TOKENS = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -254,9 +256,12 @@ def knn(store: Store, kind: str, query: np.ndarray, k: int, *, in_memory: bool =
 
 def _matrix(store: Store, kind: str, spec: VectorSpec) -> tuple[np.ndarray, np.ndarray]:
     """The unit vectors of ``kind`` as one matrix, cached per database until it changes."""
-    version = (store.scalar("PRAGMA data_version"), store.scalar("SELECT count(*) FROM vec_src WHERE kind = ?", (kind,)),
-               store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)), id(store.conn),
-               store.conn.total_changes())
+    # another connection's commit moves data_version, this connection's own writes move
+    # total_changes; the token tells this Store from a later one that reuses its address
+    # (a count(*) here cost 2 ms per query at 100k chunks)
+    token = store.__dict__.setdefault("_vector_cache_token", next(_TOKENS))
+    version = (token, id(store.conn), store.scalar("PRAGMA data_version"), store.conn.total_changes(),
+               store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)))
     key = (str(store.path), kind)
     hit = _MATRICES.get(key)
     if hit is not None and hit[0] == version:

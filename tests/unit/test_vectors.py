@@ -134,3 +134,17 @@ def test_in_memory_similarities_equal_the_stored_ones(store):
     b = vectors.similarities(store, vectors.CHUNK, q, ids, in_memory=True)
     assert a.keys() == b.keys() == {1, 3}
     assert all(abs(a[i] - b[i]) < 1e-5 for i in a)
+
+
+def test_an_in_memory_reader_sees_another_connection_delete_a_vector(store, tmp_path):
+    load(records("a.md", ["kestrel event bus"]), store)
+    load(records("b.md", ["ledger service owns money"]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    q = fake._vec("a.md\nkestrel event bus")
+    with Store(store.path, readonly=True) as reader:
+        assert len(vectors.knn(reader, vectors.CHUNK, q, 5, in_memory=True)) == 2
+        with store.write() as conn:  # the older, lower-numbered vector goes; the highest id stays
+            conn.execute("DELETE FROM docs WHERE path = 'a.md'")
+        got = vectors.knn(reader, vectors.CHUNK, q, 5, in_memory=True)
+        assert len(got) == 1 and got == vectors.knn(reader, vectors.CHUNK, q, 5)
