@@ -333,11 +333,9 @@ def recall(
     tags: Sequence[str] | None = None,
     clock: Callable[[], int] = now_ms,
     touch: bool = True,
-    vectors_in_memory: bool = False,
 ) -> dict[str, Any]:
     """The ``k`` memories that best answer ``q``, best first; counts an access for each
-    when ``touch`` (the store must then be writable). ``vectors_in_memory`` suits a
-    long-lived caller (the server): see :func:`kgr.vectors.similarities`."""
+    when ``touch`` (the store must then be writable)."""
     q = (q or "").strip()
     if not q:
         raise UsageError("the query is empty")
@@ -364,7 +362,7 @@ def recall(
     cosine: dict[int, float] = {}
     if embed_query is not None and vectors.stored_spec(store) is not None:
         qvec = embed_query(q)
-        sims = vectors.similarities(store, vectors.CHUNK, qvec, list(chunk_doc), in_memory=vectors_in_memory)
+        sims = vectors.similarities(store, vectors.CHUNK, qvec, list(chunk_doc))
         for cid, sim in sims.items():
             d = chunk_doc[cid]
             cosine[d] = max(cosine.get(d, -1.0), sim)

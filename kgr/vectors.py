@@ -259,7 +259,9 @@ def _matrix(store: Store, kind: str, spec: VectorSpec) -> tuple[np.ndarray, np.n
     # another connection's commit moves data_version, this connection's own writes move
     # total_changes; the token tells this Store from a later one that reuses its address
     # (a count(*) here cost 2 ms per query at 100k chunks)
-    token = store.__dict__.setdefault("_vector_cache_token", next(_TOKENS))
+    token = store.__dict__.get("_vector_cache_token")
+    if token is None:
+        token = store.__dict__["_vector_cache_token"] = next(_TOKENS)
     version = (token, id(store.conn), store.scalar("PRAGMA data_version"), store.conn.total_changes(),
                store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)))
     key = (str(store.path), kind)
