@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from . import records
-from .textmodel import Block, Document, parse_document
+from .textmodel import REDACTION, Block, Document, parse_document
 
 # -- entity types ----------------------------------------------------------------
 
@@ -298,6 +298,12 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
 
 
 def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
+    for term, source in _strong_terms_all(doc):
+        if not REDACTION.search(term):
+            yield term, source
+
+
+def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
     if doc.title:
         for t in _split_parenthetical(_clean_title(doc.title)):
             if _looks_like_name(t):
@@ -486,6 +492,7 @@ class Extractor:
             if block.kind == "code":
                 continue
             spans.extend(self._block_spans(doc, block, sdoc, local))
+        spans = _outside_redactions(doc.text, spans)
         primary = _extend_heads(doc, _resolve([sp for sp in spans if sp.source != "ner"]))
         ner = [sp for sp in spans if sp.source == "ner"]
         chosen = _add_ner(primary, ner)
@@ -493,6 +500,7 @@ class Extractor:
         doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
         chosen.extend(self._coref(doc, chosen, spacy_docs))
+        chosen = _outside_redactions(doc.text, chosen)
         chosen.sort(key=lambda s: s.start)
         return chosen
 
@@ -628,6 +636,16 @@ class Extractor:
         from .relations import extract_relations
 
         return extract_relations(doc, spans, nlp_docs=None)
+
+
+def _outside_redactions(text: str, spans: list[Span]) -> list[Span]:
+    """Drop spans that touch a redaction tag, whichever source found them (the masked text hides the
+    tags from most; a code span, a head-noun extension or a coreference could still reach one)."""
+    if "REDACTED:" not in text:
+        return spans
+    tags = [m.span() for m in REDACTION.finditer(text)]
+    return [sp for sp in spans if not any(sp.start < e and s < sp.end for s, e in tags)
+            and not (sp.refers and REDACTION.search(sp.refers))]
 
 
 def _is_version(text: str, start: int, end: int, surface: str) -> bool:

@@ -192,6 +192,11 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
 # -- normalization -------------------------------------------------------------------------
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
+# A redaction tag that opens a YAML value ("password: [REDACTED:...]") would read as a one-item list, or
+# break the block if text follows it; quoted, the value stays the string it was.
+FRONT_TAG = re.compile(r"(?m)^([ \t]*(?:-[ \t]+)*(?:[^\s#'\"\[\]{},-][^\n]*?:[ \t]+|-[ \t]+)(?:-[ \t]+)*)"
+                       r"(\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\][^\n]*?)([ \t]+#[^\n]*)?[ \t]*$")
+TAG_ITEM = re.compile(r"REDACTED:[a-z0-9-]+:[0-9a-f]{8}")
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 
 
@@ -301,9 +306,9 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
         m = FRONT_MATTER.match(text)
         if m:
             try:
-                loaded = yaml.safe_load(m.group(1) or "") or {}
+                loaded = yaml.safe_load(_quote_tags(m.group(1) or "")) or {}
                 if isinstance(loaded, dict):
-                    front = {str(k): v for k, v in loaded.items()}
+                    front = {str(k): _untag_lists(v) for k, v in loaded.items()}
             except yaml.YAMLError:
                 front = {}
             text = text[m.end():]
@@ -338,6 +343,24 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
         "text": text,
         "meta": meta,
     }
+
+
+def _quote_tags(front_matter: str) -> str:
+    def quote(m: re.Match) -> str:
+        return m.group(1) + "'" + m.group(2).replace("'", "''") + "'" + (m.group(3) or "")
+
+    return FRONT_TAG.sub(quote, front_matter) if "[REDACTED:" in front_matter else front_matter
+
+
+def _untag_lists(value: Any) -> Any:
+    """A tag inside a flow collection ("keys: [a, [REDACTED:...]]") came back as a one-item list: the string again."""
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], str) and TAG_ITEM.fullmatch(value[0]):
+            return f"[{value[0]}]"
+        return [_untag_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _untag_lists(v) for k, v in value.items()}
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,10 +21,22 @@ from pathlib import Path
 import re2
 
 TAG = "[REDACTED:{rule}:{digest}]"
+# A tag, with or without its brackets (a Markdown or YAML reader may drop them): what no later stage may read as a name.
+TAG_PATTERN = r"\[?REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]?"
+PEM_HEADER = r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+# Words that name a secret in an assignment ("db_password = ...", "passphrase: ...").
+SECRET_NAME = (r"\b[\w.-]{0,40}(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
+               r"credential|creds|private[_-]?key|client[_-]?secret)[\w.-]{0,20}[\"']?\s*(?:=|:=|:|=>|\s+is\s+)\s*")
 
 # (rule id, pattern, group holding the secret (0 = whole match), keywords prefilter (lower case), min entropy)
 RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
-    ("private-key", r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{16,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", 0, ("private key",), 0.0),
+    ("private-key", PEM_HEADER + r"[\s\S]{16,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", 0, ("private key",), 0.0),
+    # A block with no END line (truncated, pasted in part): the header, RFC 1421 headers, and every
+    # following line that is base64 (also the JSON-escaped "\\n..." form and the one-line paste).
+    ("private-key",
+     r"(?m)" + PEM_HEADER + r"(?:[ \t]*[A-Za-z0-9+/=\\]{16,})*(?:[ \t]+[A-Za-z0-9+/]*={1,2})?(?:\r?\n[ \t>]*(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)*"
+     r"(?:\r?\n[ \t>]*$)?(?:\r?\n[ \t>#;/*\"']*[A-Za-z0-9+/=\\]+[ \t\"',;]*$)*",
+     0, ("private key",), 0.0),
     ("aws-access-key-id", r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b", 1, ("a3t", "akia", "asia", "abia", "acca"), 3.0),
     ("aws-secret-access-key", r"(?i)aws.{0,20}?(?:secret|sk|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b", 1, ("aws",), 3.5),
     ("github-token", r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,255})\b", 1, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 3.0),
@@ -39,19 +51,25 @@ RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
     ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})\b", 1, ("aiza",), 3.0),
     ("jwt", r"\b(ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})", 1, ("eyj",), 3.0),
     ("url-credentials", r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.-]+", 1, ("://",), 0.0),
-    ("generic-secret",
-     r"(?i)\b[\w.-]{0,40}(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credential|creds|private[_-]?key|client[_-]?secret)[\w.-]{0,20}[\"']?\s*(?:=|:=|:|=>|\s+is\s+)\s*[\"'`]?([^\s\"'`,;]{8,150})",
+    # A quoted value, spaces and all ("correct horse battery staple"): the group holds the quotes, which stay.
+    ("generic-secret", r"(?i)" + SECRET_NAME + r"(\"[^\"\r\n]{8,150}\"|'[^'\r\n]{8,150}'|`[^`\r\n]{8,150}`)",
+     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
+    ("generic-secret", r"(?i)" + SECRET_NAME + r"[\"'`]?([^\s\"'`,;]{8,150})",
      1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
 ]
 
-# Values that look like secrets but are placeholders, references or ordinary words.
+# Values that stand for a secret without being one, told by their shape, never by what they spell: references
+# (${VAR}, {{ secrets.X }}, %VAR%, <your-password>, env.X, vault:path), masks (****, xxxx) and words
+# (changeme, your_token_here, YOUR_API_KEY, None). A value with digits or symbols mixed into letters is
+# key-shaped, whatever word it contains ("Example#2024x", "AKIAIOSFODNN7EXAMPLE").
 PLACEHOLDER = re2.compile(
-    r"(?i)^(?:\$\{?[\w.-]+\}?|\{\{.*\}\}|%[\w]+%|<[^>]*>|\[[^\]]*\]|\*+|x+|\.+|(?:true|false|null|none|nil|undefined|"
-    r"changeme|example\w*|redacted\w*|password|secret|token|your[\w-]*|my[\w-]*|placeholder|dummy|sample|test|n/a|tbd)|"
-    r"(?:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
+    r"^(?:\$\{?[\w.-]+\}?|\{\{.*\}\}|%[\w]+%|<[^>]*>|\[[^\]]*\]|\*+|[xX]+|\.+|#+|-+|"
+    r"(?i:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
 )
+WORDS = re2.compile(r"^(?:[a-z]+|[A-Z]+|[A-Z][a-z]+)(?:[_.-](?:[a-z]+|[A-Z]+|[A-Z][a-z]+))*$")
 TAG_RE = re2.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
-ALLOW = re2.compile(r"(?i)EXAMPLE|\bREDACTED:")
+QUOTES = "\"'`"
+GENERIC_ENTROPY = 3.0
 
 _COMPILED = [(rule, re2.compile(pattern), group, keywords, entropy) for rule, pattern, group, keywords, entropy in RULES]
 
@@ -90,14 +108,20 @@ def tag(rule: str, secret: str, key: bytes) -> str:
 
 
 def _is_secret(rule: str, value: str, min_entropy: float) -> bool:
-    if ALLOW.search(value):
-        return False
+    if "REDACTED:" in value:
+        return False  # a tag, or a value quoting one
+    if rule == "private-key" and "-----END" not in value:
+        # a header named in prose is not a key: what follows it must have a base64 run
+        body = value[value.index("-----", 5) + 5:]
+        return re2.search(r"[A-Za-z0-9+/=]{16,}", body) is not None
     if rule == "generic-secret":
-        if PLACEHOLDER.match(value) or value.isalpha() and value.islower():
-            return False
-        if not any(c.isdigit() for c in value) and not any(not c.isalnum() for c in value) and value.lower() == value:
-            return False  # a plain lower-case word ("password: required")
-        if len(set(value)) <= 2:
+        if value[:1] in QUOTES and value[-1:] == value[:1]:
+            value = value[1:-1]
+            if any(c.isspace() for c in value.strip()):
+                # a passphrase: secret whole unless the quotes hold a reference or a mask
+                return not (PLACEHOLDER.match(value.strip()) or len(set(value.replace(" ", ""))) <= 2)
+            min_entropy = GENERIC_ENTROPY
+        if PLACEHOLDER.match(value) or WORDS.match(value) or len(set(value)) <= 2:
             return False
     return shannon_entropy(value) >= min_entropy if min_entropy else True
 
@@ -122,6 +146,8 @@ def redact(text: str, *, key: bytes | None = None) -> tuple[str, dict[str, int]]
                 continue  # never redact (part of) a tag again
             value = text[s:e]
             if _is_secret(rule, value, min_entropy):
+                if value[:1] in QUOTES and value[-1:] == value[:1]:
+                    s, e, value = s + 1, e - 1, value[1:-1]  # the quotes stay, so the value stays a string
                 spans.append((s, e, value))
         if not spans:
             continue

@@ -3,9 +3,9 @@
 Extraction needs to know where headings, list items, numbered steps, tables and
 code fences are, and needs the text without Markdown syntax for the NLP models.
 ``masked`` is the block's text with syntax characters (heading hashes, list
-markers, ``**``, backticks, link targets, table pipes) replaced by spaces or line
-breaks of the same length, so every offset found in it is an offset in the raw
-text as well.
+markers, ``**``, backticks, link targets, table pipes) and redaction tags replaced
+by spaces or line breaks of the same length, so every offset found in it is an
+offset in the raw text as well.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .redact import TAG_PATTERN
+
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 FENCE = re.compile(r"^[ \t]*(```|~~~)")
 LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,3}[.)])[ \t]+")
@@ -23,6 +25,7 @@ TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]
 STEP = re.compile(r"^[ \t]*(?:(\d{1,3})[.)]|Step\s+(\d{1,3})\s*[:.)-])[ \t]+", re.I)
 SENTENCE_END = re.compile(r"[.!?](?:[\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9`*])")
 LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
+REDACTION = re.compile(TAG_PATTERN)
 
 
 @dataclass
@@ -282,6 +285,9 @@ def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
         blank(m.start(), m.end())
     # <https://...> autolinks and bare URLs are not prose
     for m in re.finditer(r"<?https?://[^\s>)]+>?", raw):
+        blank(m.start(), m.end())
+    # a redaction tag stands for a secret; nothing in it is a name
+    for m in REDACTION.finditer(raw):
         blank(m.start(), m.end())
     return "".join(chars), links
 

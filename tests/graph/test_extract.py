@@ -190,3 +190,26 @@ def test_every_page_title_survives_the_cap_on_mined_terms():
     assert len(titles) == 60 and "Station AA" in titles and "Station CH" in titles
     assert "Harbor Transit" in [t.term for t in terms if t.source != "title"]
     assert len([t for t in terms if t.source != "title"]) <= 10
+
+
+def test_redaction_tags_are_never_mentions(analyse):
+    from kgr.redact import redact
+
+    key = "AKIA" + "QX7RZ2M4VB6NC3PT"
+    text, counts = redact(
+        "# Deploy Keys for Harbor Relay\n\n"
+        f"Maria Lopez rotated the key {key} on Monday; the old one was **{key}**.\n\n"
+        "| Service | Secret |\n|---|---|\n| Harbor Relay | password=Zq8#Lm2vT7x |\n\n"
+        f"See [{key}](https://example.org/keys) and `{key}` (ask Tomas Berg).\n",
+        key=b"k")
+    assert counts == {"aws-access-key-id": 4, "generic-secret": 1}
+    # The tags in every form the text may carry them: bracketed, as a link label, in a bare "REDACTED:rule:digest".
+    text += ("\nThe Quarry Scheduler logs REDACTED:generic-secret:0123abcd (in code font: `REDACTED:jwt:4567cdef`) "
+             "when Ines Okafor signs in.\n")
+    spans, rels = analyse(text, title="Deploy Keys [REDACTED:aws-access-key-id:89abcdef]")
+    found = [s.surface for s in spans] + [s.refers or "" for s in spans]
+    assert not [f for f in found if "REDACTED" in f], found
+    tags = [m.span() for m in __import__("re").finditer(r"\[?REDACTED:[a-z-]+:[0-9a-f]{8}\]?", text)]
+    assert not [s for s in spans if any(s.start < e and b < s.end for b, e in tags)]
+    assert {"Maria Lopez", "Tomas Berg", "Ines Okafor"} <= set(found)  # the prose around the tags is still read
+    assert not [r for r in rels if "REDACTED" in r["src"] + r["dst"]]

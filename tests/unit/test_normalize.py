@@ -62,3 +62,17 @@ def test_near_duplicate_paragraphs_are_removed_but_code_and_tables_kept():
     text = f"# T\n\n{para}\n\n```\n{para}\n```\n\n{para}\n\n| a | b |\n\n{para.replace('eight', 'eight')}\n"
     out, removed = dedup_paragraphs(text, threshold=0.9, min_chars=40)
     assert removed == 2 and out.count(para) == 2  # the first copy and the one inside the code fence
+
+
+def test_a_redacted_front_matter_value_stays_a_string(tmp_path):
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text(
+        "---\ntitle: Vault\ndb_password: Kq7#vR2pLx9w\napi_key: [REDACTED:generic-secret:0123abcd]\n"
+        "passphrase: 'amber kite over salt'\nowner: Dana\ntags: [ops, vault]\n---\n# Vault\n\nBody.\n")
+    (doc,) = normalize([str(root)], root=str(root), options=NormalizeOptions(redact_key=b"k"))
+    front = doc["meta"]["front_matter"]
+    for field in ("db_password", "api_key", "passphrase"):
+        assert isinstance(front[field], str) and front[field].startswith("[REDACTED:"), front
+    assert "Kq7#vR2pLx9w" not in str(doc) and "amber" not in str(doc)
+    assert front["owner"] == "Dana" and doc["meta"]["tags"] == ["ops", "vault"] and doc["title"] == "Vault"
