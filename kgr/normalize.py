@@ -30,6 +30,7 @@ import yaml
 from . import records
 from .errors import ParseFailure
 from .parsers import CHILD_FORMATS, FORMATS, TEXT_FORMATS, Limits, parse_text
+from .redact import TAG_CORE
 
 IGNORED_NAMES = re.compile(r"(?:~$|^\.#|^#.*#$|\.sw[a-p]$|^4913$|\.tmp$|\.bak$|___jb_(?:tmp|old)___$|\.crdownload$|\.part$)")
 
@@ -194,9 +195,11 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
 # A redaction tag that opens a YAML value ("password: [REDACTED:...]") would read as a one-item list, or
 # break the block if text follows it; quoted, the value stays the string it was.
-FRONT_TAG = re.compile(r"(?m)^([ \t]*(?:-[ \t]+)*(?:[^\s#'\"\[\]{},-][^\n]*?:[ \t]+|-[ \t]+)(?:-[ \t]+)*)"
-                       r"(\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\][^\n]*?)([ \t]+#[^\n]*)?[ \t]*$")
-TAG_ITEM = re.compile(r"REDACTED:[a-z0-9-]+:[0-9a-f]{8}")
+FRONT_TAG = re.compile(
+    r"(?m)^([ \t]*(?:-[ \t]+)*"  # indentation, list dashes
+    r"(?:[^\s#'\"\[\]{},-][^\n]*?:[ \t]+|\"[^\"\n]*\"[ \t]*:[ \t]+|'[^'\n]*'[ \t]*:[ \t]+|-[ \t]+)(?:-[ \t]+)*)"  # key: or -
+    rf"(\[{TAG_CORE}\][^\n]*?)([ \t]+#[^\n]*)?[ \t]*$")  # the value to the end of the line, a comment
+TAG_ITEM = re.compile(TAG_CORE)
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 
 

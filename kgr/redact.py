@@ -1,12 +1,15 @@
 """Secret redaction, run on extracted text before anything leaves the normalize stage.
 
 Rules follow gitleaks: vendor formats with their prefixes (AWS, GitHub, GitLab, Slack,
-Stripe, OpenAI, Anthropic, Google), JWTs, PEM private keys, credentials in URLs, and a
-generic rule for password/secret/token assignments whose value has enough entropy and
-is not a placeholder. Patterns run on RE2 (linear time: a 50 MB line cannot make them
-backtrack). A secret is replaced by ``[REDACTED:<rule>:<8 hex of HMAC(key, secret)>]``:
-stable for one key, so the same secret gets the same tag everywhere, and unlinkable
-across keys; tags match no rule, so redaction is idempotent.
+Stripe, OpenAI, Anthropic, Google), JWTs, PEM private keys (with or without their END
+line), credentials in URLs, and a generic rule for password/secret/token assignments
+whose value has enough entropy and is not a placeholder, or is a quoted passphrase.
+A placeholder is told by its shape (a reference, a mask, plain words), never by what it
+spells: a key-shaped value is a secret even if it reads "EXAMPLE". Patterns run on RE2
+(linear time: a 50 MB line cannot make them backtrack). A secret is replaced by
+``[REDACTED:<rule>:<8 hex of HMAC(key, secret)>]``: stable for one key, so the same
+secret gets the same tag everywhere, and unlinkable across keys; tags match no rule, so
+redaction is idempotent.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import re2
 
 TAG = "[REDACTED:{rule}:{digest}]"
 # A tag, with or without its brackets (a Markdown or YAML reader may drop them): what no later stage may read as a name.
-TAG_PATTERN = r"\[?REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]?"
+TAG_CORE = r"REDACTED:[a-z0-9-]+:[0-9a-f]{8}"
+TAG_PATTERN = rf"\[?{TAG_CORE}\]?"
 PEM_HEADER = r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 # Words that name a secret in an assignment ("db_password = ...", "passphrase: ...").
 SECRET_NAME = (r"\b[\w.-]{0,40}(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
@@ -35,7 +39,7 @@ RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
     # following line that is base64 (also the JSON-escaped "\\n..." form and the one-line paste).
     ("private-key",
      r"(?m)" + PEM_HEADER + r"(?:[ \t]*[A-Za-z0-9+/=\\]{16,})*(?:[ \t]+[A-Za-z0-9+/]*={1,2})?(?:\r?\n[ \t>]*(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)*"
-     r"(?:\r?\n[ \t>]*$)?(?:\r?\n[ \t>#;/*\"']*[A-Za-z0-9+/=\\]+[ \t\"',;]*$)*",
+     r"(?:\r?\n[ \t>]*\r?$)?(?:\r?\n[ \t>#;/*\"']*[A-Za-z0-9+/=\\]+[ \t\"',;]*\r?$)*",
      0, ("private key",), 0.0),
     ("aws-access-key-id", r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b", 1, ("a3t", "akia", "asia", "abia", "acca"), 3.0),
     ("aws-secret-access-key", r"(?i)aws.{0,20}?(?:secret|sk|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b", 1, ("aws",), 3.5),
@@ -67,7 +71,7 @@ PLACEHOLDER = re2.compile(
     r"(?i:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
 )
 WORDS = re2.compile(r"^(?:[a-z]+|[A-Z]+|[A-Z][a-z]+)(?:[_.-](?:[a-z]+|[A-Z]+|[A-Z][a-z]+))*$")
-TAG_RE = re2.compile(r"\[REDACTED:[a-z0-9-]+:[0-9a-f]{8}\]")
+TAG_RE = re2.compile(rf"\[{TAG_CORE}\]")
 QUOTES = "\"'`"
 GENERIC_ENTROPY = 3.0
 

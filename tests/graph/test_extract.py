@@ -193,6 +193,8 @@ def test_every_page_title_survives_the_cap_on_mined_terms():
 
 
 def test_redaction_tags_are_never_mentions(analyse):
+    import re
+
     from kgr.redact import redact
 
     key = "AKIA" + "QX7RZ2M4VB6NC3PT"
@@ -209,7 +211,7 @@ def test_redaction_tags_are_never_mentions(analyse):
     spans, rels = analyse(text, title="Deploy Keys [REDACTED:aws-access-key-id:89abcdef]")
     found = [s.surface for s in spans] + [s.refers or "" for s in spans]
     assert not [f for f in found if "REDACTED" in f], found
-    tags = [m.span() for m in __import__("re").finditer(r"\[?REDACTED:[a-z-]+:[0-9a-f]{8}\]?", text)]
+    tags = [m.span() for m in re.finditer(r"\[?REDACTED:[a-z-]+:[0-9a-f]{8}\]?", text)]
     assert not [s for s in spans if any(s.start < e and b < s.end for b, e in tags)]
     assert {"Maria Lopez", "Tomas Berg", "Ines Okafor"} <= set(found)  # the prose around the tags is still read
     assert not [r for r in rels if "REDACTED" in r["src"] + r["dst"]]

@@ -69,10 +69,11 @@ def test_a_redacted_front_matter_value_stays_a_string(tmp_path):
     root.mkdir()
     (root / "a.md").write_text(
         "---\ntitle: Vault\ndb_password: Kq7#vR2pLx9w\napi_key: [REDACTED:generic-secret:0123abcd]\n"
-        "passphrase: 'amber kite over salt'\nowner: Dana\ntags: [ops, vault]\n---\n# Vault\n\nBody.\n")
+        "passphrase: 'amber kite over salt'\n\"client_secret\": Zr4!kP9qWm2x\nowner: Dana\ntags: [ops, vault]\n---\n"
+        "# Vault\n\nBody.\n")
     (doc,) = normalize([str(root)], root=str(root), options=NormalizeOptions(redact_key=b"k"))
     front = doc["meta"]["front_matter"]
-    for field in ("db_password", "api_key", "passphrase"):
+    for field in ("db_password", "api_key", "passphrase", "client_secret"):
         assert isinstance(front[field], str) and front[field].startswith("[REDACTED:"), front
-    assert "Kq7#vR2pLx9w" not in str(doc) and "amber" not in str(doc)
+    assert "Kq7#vR2pLx9w" not in str(doc) and "amber" not in str(doc) and "Zr4!kP9qWm2x" not in str(doc)
     assert front["owner"] == "Dana" and doc["meta"]["tags"] == ["ops", "vault"] and doc["title"] == "Vault"

@@ -106,6 +106,7 @@ def test_private_key_without_end_line_leaks_no_body():
         "quoted": "> -----BEGIN OPENSSH PRIVATE KEY-----\n" + "".join("> " + b + "\n" for b in body),
         "json": '{"private_key": "-----BEGIN PRIVATE KEY-----\\n' + "\\n".join(body) + '\\n", "client_email": "a@b.c"}',
         "one line": "key: -----BEGIN EC PRIVATE KEY----- " + " ".join(body) + "\n",
+        "crlf": "-----BEGIN PRIVATE KEY-----\r\n" + "\r\n".join(body) + "\r\n",
     }
     for name, text in cases.items():
         out, counts = redact(text, key=b"k")
