@@ -240,7 +240,7 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     lower_n: collections.Counter = collections.Counter()
     mid_caps: collections.Counter = collections.Counter()  # capitalised words inside sentences
     for doc in docs:
-        text = doc.get("text", "")
+        text = _untagged(doc.get("text", ""))
         lower_n.update(re.findall(r"(?<![\w-])[a-z][a-z']+(?![\w-])", text))
         mid_caps.update(re.findall(r"(?<=[a-z0-9,;)] )[A-Z][a-z']+(?![\w-])", text))
     lower = set(lower_n)
@@ -260,7 +260,7 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
         return word.lower() in lower or word.lower() in STOP_NAMES
 
     for doc in docs:
-        for m in KEBAB.finditer(doc.get("text", "")):
+        for m in KEBAB.finditer(_untagged(doc.get("text", ""))):  # not "generic-secret" of a tag
             kebab[m.group()] = kebab.get(m.group(), 0) + 1
         parsed = parse_document(doc.get("text", ""), title=doc.get("title"))
         for term, source in _strong_terms(parsed):
@@ -295,6 +295,10 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     # pages than the cap still has a name for each page
     rest = {t.term for t in [t for t in out if t.source != "title"][:topk]}
     return [t for t in out if t.source == "title" or t.term in rest]
+
+
+def _untagged(text: str) -> str:
+    return REDACTION.sub(" ", text) if "REDACTED:" in text else text
 
 
 def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:

@@ -215,3 +215,13 @@ def test_redaction_tags_are_never_mentions(analyse):
     assert not [s for s in spans if any(s.start < e and b < s.end for b, e in tags)]
     assert {"Maria Lopez", "Tomas Berg", "Ines Okafor"} <= set(found)  # the prose around the tags is still read
     assert not [r for r in rels if "REDACTED" in r["src"] + r["dst"]]
+
+
+def test_mined_terms_take_nothing_from_redaction_tags():
+    tag_a, tag_b = "[REDACTED:generic-secret:0123abcd]", "[REDACTED:aws-access-key-id:89abcdef]"
+    docs = [{"title": f"Generic Secret Store {tag_a}",
+             "text": f"# Generic Secret Store\n\nThe **{tag_b}** key and `REDACTED:jwt:4567cdef` rotate; "
+                     f"password={tag_a} and {tag_b} again.\n"}] * 3
+    terms = [t.term for t in mine_terms(docs, min_freq=1)]
+    assert "Generic Secret Store" in terms
+    assert not [t for t in terms if "REDACTED" in t or t in ("generic-secret", "aws-access-key-id")], terms
