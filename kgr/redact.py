@@ -63,14 +63,15 @@ RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
 ]
 
 # Values that stand for a secret without being one, told by their shape, never by what they spell: references
-# (${VAR}, {{ secrets.X }}, %VAR%, <your-password>, env.X, vault:path), masks (****, xxxx) and words
-# (changeme, your_token_here, YOUR_API_KEY, None). A value with digits or symbols mixed into letters is
+# (${VAR}, {{ secrets.X }}, %VAR%, <your-password>, env.X, vault:path, YOUR_API_KEY), masks (****, xxxx)
+# and single words (changeme, None). A value with digits or symbols mixed into letters is
 # key-shaped, whatever word it contains ("Example#2024x", "AKIAIOSFODNN7EXAMPLE").
 PLACEHOLDER = re2.compile(
     r"^(?:\$\{?[\w.-]+\}?|\{\{.*\}\}|%[\w]+%|<[^>]*>|\[[^\]]*\]|\*+|[xX]+|\.+|#+|-+|"
     r"(?i:env|process\.env|os\.environ|vault|secrets?)[.:\[(].*)$"
 )
-WORDS = re2.compile(r"^(?:[a-z]+|[A-Z]+|[A-Z][a-z]+)(?:[_.-](?:[a-z]+|[A-Z]+|[A-Z][a-z]+))*$")
+# One word, or a constant's name (YOUR_API_KEY: a reference); words joined by dashes are a passphrase.
+WORDS = re2.compile(r"^(?:[a-z]+|[A-Z]+|[A-Z][a-z]+|[A-Z]+(?:_[A-Z]+)+)$")
 TAG_RE = re2.compile(rf"\[{TAG_CORE}\]")
 QUOTES = "\"'`"
 GENERIC_ENTROPY = 3.0

@@ -86,13 +86,14 @@ def test_a_value_spelling_example_is_still_a_secret():
 def test_placeholders_are_told_by_shape_not_spelling():
     for line in [
         "password: <your-password>", 'password: "<your password here>"', "password = ${DB_PASSWORD}", "password: ****",
-        "password: xxxxxxxx", "password: changeme", "api_key = YOUR_API_KEY", "token: your_token_here",
+        "password: xxxxxxxx", "password: changeme", "api_key = YOUR_API_KEY", "password: Placeholder",
         "secret: {{ secrets.DEPLOY }}", "password: %DB_PASS%", "password = os.environ['DB_PASSWORD']",
         "password: '[REDACTED:generic-secret:0123abcd]'",
     ]:
         assert redact(line, key=b"k")[0] == line, line
     # ...while the same words shaped like a key are not exempt.
-    for line in ["password: MyPassword2024!", "token: your-t0ken-9f8Kq2", "password: Sample#77x"]:
+    for line in ["password: MyPassword2024!", "token: your-t0ken-9f8Kq2", "password: Sample#77x",
+                 "password: correct-horse-battery-staple"]:
         assert redact(line, key=b"k")[1], line
 
 
