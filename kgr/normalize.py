@@ -15,6 +15,7 @@ than a path that would not round-trip.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
@@ -130,11 +131,16 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
             if not p.exists() and not p.is_symlink():
                 yield records.error("normalize", f"{match}: no such file or directory", path=match, reason="not_found")
                 continue
-            real = p.resolve()
+            real = Path(os.path.realpath(p))  # never raises, even on a loop
             if not _inside(real, root_path):
                 yield records.error("normalize", f"{match}: outside the knowledge root {root_path}", path=match, reason="outside_root")
                 continue
-            if real.is_dir():
+            try:
+                st = os.stat(p)
+            except OSError as exc:
+                yield _unreadable(match, p, exc)
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 for item in _walk(real, root_path, ignore):
                     key = item.rel_path if isinstance(item, FileRef) else item["message"]
                     if key not in seen:
@@ -145,39 +151,59 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
                 if fmt is None:
                     yield records.error("normalize", f"{match}: unsupported file type {real.suffix or '(none)'}", path=match, reason="unsupported")
                     continue
-                item = _ref(real, root_path, real.stat())
+                item = _ref(real, root_path, st)
                 key = item.rel_path if isinstance(item, FileRef) else item["message"]
                 if key not in seen:
                     seen.add(key)
                     yield item
 
 
+def _unreadable(shown: str, path: Path, exc: OSError) -> dict:
+    """The error record of a directory entry that cannot be followed or read."""
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8 cannot be a JSON string
+        shown = os.fsencode(shown).decode("utf-8", "backslashreplace")
+    if exc.errno == errno.ELOOP:
+        return records.error("normalize", f"{shown}: symlink loop (the link never reaches a file)", path=shown, reason="symlink_loop")
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return records.error("normalize", f"{shown}: broken symlink (its target does not exist)", path=shown, reason="broken_symlink")
+    return records.error("normalize", f"{shown}: cannot read: {exc.strerror or exc}", path=shown, reason="unreadable")
+
+
 def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | dict]:
+    """Files under ``directory``, sorted by path. An entry that cannot be followed (a
+    symlink loop, a broken link, no permission) becomes an error record in its place when
+    discovery would have read it (a supported suffix; a loop whatever its name, as it may
+    stand for a folder), and so does a folder that cannot be listed; the walk goes on."""
     stack = [directory]
-    out: list[tuple[str, Path, os.stat_result]] = []
+    out: list[tuple[str, Path | dict, os.stat_result | None]] = []
     while stack:
         d = stack.pop()
         try:
             entries = list(os.scandir(d))
-        except OSError:
+        except OSError as exc:
+            shown = d.relative_to(root).as_posix() + "/"
+            out.append((shown, _unreadable(shown, d, exc), None))
             continue
         for entry in entries:
             name = entry.name
             if _ignored(name):
                 continue
             p = Path(entry.path)
-            try:
-                if entry.is_symlink():
-                    real = p.resolve()
-                    if not _inside(real, root):
-                        continue  # never follow a link out of the root
-                    st = real.stat()
-                else:
-                    st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
             rel = p.relative_to(root).as_posix()
             if ignore and _matches_ignore(rel, ignore):
+                continue
+            try:
+                if entry.is_symlink():
+                    if not _inside(Path(os.path.realpath(p)), root):
+                        continue  # never follow a link out of the root
+                    st = os.stat(p)
+                else:
+                    st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP or p.suffix.lower() in FORMATS:
+                    out.append((rel, _unreadable(rel, p, exc), None))
                 continue
             if stat.S_ISDIR(st.st_mode):
                 if not entry.is_symlink():
@@ -186,7 +212,7 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             if stat.S_ISREG(st.st_mode) and p.suffix.lower() in FORMATS:
                 out.append((rel, p, st))
     for rel, p, st in sorted(out, key=lambda x: x[0]):
-        yield _ref(p, root, st)
+        yield p if isinstance(p, dict) else _ref(p, root, st)
 
 
 # -- normalization -------------------------------------------------------------------------
