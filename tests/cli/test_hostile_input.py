@@ -72,3 +72,64 @@ def test_ingest_stores_the_other_files_despite_a_symlink_loop(runner, looped, tm
 
     with Store(db, readonly=True) as store:
         assert sorted(p for (p,) in store.query("SELECT path FROM docs")) == ["a.md", "b.md"]
+
+
+# -- item 10: doc paths that load refuses --------------------------------------------------
+
+
+def _doc(path, text="Some text about the Widget service.", **kw):
+    from kgr.records import text_hash
+
+    return {"kind": "doc", "path": path, "source": "file", "text": text, "hash": text_hash(text), "title": "t",
+            "mtime_ms": 1, "size": len(text), "meta": {}, **kw}
+
+
+def _chunk(path, text="Some text about the Widget service."):
+    return {"kind": "chunk", "doc": path, "ord": 0, "text": text, "prelude": path, "start": 0, "end": len(text)}
+
+
+BAD_PATHS = ["/etc/evil.md", "../up.md", "sub/../../up.md", "a\x00b.md", "./dot.md", "sub//x.md", "", "sub/"]
+
+
+def test_load_refuses_doc_records_with_bad_paths_naming_the_line_and_loads_the_rest(runner, tmp_path):
+    lines = [_doc("a.md"), _chunk("a.md")]
+    for p in BAD_PATHS:
+        lines += [_doc(p), _chunk(p)]
+    lines += [_doc("b.md"), _chunk("b.md")]
+    data = b"".join(orjson.dumps(r) + b"\n" for r in lines)
+    db = tmp_path / "kb.sqlite"
+    result = runner.invoke(cli, ["load", "--db", str(db)], input=data)
+    assert result.exit_code == 1
+    bad_lines = [3 + 2 * i for i in range(len(BAD_PATHS))]
+    errors = [ln for ln in result.stderr.splitlines() if "[bad_path]" in ln]
+    assert len(errors) == len(BAD_PATHS), result.stderr
+    for ln, n in zip(errors, bad_lines):
+        assert f"line {n}: " in ln and 'doc record\'s "path"' in ln
+        assert "\x00" not in ln  # the NUL is shown escaped, the line stays one line
+    assert "is absolute" in errors[0] and "'..'" in errors[1] and "NUL" in errors[3]
+    from kgr.store import Store
+
+    with Store(db, readonly=True) as store:
+        assert store.query("SELECT path FROM docs ORDER BY path") == [("a.md",), ("b.md",)]
+        assert store.scalar("SELECT count(*) FROM chunks") == 2
+
+
+def test_load_library_refuses_a_bad_path_and_does_not_give_its_records_to_the_previous_doc(tmp_path):
+    from kgr.load import load
+    from kgr.store import Store
+
+    mention = {"kind": "mention", "chunk": "/etc/evil.md#0", "surface": "Widget", "type": "PRODUCT", "start": 0, "end": 6}
+    with Store(tmp_path / "kb.sqlite") as store:
+        summary = load([_doc("a.md"), _chunk("a.md"), _doc("/etc/evil.md"), _chunk("/etc/evil.md"), mention], store)
+        assert store.query("SELECT path, graph_sig FROM docs") == [("a.md", None)]  # the mention did not go to a.md
+        assert summary.written == 1 and summary.errors == 3 and summary.orphans == 2
+
+
+def test_chunk_stage_refuses_the_same_paths_with_line_numbers(runner):
+    data = orjson.dumps(_doc("/abs.md")) + b"\n" + orjson.dumps(_doc("ok.md")) + b"\n"
+    result = runner.invoke(cli, ["chunk"], input=data)
+    assert result.exit_code == 1
+    out = records(result.stdout_bytes)
+    assert out[0]["kind"] == "error" and out[0]["line"] == 1 and out[0]["reason"] == "bad_path"
+    assert [r["path"] for r in out if r["kind"] == "doc"] == ["ok.md"]
+    assert "line 1: " in result.stderr and "is absolute" in result.stderr
