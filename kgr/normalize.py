@@ -342,10 +342,23 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
             meta["tags"] = [str(t) for t in tags]
     text, removed = dedup_paragraphs(text, threshold=options.dedup_threshold, min_chars=options.min_dedup_chars)
     meta["dedup_removed"] = removed
+    partial = []
+    invalid = meta.pop("invalid_sequences", None)
+    if invalid:
+        n, encoding = invalid["count"], invalid["encoding"]
+        partial.append({"reason": "invalid_encoding", "encoding": encoding, "count": n,
+                        "message": f"{n} invalid {encoding} byte sequence{'s' if n != 1 else ''} replaced with U+FFFD"})
+    stopped_early = bool(meta.pop("stopped_early", False))
     truncated = len(text) > options.max_chars
     if truncated:
+        total = len(text)
         text = text[: options.max_chars]
+        partial.append({"reason": "truncated", "kept_chars": options.max_chars, "total_chars": total,
+                        "total_known": not stopped_early,
+                        "message": f"kept the first {options.max_chars} of {'more than ' if stopped_early else ''}{total} characters"})
     meta["truncated"] = truncated
+    if partial:
+        meta["partial"] = partial  # kept, but not whole: warned about on stderr and listed by `kgr status`
     if "breadcrumbs" not in meta:
         meta["breadcrumbs"] = ref.rel_path.split("/")[:-1]
     title = _title(front, text, meta, ref.rel_path)

@@ -133,3 +133,93 @@ def test_chunk_stage_refuses_the_same_paths_with_line_numbers(runner):
     assert out[0]["kind"] == "error" and out[0]["line"] == 1 and out[0]["reason"] == "bad_path"
     assert [r["path"] for r in out if r["kind"] == "doc"] == ["ok.md"]
     assert "line 1: " in result.stderr and "is absolute" in result.stderr
+
+
+# -- item 9: partial documents are loud ----------------------------------------------------
+
+INVALID = b"# Caf\xe9 notes\n\nThe caf\xe9 \xff\xfe serves the Widget team every morning.\n"  # 4 invalid sequences: two \xe9, \xff, \xfe
+
+
+@pytest.fixture()
+def partial_kb(tmp_path):
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "big.md").write_text("# Big\n\n" + "".join(f"Line {i} of the long file about widgets.\n" for i in range(100)))
+    (root / "latin1.md").write_bytes(INVALID)
+    (root / "fine.md").write_text("# Fine\n\nA literal \ufffd replacement character written on purpose.\n")
+    cfg = tmp_path / "kgr.yaml"
+    cfg.write_text("normalize:\n  max_chars: 1000\n")
+    return root, cfg
+
+
+def test_decode_counts_each_invalid_sequence_and_not_a_literal_replacement_character():
+    from kgr.parsers import decode_text_counted
+
+    assert decode_text_counted(INVALID) == (INVALID.decode("utf-8", "replace"), 4)
+    assert decode_text_counted("ok \ufffd".encode()) == ("ok \ufffd", 0)
+    assert decode_text_counted(b"\xff\xfe" + "h\u00e9".encode("utf-16-le") + b"\x00\xd8") == ("h\u00e9\ufffd", 1)
+
+
+def test_truncated_and_misdecoded_documents_are_marked_partial_and_warned_about(runner, partial_kb):
+    root, cfg = partial_kb
+    result = runner.invoke(cli, ["normalize", str(root), "--config", str(cfg)])
+    assert result.exit_code == 0, result.stderr  # a warning is not an error record
+    docs = {d["path"]: d for d in records(result.stdout_bytes)}
+    assert set(docs) == {"big.md", "fine.md", "latin1.md"} and all(d["kind"] == "doc" for d in docs.values())
+    big = docs["big.md"]
+    assert len(big["text"]) == 1000 and big["meta"]["truncated"] is True
+    [trunc] = big["meta"]["partial"]
+    assert trunc["reason"] == "truncated" and trunc["kept_chars"] == 1000 and trunc["total_chars"] > 1000
+    [bad] = docs["latin1.md"]["meta"]["partial"]
+    assert bad["reason"] == "invalid_encoding" and bad["count"] == 4 and bad["encoding"] == "UTF-8"
+    assert "caf\ufffd" in docs["latin1.md"]["text"]  # the document is kept
+    assert "partial" not in docs["fine.md"]["meta"]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2, result.stderr
+    big_line = next(ln for ln in lines if "big.md" in ln)
+    assert "partial" in big_line and f"kept the first 1000 of {trunc['total_chars']} characters" in big_line
+    bad_line = next(ln for ln in lines if "latin1.md" in ln)
+    assert "partial" in bad_line and "4 invalid UTF-8 byte sequences replaced" in bad_line
+
+
+def test_ingest_warns_and_status_reports_partial_documents(runner, partial_kb, tmp_path, monkeypatch):
+    root, cfg = partial_kb
+    db = tmp_path / "kb.sqlite"
+    result = runner.invoke(cli, ["ingest", str(root), "--db", str(db), "--config", str(cfg), "--no-graph", "--no-embed"])
+    assert result.exit_code == 0, result.stderr
+    assert any("big.md" in ln and "partial" in ln for ln in result.stderr.splitlines())
+    assert any("latin1.md" in ln and "partial" in ln for ln in result.stderr.splitlines())
+    assert "2 partial" in result.stderr  # the summary line
+    js = runner.invoke(cli, ["status", "--db", str(db), "--json"])
+    assert js.exit_code == 0, js.stderr
+    info = orjson.loads(js.stdout)
+    part = info["partial_docs"]
+    assert part["count"] == 2 and [d["path"] for d in part["docs"]] == ["big.md", "latin1.md"]
+    assert "4 invalid UTF-8 byte sequences replaced" in part["docs"][1]["reasons"][0]
+    text = runner.invoke(cli, ["status", "--db", str(db)])
+    assert text.exit_code == 0
+    assert "partial    2 documents" in text.stdout
+    assert "big.md: kept the first 1000 of" in text.stdout and "latin1.md: 4 invalid UTF-8" in text.stdout
+
+
+def test_status_lists_a_bounded_sample_of_partial_documents(tmp_path):
+    from kgr import status as status_mod
+    from kgr.load import load
+    from kgr.store import Store
+
+    partial = [{"reason": "truncated", "kept_chars": 10, "total_chars": 20, "message": "kept the first 10 of 20 characters"}]
+    with Store(tmp_path / "kb.sqlite") as store:
+        load([_doc(f"p{i:02}.md", f"text {i}", meta={"partial": partial}) for i in range(25)] + [_doc("whole.md")], store)
+        info = status_mod.status(store)
+        assert info["partial_docs"]["count"] == 25 and len(info["partial_docs"]["docs"]) == status_mod.PARTIAL_SAMPLE
+        import io
+
+        out = io.StringIO()
+        status_mod.print_status(info, out)
+        assert f"and {25 - status_mod.PARTIAL_SAMPLE} more" in out.getvalue()
+        # neither query scans every document's text
+        plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + status_mod.PARTIAL_QUERY, (10,)))
+        assert "idx_docs_partial" in plan, plan
+        count_sql = f"SELECT count(*) FROM docs WHERE {status_mod.PARTIAL_WHERE}"
+        plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + count_sql))
+        assert "idx_docs_partial" in plan, plan
