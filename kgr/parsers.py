@@ -139,6 +139,11 @@ def parse_html(data: bytes, limits: Limits) -> tuple[str, dict[str, Any]]:
 
     soup = BeautifulSoup(data, "lxml")
     meta: dict[str, Any] = {}
+    if (soup.original_encoding or "").lower().replace("_", "-") in ("utf-8", "utf8"):
+        # lxml replaces invalid UTF-8 with U+FFFD without a word (contains_replacement_characters stays False)
+        _, _, replaced = decode_text_reporting(data)
+        if replaced:
+            meta["invalid_sequences"] = {"encoding": "UTF-8", "count": replaced}
     title_tag = soup.find("title")
     if title_tag and title_tag.get_text(strip=True):
         meta["html_title"] = title_tag.get_text(" ", strip=True)

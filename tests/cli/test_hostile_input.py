@@ -223,3 +223,17 @@ def test_status_lists_a_bounded_sample_of_partial_documents(tmp_path):
         count_sql = f"SELECT count(*) FROM docs WHERE {status_mod.PARTIAL_WHERE}"
         plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + count_sql))
         assert "idx_docs_partial" in plan, plan
+
+
+def test_invalid_utf8_in_html_is_counted_too(runner, tmp_path):
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "page.html").write_bytes(b"<html><head><meta charset='utf-8'><title>Caf\xc3\xa9</title></head>"
+                                     b"<body><main><h1>Menu</h1><p>The caf\xe9 serves \xff tea to the Widget team.</p></main></body></html>")
+    result = runner.invoke(cli, ["normalize", str(root)])
+    assert result.exit_code == 0, result.stderr
+    [doc] = records(result.stdout_bytes)
+    assert "\ufffd" in doc["text"]
+    [bad] = doc["meta"]["partial"]
+    assert bad["reason"] == "invalid_encoding" and bad["count"] == 2
+    assert "page.html: partial document: 2 invalid UTF-8 byte sequences replaced" in result.stderr
