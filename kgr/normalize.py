@@ -110,6 +110,9 @@ def _ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
     except UnicodeEncodeError:
         shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
         return records.error("normalize", f"{shown}: file name is not valid UTF-8", reason="bad_filename")
+    why = records.doc_path_problem(rel)
+    if why is not None:  # e.g. "c:notes.md" at the root reads as a drive letter: load and the tools would refuse it
+        return records.error("normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_path")
     return FileRef(str(path), rel, st.st_size, int(st.st_mtime * 1000))
 
 

@@ -237,3 +237,19 @@ def test_invalid_utf8_in_html_is_counted_too(runner, tmp_path):
     [bad] = doc["meta"]["partial"]
     assert bad["reason"] == "invalid_encoding" and bad["count"] == 2
     assert "page.html: partial document: 2 invalid UTF-8 byte sequences replaced" in result.stderr
+
+
+def test_a_file_name_load_would_refuse_is_an_error_at_discovery_not_a_silent_failure(runner, tmp_path):
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "c:notes.md").write_text("# C\n\nReads as a drive letter.\n")  # absolute on Windows: confine refuses it
+    (root / "d.md").write_text("# D\n\nFine.\n")
+    db = tmp_path / "kb.sqlite"
+    result = runner.invoke(cli, ["ingest", str(root), "--db", str(db), "--no-graph", "--no-embed"])
+    assert result.exit_code == 1
+    assert "c:notes.md: the path is absolute, so it cannot be stored [bad_path]" in result.stderr
+    assert "1 failed" in result.stderr  # the file, not also its orphaned chunk
+    from kgr.store import Store
+
+    with Store(db, readonly=True) as store:
+        assert store.query("SELECT path FROM docs") == [("d.md",)]
