@@ -112,7 +112,7 @@ def _ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
         return records.error("normalize", f"{shown}: file name is not valid UTF-8", reason="bad_filename")
     why = records.doc_path_problem(rel)
     if why is not None:  # e.g. "c:notes.md" at the root reads as a drive letter: load and the tools would refuse it
-        return records.error("normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_path")
+        return records.error("normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_filename")
     return FileRef(str(path), rel, st.st_size, int(st.st_mtime * 1000))
 
 
@@ -187,7 +187,9 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             entries = list(os.scandir(d))
         except OSError as exc:
             shown = d.relative_to(root).as_posix() + "/"
-            out.append((shown, _unreadable(shown, d, exc), None))
+            err = _unreadable(shown, d, exc)
+            err["message"] = err["message"].replace("cannot read:", "cannot list the folder:") + " (name it in .kgrignore to skip it)"
+            out.append((shown, err, None))
             continue
         for entry in entries:
             name = entry.name

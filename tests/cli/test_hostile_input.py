@@ -247,9 +247,33 @@ def test_a_file_name_load_would_refuse_is_an_error_at_discovery_not_a_silent_fai
     db = tmp_path / "kb.sqlite"
     result = runner.invoke(cli, ["ingest", str(root), "--db", str(db), "--no-graph", "--no-embed"])
     assert result.exit_code == 1
-    assert "c:notes.md: the path is absolute, so it cannot be stored [bad_path]" in result.stderr
+    assert "c:notes.md: the path is absolute, so it cannot be stored [bad_filename]" in result.stderr
     assert "1 failed" in result.stderr  # the file, not also its orphaned chunk
     from kgr.store import Store
 
     with Store(db, readonly=True) as store:
         assert store.query("SELECT path FROM docs") == [("d.md",)]
+
+
+def test_a_folder_that_cannot_be_listed_is_an_error_record_unless_ignored(tmp_path, monkeypatch):
+    from kgr.normalize import FileRef, discover
+
+    root = tmp_path / "kb"
+    (root / "locked").mkdir(parents=True)
+    (root / "locked" / "secret.md").write_text("x")
+    (root / "a.md").write_text("# A\n")
+    real_scandir = os.scandir
+
+    def scandir(path):  # as for a folder of another user (the tests may run as root, where chmod 000 reads anyway)
+        if os.fspath(path) == str(root / "locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    found = list(discover([str(root)], root=str(root)))
+    assert [f.rel_path for f in found if isinstance(f, FileRef)] == ["a.md"]
+    [err] = [f for f in found if isinstance(f, dict)]
+    assert err["reason"] == "unreadable" and err["path"] == "locked/"
+    assert "cannot list the folder: Permission denied" in err["message"] and ".kgrignore" in err["message"]
+    (root / ".kgrignore").write_text("locked/\n")
+    assert [f.rel_path for f in discover([str(root)], root=str(root))] == ["a.md"]
