@@ -62,8 +62,7 @@ def test_symlink_loop_named_on_the_command_line_is_an_error_record(runner, loope
     assert out[0]["reason"] == "symlink_loop" and out[1]["path"] == "a.md"
 
 
-def test_ingest_stores_the_other_files_despite_a_symlink_loop(runner, looped, tmp_path, monkeypatch):
-    monkeypatch.setenv("KGR_EMBED_MODEL", "fake")
+def test_ingest_stores_the_other_files_despite_a_symlink_loop(runner, looped, tmp_path):
     db = tmp_path / "kb.sqlite"
     result = runner.invoke(cli, ["ingest", str(looped), "--db", str(db), "--no-embed", "--no-graph"])
     assert "Traceback" not in result.stderr and not isinstance(result.exception, RuntimeError)
@@ -182,7 +181,7 @@ def test_truncated_and_misdecoded_documents_are_marked_partial_and_warned_about(
     assert "partial" in bad_line and "4 invalid UTF-8 byte sequences replaced" in bad_line
 
 
-def test_ingest_warns_and_status_reports_partial_documents(runner, partial_kb, tmp_path, monkeypatch):
+def test_ingest_warns_and_status_reports_partial_documents(runner, partial_kb, tmp_path):
     root, cfg = partial_kb
     db = tmp_path / "kb.sqlite"
     result = runner.invoke(cli, ["ingest", str(root), "--db", str(db), "--config", str(cfg), "--no-graph", "--no-embed"])
