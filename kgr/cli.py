@@ -81,7 +81,22 @@ class Counter:
                 self.errors += 1
                 if rec.get("stage") == self.stage or rec.get("stage") == "input":
                     warn(error_line(rec))
+            elif self.stage == "normalize" and rec.get("kind") == "doc" and partial_reasons(rec):
+                warn(partial_line(rec))  # a warning, not an error: the document is kept, the exit status stays 0
             yield rec
+
+
+def partial_reasons(doc: dict) -> list[str]:
+    """Why a doc record is partial (truncated, bytes replaced): empty when it is whole."""
+    meta = doc.get("meta")
+    partial = meta.get("partial") if isinstance(meta, dict) else None
+    if not isinstance(partial, list):
+        return []
+    return [str(p.get("message") or p.get("reason")) if isinstance(p, dict) else str(p) for p in partial]
+
+
+def partial_line(doc: dict, stage: str = "normalize") -> str:
+    return f"{stage}: {printable(str(doc.get('path')))}: partial document: {'; '.join(partial_reasons(doc))} [partial]"
 
 
 def error_line(rec: dict) -> str:
@@ -1058,7 +1073,8 @@ def ingest(paths, db, root, prune, progress, graph, embed, as_json, config_path)
     # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
     with WriterLock(path), Store(path) as store:
         summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, graph=graph,
-                                  embed=embed, on_error=lambda r: warn(error_line(r)))
+                                  embed=embed, on_error=lambda r: warn(error_line(r)),
+                                  on_partial=lambda r: warn(partial_line(r)))
     if as_json:
         emit([summary.as_dict()])
     else:
@@ -1181,7 +1197,7 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
     if fix and not report["ok"]:
         with WriterLock(path), Store(path) as store:
             summary = verify_mod.fix(store, directory, report, config=cfg, graph=graph, embed=embed,
-                                     on_error=lambda r: warn(error_line(r)))
+                                     on_error=lambda r: warn(error_line(r)), on_partial=lambda r: warn(partial_line(r)))
             report["fixed"] = summary.as_dict()
             after = verify_mod.check(store, directory)
         report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale")}

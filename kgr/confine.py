@@ -36,20 +36,35 @@ def refuse() -> OutsideRoot:
     return OutsideRoot(NOT_FOUND)
 
 
+def problem(user: object, *, max_chars: int = MAX_PATH_CHARS) -> str | None:
+    """Why ``user`` is not a relative path that stays under a root, or None when it is.
+
+    The one syntactic check (before any I/O) of a path from outside: tools refuse such a
+    path with the same message whatever the problem (:func:`relpath`); ``kgr load`` names
+    the problem, as the path is the user's own input.
+    """
+    if not isinstance(user, str):
+        return f"is not a string but {type(user).__name__}"
+    if len(user) > max_chars:
+        return f"is longer than {max_chars} characters"
+    if "\x00" in user:
+        return "contains a NUL character"
+    text = user.strip()
+    if text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":" and text[0].isalpha()):
+        return "is absolute"  # POSIX, UNC or drive letter
+    if any(p == ".." for p in text.split("/")):
+        return "has a '..' component"
+    return None
+
+
 def relpath(user: object, *, max_chars: int = MAX_PATH_CHARS) -> str:
     """``user`` as a normalised relative path ('a/b.md'), or OutsideRoot.
 
     '.' components and repeated slashes are dropped; '' and '.' mean the root itself.
     """
-    if not isinstance(user, str) or len(user) > max_chars or "\x00" in user:
+    if problem(user, max_chars=max_chars) is not None:
         raise refuse()
-    text = user.strip()
-    if text.startswith(("/", "\\")) or (len(text) > 1 and text[1] == ":" and text[0].isalpha()):
-        raise refuse()  # absolute (POSIX, UNC or drive letter)
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if any(p == ".." for p in parts):
-        raise refuse()
-    return "/".join(parts)
+    return "/".join(p for p in user.strip().split("/") if p not in ("", "."))
 
 
 def real_root(root: str | os.PathLike) -> Path:

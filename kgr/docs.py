@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 RECORD_FIELDS = {
     "doc": "path (relative to the knowledge root), source (file, memory, url), format, mtime_ms, size, file_hash "
            "(sha256 of the file), hash (sha256 of the normalized text), title, lang, text (normalized Markdown), "
-           "meta (breadcrumbs, tags, front_matter, redactions, dedup_removed, truncated)",
+           "meta (breadcrumbs, tags, front_matter, redactions, dedup_removed, truncated, and partial when the document "
+           "is kept but not whole: a list of reasons, truncated or invalid_encoding, each with a message)",
     "chunk": "doc (path), ord, text, prelude (path \\(bu section \\(bu last headings), section, headings, start and end "
              "(offsets into the doc text), tokens, hash, chunk_kind",
     "mention": "chunk (doc path#ord), surface, type, start and end (in the chunk), score, source (regex, code, gazetteer, "
@@ -31,11 +32,12 @@ RECORD_FIELDS = {
     "relation": "src, dst (surfaces; entity keys after link), rel (defines, refers_to, part_of, uses, depends_on, precedes, "
                 "owned_by, located_in, cites, same_as), confidence, pattern, evidence (chunk, doc, start, end, sentence)",
     "vector fields": "embedding (base64 of little-endian float32), model, dim, added to chunk and entity records by embed",
-    "error": "stage, message, path or line, reason (a short class such as binary, timeout, encrypted, too_large)",
+    "error": "stage, message, path or line, reason (a short class such as binary, timeout, encrypted, too_large, "
+             "symlink_loop, bad_path)",
 }
 
 EXIT_TEXT = {
-    ExitStatus.OK: "success",
+    ExitStatus.OK: "success; a document kept but not whole (meta.partial) is a warning on stderr and in kgr status, not an error",
     ExitStatus.ERROR: "bad input or a runtime error; a stage that emitted error records exits 1 at the end",
     ExitStatus.USAGE: "usage error (unknown option, missing argument)",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",

@@ -44,6 +44,12 @@ class BadRecord(KgrError):
         self.reason = reason
 
 
+class BadPath(BadRecord):
+    """A record whose path could not name a file under the knowledge root."""
+
+    code = "bad_path"
+
+
 class ConfigError(KgrError):
     pass
 

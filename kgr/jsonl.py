@@ -32,7 +32,7 @@ def read(stream: IO[bytes], *, stage: str = "input", strict: bool = False) -> It
         except BadRecord as exc:
             if strict:
                 raise
-            yield records.error(stage, str(exc), line=lineno)
+            yield records.error(stage, str(exc), line=lineno, reason=getattr(exc, "code", None))
 
 
 def dumps(record: dict) -> bytes:

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from . import graphstore as graph
-from .errors import BadRecord
+from .errors import BadPath, BadRecord
 from . import records
 from .store import Store, dumps, now_ms
 
@@ -89,8 +89,16 @@ def group_records(recs: Iterable[dict], summary: LoadSummary) -> Iterator[DocGro
         if kind == records.DOC:
             if current is not None:
                 yield current
+            current = None
+            why = records.doc_path_problem(rec.get("path"))
+            if why is not None:  # its chunks and derived records become orphans, never another doc's
+                yield records.error("load", records.bad_path_message(rec.get("path"), why), reason=BadPath.code)
+                continue
             current = DocGroup(rec)
         elif kind == records.ERROR:
+            if rec.get("reason") == BadPath.code and current is not None:
+                yield current  # a doc refused upstream: what follows it is not the previous doc's
+                current = None
             yield rec
         elif kind == records.CHUNK:
             if current is not None and rec.get("doc") == current.doc["path"]:

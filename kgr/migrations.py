@@ -349,11 +349,20 @@ CREATE INDEX IF NOT EXISTS idx_mentions_in_title ON mentions(entity_id, chunk_id
   WHERE json_extract(features, '$.in_title');
 """
 
+# `kgr status` lists the documents kept but not whole (meta.partial: truncated, bytes
+# replaced) without reading every document: meta is stored after the text, so a scan would
+# read the whole corpus
+M006_PARTIAL_DOCS = """
+CREATE INDEX IF NOT EXISTS idx_docs_partial ON docs(path)
+  WHERE json_extract(meta, '$.partial') IS NOT NULL;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
     ("m002_memory", M002_MEMORY),
     ("m005_title_mentions", M005_TITLE_MENTIONS),
+    ("m006_partial_docs", M006_PARTIAL_DOCS),
 ]
 
 LATEST = len(MIGRATIONS)

@@ -15,6 +15,7 @@ than a path that would not round-trip.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
@@ -110,6 +111,9 @@ def _ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
     except UnicodeEncodeError:
         shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
         return records.error("normalize", f"{shown}: file name is not valid UTF-8", reason="bad_filename")
+    why = records.doc_path_problem(rel)
+    if why is not None:  # e.g. "c:notes.md" at the root reads as a drive letter: load and the tools would refuse it
+        return records.error("normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_filename")
     return FileRef(str(path), rel, st.st_size, int(st.st_mtime * 1000))
 
 
@@ -131,11 +135,16 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
             if not p.exists() and not p.is_symlink():
                 yield records.error("normalize", f"{match}: no such file or directory", path=match, reason="not_found")
                 continue
-            real = p.resolve()
+            real = Path(os.path.realpath(p))  # never raises, even on a loop
             if not _inside(real, root_path):
                 yield records.error("normalize", f"{match}: outside the knowledge root {root_path}", path=match, reason="outside_root")
                 continue
-            if real.is_dir():
+            try:
+                st = os.stat(p)
+            except OSError as exc:
+                yield _unreadable(match, p, exc)
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 for item in _walk(real, root_path, ignore):
                     key = item.rel_path if isinstance(item, FileRef) else item["message"]
                     if key not in seen:
@@ -146,39 +155,61 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
                 if fmt is None:
                     yield records.error("normalize", f"{match}: unsupported file type {real.suffix or '(none)'}", path=match, reason="unsupported")
                     continue
-                item = _ref(real, root_path, real.stat())
+                item = _ref(real, root_path, st)
                 key = item.rel_path if isinstance(item, FileRef) else item["message"]
                 if key not in seen:
                     seen.add(key)
                     yield item
 
 
+def _unreadable(shown: str, path: Path, exc: OSError) -> dict:
+    """The error record of a directory entry that cannot be followed or read."""
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:  # a name that is not UTF-8 cannot be a JSON string
+        shown = os.fsencode(shown).decode("utf-8", "backslashreplace")
+    if exc.errno == errno.ELOOP:
+        return records.error("normalize", f"{shown}: symlink loop (the link never reaches a file)", path=shown, reason="symlink_loop")
+    if exc.errno == errno.ENOENT and path.is_symlink():
+        return records.error("normalize", f"{shown}: broken symlink (its target does not exist)", path=shown, reason="broken_symlink")
+    return records.error("normalize", f"{shown}: cannot read: {exc.strerror or exc}", path=shown, reason="unreadable")
+
+
 def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | dict]:
+    """Files under ``directory``, sorted by path. An entry that cannot be followed (a
+    symlink loop, a broken link, no permission) becomes an error record in its place when
+    discovery would have read it (a supported suffix; a loop whatever its name, as it may
+    stand for a folder), and so does a folder that cannot be listed; the walk goes on."""
     stack = [directory]
-    out: list[tuple[str, Path, os.stat_result]] = []
+    out: list[tuple[str, Path | dict, os.stat_result | None]] = []
     while stack:
         d = stack.pop()
         try:
             entries = list(os.scandir(d))
-        except OSError:
+        except OSError as exc:
+            shown = d.relative_to(root).as_posix() + "/"
+            err = _unreadable(shown, d, exc)
+            err["message"] = err["message"].replace("cannot read:", "cannot list the folder:") + " (name it in .kgrignore to skip it)"
+            out.append((shown, err, None))
             continue
         for entry in entries:
             name = entry.name
             if _ignored(name):
                 continue
             p = Path(entry.path)
-            try:
-                if entry.is_symlink():
-                    real = p.resolve()
-                    if not _inside(real, root):
-                        continue  # never follow a link out of the root
-                    st = real.stat()
-                else:
-                    st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
             rel = p.relative_to(root).as_posix()
             if ignore and _matches_ignore(rel, ignore):
+                continue
+            try:
+                if entry.is_symlink():
+                    if not _inside(Path(os.path.realpath(p)), root):
+                        continue  # never follow a link out of the root
+                    st = os.stat(p)
+                else:
+                    st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP or p.suffix.lower() in FORMATS:
+                    out.append((rel, _unreadable(rel, p, exc), None))
                 continue
             if stat.S_ISDIR(st.st_mode):
                 if not entry.is_symlink():
@@ -187,7 +218,7 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             if stat.S_ISREG(st.st_mode) and p.suffix.lower() in FORMATS:
                 out.append((rel, p, st))
     for rel, p, st in sorted(out, key=lambda x: x[0]):
-        yield _ref(p, root, st)
+        yield p if isinstance(p, dict) else _ref(p, root, st)
 
 
 # -- normalization -------------------------------------------------------------------------
@@ -324,10 +355,23 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
             meta["tags"] = [str(t) for t in tags]
     text, removed = dedup_paragraphs(text, threshold=options.dedup_threshold, min_chars=options.min_dedup_chars)
     meta["dedup_removed"] = removed
+    partial = []
+    invalid = meta.pop("invalid_sequences", None)
+    if invalid:
+        n, encoding = invalid["count"], invalid["encoding"]
+        partial.append({"reason": "invalid_encoding", "encoding": encoding, "count": n,
+                        "message": f"{n} invalid {encoding} byte sequence{'s' if n != 1 else ''} replaced with U+FFFD"})
+    stopped_early = bool(meta.pop("stopped_early", False))
     truncated = len(text) > options.max_chars
     if truncated:
+        total = len(text)
         text = text[: options.max_chars]
+        partial.append({"reason": "truncated", "kept_chars": options.max_chars, "total_chars": total,
+                        "total_known": not stopped_early,
+                        "message": f"kept the first {options.max_chars} of {'more than ' if stopped_early else ''}{total} characters"})
     meta["truncated"] = truncated
+    if partial:
+        meta["partial"] = partial  # kept, but not whole: warned about on stderr and listed by `kgr status`
     if "breadcrumbs" not in meta:
         meta["breadcrumbs"] = ref.rel_path.split("/")[:-1]
     title = _title(front, text, meta, ref.rel_path)

@@ -11,6 +11,7 @@ import codecs
 import io
 import re
 import statistics
+import threading
 import zipfile
 from dataclasses import dataclass
 from typing import Any
@@ -59,19 +60,49 @@ def sniff_binary(head: bytes) -> str | None:
 def decode_text(data: bytes) -> str:
     """Bytes to str without ever raising: BOMs honoured, invalid UTF-8 becomes U+FFFD,
     NULs removed, CR and CRLF line ends become LF."""
-    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8"),
-                     (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+    return decode_text_counted(data)[0]
+
+
+_replacements = threading.local()
+
+
+def _count_replacement(exc: UnicodeError):
+    _replacements.n += 1
+    return "\ufffd", exc.end
+
+
+codecs.register_error("kgr.count_replace", _count_replacement)
+
+
+def decode_text_counted(data: bytes) -> tuple[str, int]:
+    """:func:`decode_text`, and how many invalid byte sequences became U+FFFD (a U+FFFD
+    that was in the file is not counted)."""
+    text, _, count = decode_text_reporting(data)
+    return text, count
+
+
+def decode_text_reporting(data: bytes) -> tuple[str, str, int]:
+    """(text, encoding name, invalid byte sequences replaced)."""
+    for bom, enc, name in ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+                           (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+                           (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16")):
         if data.startswith(bom):
-            text = data[len(bom):].decode(enc, errors="replace")
+            body = data[len(bom):]
             break
     else:
-        text = data.decode("utf-8", errors="replace")
+        body, enc, name = data, "utf-8", "UTF-8"
+    try:
+        text, count = body.decode(enc), 0
+    except UnicodeDecodeError:
+        _replacements.n = 0
+        text = body.decode(enc, errors="kgr.count_replace")
+        count = _replacements.n
     if "\x00" in text:
         text = text.replace("\x00", "")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     # lone surrogates cannot be stored as UTF-8
-    return text.encode("utf-8", "replace").decode("utf-8")
+    return text.encode("utf-8", "replace").decode("utf-8"), name, count
 
 
 def undecodable_share(text: str) -> float:
@@ -82,10 +113,10 @@ def parse_text(data: bytes, fmt: str) -> tuple[str, dict[str, Any]]:
     kind = sniff_binary(data[:8192])
     if kind is not None:
         raise ParseFailure("binary", f"binary content ({kind}) in a .{fmt} file")
-    text = decode_text(data)
+    text, encoding, replaced = decode_text_reporting(data)
     if len(text) > 1000 and undecodable_share(text) > 0.01:
         raise ParseFailure("binary", "more than 1% of the bytes are not text")
-    return text, {}
+    return text, ({"invalid_sequences": {"encoding": encoding, "count": replaced}} if replaced else {})
 
 
 # -- HTML ----------------------------------------------------------------------------
@@ -108,6 +139,11 @@ def parse_html(data: bytes, limits: Limits) -> tuple[str, dict[str, Any]]:
 
     soup = BeautifulSoup(data, "lxml")
     meta: dict[str, Any] = {}
+    if (soup.original_encoding or "").lower().replace("_", "-") in ("utf-8", "utf8"):
+        # lxml replaces invalid UTF-8 with U+FFFD without a word (contains_replacement_characters stays False)
+        _, _, replaced = decode_text_reporting(data)
+        if replaced:
+            meta["invalid_sequences"] = {"encoding": "UTF-8", "count": replaced}
     title_tag = soup.find("title")
     if title_tag and title_tag.get_text(strip=True):
         meta["html_title"] = title_tag.get_text(" ", strip=True)
@@ -194,7 +230,8 @@ def parse_pdf(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
             total += sum(len(t) for t, _ in out)
             if total > limits.max_chars:
                 break
-    return _pdf_markdown(pages), {"pages": n}
+    # pages left unread: the text's true length is unknown (finish_doc says "at least")
+    return _pdf_markdown(pages), {"pages": n, **({"stopped_early": True} if len(pages) < n else {})}
 
 
 def _pdf_markdown(pages: list[list[tuple[str, float]]]) -> str:
@@ -309,6 +346,7 @@ def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
         raise ParseFailure("malformed", f"not a readable DOCX: {type(exc).__name__}: {exc}") from None
     out: list[str] = []
     total = 0
+    stopped = False
     body = document.element.body
     for child in body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
@@ -343,8 +381,9 @@ def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
                 out.append("\n".join(rows))
         total += len(out[-1]) if out else 0
         if total > limits.max_chars:
+            stopped = True
             break
-    return "\n\n".join(out).strip() + "\n", {}
+    return "\n\n".join(out).strip() + "\n", ({"stopped_early": True} if stopped else {})
 
 
 # -- dispatch (runs in the child) --------------------------------------------------------

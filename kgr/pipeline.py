@@ -33,13 +33,15 @@ class IngestSummary:
     extracted: int = 0  # documents whose graph was (re)built
     embedded: int = 0  # chunk and entity vectors stored (from the model or the cache)
     moved: int = 0  # documents given a new path with their rows and vectors kept (sync_paths)
+    partial: int = 0  # documents stored but not whole (truncated, undecodable bytes replaced): see meta.partial
     seconds: float = 0.0
 
     def line(self) -> str:
         moved = f"{self.moved} moved, " if self.moved else ""
+        partial = f"{self.partial} partial, " if self.partial else ""
         return (
             f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
-            f"{self.failed} failed, {moved}{self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
+            f"{self.failed} failed, {partial}{moved}{self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
             f"{self.embedded} vectors in {self.seconds:.1f}s"
         )
 
@@ -96,7 +98,10 @@ def ingest(
     on_error: Callable[[dict], None] | None = None,
     graph: bool = True,
     embed: bool = True,
+    on_partial: Callable[[dict], None] | None = None,
 ) -> IngestSummary:
+    """``on_error`` is called with each error record; ``on_partial`` with each doc record
+    stored but not whole (``meta.partial``), counted in ``summary.partial``."""
     from . import config as config_mod
     from . import normalize as norm
 
@@ -125,9 +130,14 @@ def ingest(
         with store.write() as conn:
             conn.executemany("UPDATE docs SET mtime_ms=?, size=? WHERE path=?", touched)
 
+    def partial(doc: dict) -> None:
+        summary.partial += 1
+        if on_partial:
+            on_partial(doc)
+
     load_summary = LoadSummary()
     if changed:
-        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error)
+        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error, partial)
     else:
         for err in errors:
             if on_error:
@@ -195,7 +205,7 @@ def _file_hash(path: str) -> str:
     return h.hexdigest()
 
 
-def _run_stages(changed, store, cfg, root_path, errors, progress, on_error) -> LoadSummary:
+def _run_stages(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
     from . import chunk as chunking
     from . import normalize as norm
 
@@ -208,6 +218,8 @@ def _run_stages(changed, store, cfg, root_path, errors, progress, on_error) -> L
             if rec.get("kind") == records.DOC or (rec.get("kind") == records.ERROR and rec.get("stage") == "normalize"):
                 if bar is not None:
                     bar.advance(rec.get("path"))
+                if rec.get("kind") == records.DOC and (rec.get("meta") or {}).get("partial"):
+                    on_partial(rec)
             yield rec
 
     def notify(recs: Iterable[dict]) -> Iterator[dict]:
@@ -282,6 +294,7 @@ def sync_paths(
     graph: bool = True,
     embed: bool = True,
     on_error: Callable[[dict], None] | None = None,
+    on_partial: Callable[[dict], None] | None = None,
 ) -> IngestSummary:
     """Make the database agree with what is on disk now at ``paths`` (files or folders,
     present or gone, absolute or relative to ``root``); ``None`` reconciles the whole root.
@@ -341,8 +354,8 @@ def sync_paths(
             present.pop(ref.rel_path, None)
 
     inner = ingest(list(present.values()), store, root=str(root_path), config=config,
-                   prune=False, graph=False, embed=False, on_error=on_error)
-    for name in ("ingested", "unchanged", "failed", "chunks"):
+                   prune=False, graph=False, embed=False, on_error=on_error, on_partial=on_partial)
+    for name in ("ingested", "unchanged", "failed", "chunks", "partial"):
         setattr(summary, name, getattr(inner, name))
     summary.seen = inner.seen + summary.moved
     # Purge only what is still missing now: a file written back meanwhile stays.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable, Iterator
 
-from .errors import BadRecord
+from .errors import BadPath, BadRecord
 
 DOC = "doc"
 CHUNK = "chunk"
@@ -58,7 +58,36 @@ def check(record: Any, line: int | None = None) -> dict:
     for field in REQUIRED.get(kind, ()):
         if field not in record:
             raise BadRecord(line, f'{kind} record has no "{field}" field')
+    if kind == DOC:
+        why = doc_path_problem(record["path"])
+        if why is not None:
+            raise BadPath(line, bad_path_message(record["path"], why))
     return record
+
+
+def doc_path_problem(path: Any) -> str | None:
+    """Why ``path`` cannot be a doc record's path, or None when it can.
+
+    A doc path names a file relative to the knowledge root: it passes the check every
+    path a tool receives passes (kgr.confine: no NUL, not absolute, no '..'), and it is
+    in the form discovery gives (no empty or '.' component), so that ``kgr verify``
+    and pruning can find its file, and remove the document when the file is gone.
+    """
+    from .confine import problem
+
+    why = problem(path)
+    if why is not None:
+        return why
+    if not path.strip():
+        return "is empty"
+    if any(part in ("", ".") for part in path.split("/")):
+        return "is not in normal form (an empty or '.' component)"
+    return None
+
+
+def bad_path_message(path: Any, why: str) -> str:
+    shown = path if not isinstance(path, str) or len(path) <= 120 else path[:120] + "..."
+    return f'doc record\'s "path" {shown!r} {why}'
 
 
 def error(stage: str, message: str, **fields: Any) -> dict:

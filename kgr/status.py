@@ -16,6 +16,26 @@ TABLES = (
 )
 
 
+PARTIAL_SAMPLE = 10  # partial documents listed by name; the count covers them all
+# The WHERE clause is the index's own (m006), so both read idx_docs_partial, never the texts.
+PARTIAL_WHERE = "json_extract(meta, '$.partial') IS NOT NULL"
+PARTIAL_QUERY = f"SELECT path, json_extract(meta, '$.partial') FROM docs WHERE {PARTIAL_WHERE} ORDER BY path LIMIT ?"
+
+
+def partial_docs(store: Store, limit: int = PARTIAL_SAMPLE) -> dict[str, Any]:
+    """Documents stored but not whole: how many, and the first ``limit`` by path with why."""
+    import orjson
+
+    count = store.scalar(f"SELECT count(*) FROM docs WHERE {PARTIAL_WHERE}")
+    docs = []
+    for path, partial in store.query(PARTIAL_QUERY, (limit,)) if count else ():
+        items = orjson.loads(partial) if partial else []
+        reasons = [str(p.get("message") or p.get("reason")) if isinstance(p, dict) else str(p)
+                   for p in (items if isinstance(items, list) else [items])]
+        docs.append({"path": path, "reasons": reasons})
+    return {"count": count, "docs": docs}
+
+
 def status(store: Store) -> dict[str, Any]:
     counts = {t: store.scalar(f"SELECT count(*) FROM {t}") for t in TABLES if _has_table(store, t)}
     counts["chunks_fts"] = store.scalar("SELECT count(*) FROM chunks_fts_docsize") if _has_table(store, "chunks_fts_docsize") else None
@@ -35,6 +55,7 @@ def status(store: Store) -> dict[str, Any]:
         "root": _root(store),
         "counts": counts,
         "docs_by_status": by_status,
+        "partial_docs": partial_docs(store),
         "last_file": store.get_meta("last_file"),
         "last_ingest_ms": _int(store.get_meta("last_ingest_ms")),
         "last_error": store.get_meta("last_error"),
@@ -113,7 +134,19 @@ def print_status(info: dict[str, Any], out=None) -> None:
     docs = info["docs_by_status"]
     if docs:
         w("documents  " + ", ".join(f"{n} {s}" for s, n in sorted(docs.items())) + "\n")
+    partial = info.get("partial_docs") or {}
+    if partial.get("count"):
+        n = partial["count"]
+        w(f"partial    {n} document{'s' if n != 1 else ''} kept but not whole\n")
+        for d in partial["docs"]:
+            w(f"  {_printable(d['path'])}: {'; '.join(d['reasons'])}\n")
+        if n > len(partial["docs"]):
+            w(f"  and {n - len(partial['docs'])} more\n")
     w("counts\n")
     for table, n in info["counts"].items():
         if n is not None:
             w(f"  {table:<18} {n:>9}\n")
+
+
+def _printable(text: str) -> str:
+    return text.encode("unicode_escape", "backslashreplace").decode("ascii") if not text.isprintable() else text

@@ -108,7 +108,8 @@ def storage_check(store: Store) -> dict[str, Any]:
 
 
 def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config=None, graph: bool = True,
-        embed: bool = True, on_error: Callable[[dict], None] | None = None):
+        embed: bool = True, on_error: Callable[[dict], None] | None = None,
+        on_partial: Callable[[dict], None] | None = None):
     """Re-ingest every path ``report`` (from ``check``) found missing, extra or stale.
 
     A stale document's stored stat is cleared first, so the fast path cannot skip it
@@ -120,4 +121,5 @@ def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config
     if report["stale"]:
         with store.write() as conn:
             conn.executemany("UPDATE docs SET mtime_ms=NULL, size=NULL WHERE path=?", [(p,) for p in report["stale"]])
-    return sync_paths(store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error)
+    return sync_paths(store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error,
+                      on_partial=on_partial)

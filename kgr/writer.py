@@ -240,7 +240,7 @@ class Writer:
 
         def job(store: Store):
             return pipeline.sync_paths(store, self.root, targets, config=self.config, graph=self.graph,
-                                       embed=self.embed, on_error=self._on_error)
+                                       embed=self.embed, on_error=self._on_error, on_partial=self._on_partial)
 
         label = "reconcile" if targets is None else f"ingest {len(targets)} path{'s' if len(targets) != 1 else ''}"
         return self.run(job, label=label)
@@ -370,6 +370,10 @@ class Writer:
         where = rec.get("path") or "?"
         self.last_error = f"{where}: {rec.get('message', 'error')}"
         log.warning("%s: %s", rec.get("stage", "ingest"), self.last_error)
+
+    def _on_partial(self, doc: dict) -> None:
+        reasons = "; ".join(str(p.get("message")) for p in (doc.get("meta") or {}).get("partial") or [])
+        log.warning("normalize: %s: partial document: %s", doc.get("path"), reasons)
 
     def _wait_time(self) -> float | None:
         if self._dirty:
