@@ -181,6 +181,7 @@ class Service:
         self.lock = threading.Lock()
         self.budget = Budget()
         self.store.conn.setprogresshandler(self.budget, 1000)
+        self.store.budget = self.budget  # Python loops in the library check it too (Store.check_deadline)
         self.writer = None
         self.watcher = None
         self._writer_lock = threading.Lock()
