@@ -341,6 +341,83 @@ def _boundary(fn: Callable) -> Callable:
     return run
 
 
+def argument_error(exc) -> str:
+    """A pydantic ValidationError of a tool's arguments as one sentence naming the argument and
+    the rule: "Argument k must be at most 100 (got 500)." Further problems are counted, not listed."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    name = ""
+    for part in first.get("loc", ()):
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    name = name or "arguments"
+    kind, ctx, value = first.get("type", ""), first.get("ctx") or {}, first.get("input")
+    got = f" (got {_shown(value)})"
+    if kind == "missing":
+        rule, got = "is required", ""
+    elif kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        words = {"less_than_equal": ("at most", "le"), "greater_than_equal": ("at least", "ge"),
+                 "less_than": ("less than", "lt"), "greater_than": ("more than", "gt")}[kind]
+        rule = f"must be {words[0]} {ctx.get(words[1])}"
+    elif kind == "string_too_short":
+        n = ctx.get("min_length", 1)
+        rule, got = ("must not be empty", "") if n == 1 else (f"must be at least {n} characters long", got)
+    elif kind == "string_too_long":
+        rule = f"must be at most {ctx.get('max_length')} characters long"
+        got = f" (got {len(value)} characters)" if isinstance(value, str) else got
+    elif kind in ("too_short", "too_long"):
+        n = ctx.get("min_length" if kind == "too_short" else "max_length")
+        rule = f"must have {'at least' if kind == 'too_short' else 'at most'} {n} item{'s' if n != 1 else ''}"
+        got = f" (got {ctx.get('actual_length', len(value) if hasattr(value, '__len__') else '?')})"
+    elif kind == "literal_error":
+        rule = f"must be {ctx.get('expected')}"
+    else:
+        rule = _RULES.get(kind) or ("is not valid: " + str(first.get("msg", "")).rstrip(".")[:200].lower())
+    more = len(errors) - 1
+    tail = f" (and {more} more problem{'s' if more != 1 else ''} with the arguments)" if more else ""
+    return f"Argument {name} {rule}{got}{tail}."
+
+
+_RULES = {
+    "int_parsing": "must be an integer", "int_type": "must be an integer", "int_from_float": "must be an integer",
+    "float_parsing": "must be a number", "float_type": "must be a number",
+    "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+    "string_type": "must be a string", "list_type": "must be a list", "dict_type": "must be an object",
+    "model_type": "must be an object", "model_attributes_type": "must be an object",
+}
+
+
+def _shown(value: Any) -> str:
+    """The rejected value, short: the caller's own data, so never echoed at length."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"a string of {len(value)} characters"
+    if isinstance(value, (list, tuple, dict)) and len(repr(value)) > 40:
+        return f"a{'n object' if isinstance(value, dict) else ' list'} of {len(value)} items"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _server_class():
+    """MCPServer whose argument refusals are :func:`argument_error` sentences (the SDK sends
+    pydantic's multi-line report, with URLs, which a model reads poorly)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class KgrServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if type(exc) is ToolError and isinstance(cause, ValidationError) and cause.errors():
+                    raise ToolError(argument_error(cause)) from cause
+                raise
+
+    return KgrServer
+
+
 # -- tool argument types -----------------------------------------------------------------------
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question or search text.")]
@@ -629,13 +706,12 @@ def _writer_status(svc: Service) -> dict[str, Any]:
 
 def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
     """An MCPServer with the tools of ``profile`` and the document resources."""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
     from mcp.server.mcpserver.resources.templates import ResourceSecurity
     from mcp_types import ToolAnnotations
 
     names = profile_tools(profile)
-    server = MCPServer(
+    server = _server_class()(
         name="kgr",
         title="kgr knowledge base",
         version=__version__,
