@@ -902,9 +902,12 @@ def run(opts: Options, cfg) -> None:
         from .writer import Writer
 
         writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
+    budget = (cfg.get("serve") or {}).get("time_budget_s", TIME_BUDGET_S)
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+        raise UsageError(f"serve.time_budget_s must be a positive number of seconds, not {budget!r}")
     try:
         svc = Service(db, cfg, root=Path(root).resolve() if root else None,
-                      secrets=[opts.token] if opts.token else [])
+                      secrets=[opts.token] if opts.token else [], time_budget=float(budget))
     except BaseException:
         if writer is not None:
             writer.close()

@@ -156,3 +156,18 @@ def test_a_spent_budget_stops_the_python_walks(tmp_path):
         sql, params = graph._edge_sql("graph_edges", "src", "dst", "both", None)
         with pytest.raises(apsw.InterruptError):
             graph._bfs_python(store.conn, 1, sql, params, None, check=store.check_deadline)
+
+
+def test_the_time_budget_is_a_setting_and_must_be_positive(tmp_path):
+    """serve.time_budget_s (KGR_SERVE_TIME_BUDGET_S) sets the budget; a useless value is refused
+    before the server starts."""
+    from click.testing import CliRunner
+
+    from kgr.cli import cli
+    from kgr.store import Store
+
+    db = tmp_path / "kb.sqlite"
+    Store(db).close()
+    for bad in ("0", "-1"):
+        res = CliRunner().invoke(cli, ["serve", "--db", str(db)], env={"KGR_SERVE_TIME_BUDGET_S": bad})
+        assert res.exit_code == 2 and "serve.time_budget_s must be a positive number" in res.stderr, res.stderr

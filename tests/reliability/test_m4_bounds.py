@@ -43,7 +43,10 @@ def hub_server(built_kb, tmp_path_factory):
     work = tmp_path_factory.mktemp("m4") / "kb"
     shutil.copytree(built_kb[0].parent, work, ignore=shutil.ignore_patterns("*.writer.lock"))
     add_hub(work / "kb.sqlite")
-    raw = RawStdio(["--db", str(work / "kb.sqlite"), "--profile", "all", "--config", str(work / "config.yaml")])
+    # A generous time budget: on a loaded 2-core machine a 10,000-node hub walk can pass the
+    # default 2 s, and this checks the clamping, not the speed (tests/bench has the timings).
+    raw = RawStdio(["--db", str(work / "kb.sqlite"), "--profile", "all", "--config", str(work / "config.yaml")],
+                   env={"KGR_SERVE_TIME_BUDGET_S": "30"})
     raw.call("hybrid_query", {"query": "warm up", "k": 1})  # the model and the vector matrix load
     yield raw
     raw.close()
@@ -131,7 +134,7 @@ def test_m4_hub_node_is_clamped(hub_server):
         assert not res["isError"], (name, res["content"][0]["text"][:300])
         size = len(json.dumps(frame).encode())
         out = res["structuredContent"]
-        assert dt <= 10.0, f"{name} took {dt:.2f} s"  # bounded (the 2 s budget plus a loaded machine's slack)
+        assert dt <= 30.0, f"{name} took {dt:.2f} s"  # bounded (by the fixture's time budget)
         assert size <= 1_000_000, f"{name}: {size} bytes"
         rows.append((name, round(dt, 3), size, out.get("truncated")))
         if name == "get_related" and args["concept"] == "Hub Central":
