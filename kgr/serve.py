@@ -20,6 +20,7 @@ the SDK's generic "Error executing tool NAME" (the traceback goes to stderr).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import ipaddress
@@ -50,6 +51,9 @@ MAX_QUERY_CHARS = 4000
 MAX_PATHS = 200
 MAX_NAME_CHARS = 512
 TIME_BUDGET_S = 2.0
+# How long a call waits for the read lane (calls run one at a time) before it gives up with an
+# error: a call stuck in work the budget cannot stop must not stall every later call.
+LANE_WAIT_S = 60.0
 # The compact JSON of a result; the SDK sends it twice (text and structured content), so a
 # response stays under 1 MB.
 MAX_RESULT_BYTES = 400_000
@@ -168,6 +172,7 @@ class Service:
     secrets: list[str] = field(default_factory=list)
     time_budget: float = TIME_BUDGET_S
     max_result_bytes: int = MAX_RESULT_BYTES
+    lane_wait: float = LANE_WAIT_S
 
     def __post_init__(self) -> None:
         from .store import Store
@@ -189,11 +194,22 @@ class Service:
 
     # -- reads ------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def lane(self):
+        """The read connection, one call at a time; a call that waits past ``lane_wait`` gets an error."""
+        if not self.lock.acquire(timeout=self.lane_wait):
+            raise StoreError(f"the server is still busy with an earlier request after {self.lane_wait:g} s",
+                             hint="call again shortly")
+        try:
+            yield self.store
+        finally:
+            self.lock.release()
+
     def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(store, ...)`` on the read connection, one call at a time, within the budget."""
         import apsw
 
-        with self.lock:
+        with self.lane():
             self.budget.start(self.time_budget)
             try:
                 return fn(self.store, *args, **kwargs)
@@ -676,7 +692,7 @@ class Tools:
         from . import kb
 
         svc = self.svc
-        with svc.lock:  # a whole-database check gets a longer budget than a query
+        with svc.lane():  # a whole-database check gets a longer budget than a query
             svc.budget.start(max(svc.time_budget, 30.0))
             try:
                 return kb.kb_health(svc.store, svc.root, full=full)

@@ -171,3 +171,30 @@ def test_the_time_budget_is_a_setting_and_must_be_positive(tmp_path):
     for bad in ("0", "-1"):
         res = CliRunner().invoke(cli, ["serve", "--db", str(db)], env={"KGR_SERVE_TIME_BUDGET_S": bad})
         assert res.exit_code == 2 and "serve.time_budget_s must be a positive number" in res.stderr, res.stderr
+
+
+def test_a_call_waiting_for_a_stuck_lane_gets_an_error_not_a_hang(graph):
+    """Should a call ever hold the read lane past its budget (work the budget cannot stop), later
+    calls give up after lane_wait with a clear error instead of waiting for ever."""
+    import threading
+
+    from kgr import config, serve
+
+    db, _ = graph
+    svc = make_service(db, config.load(None), lane_wait=0.5)
+    try:
+        client = Mcp(serve.build_server(svc, "authoring"))
+        args = {"node_pairs": [{"source_node_id": "Miles Davis", "target_node_id": "Kansas City"}]}
+        results = []
+        assert svc.lock.acquire(timeout=5)  # the stuck call
+        try:
+            t = threading.Thread(target=lambda: results.append(client.call("find_relationship_paths", args)), daemon=True)
+            t.start()
+            t.join(60)
+            assert not t.is_alive(), "the call waited for the stuck lane for over 60 s"
+        finally:
+            svc.lock.release()
+        assert "still busy with an earlier request" in error_text(results[0])
+        assert not client.call("find_relationship_paths", args).is_error  # the lane is free again
+    finally:
+        svc.close()
