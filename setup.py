@@ -6,11 +6,17 @@ an Extension only so that the system C compiler builds it on ``pip install``. Wh
 there is no compiler, or it fails, the install goes on without it, with a warning,
 and kgr.graph falls back to the recursive CTE. With ``pip install -e .``,
 setuptools copies the built library into kgr/ in the source tree.
+
+The man pages (man/*.1) are installed into PREFIX/share/man/man1 by ``pip install .``, so
+``man kgr`` finds them when PREFIX/bin is on PATH. An editable install installs no data
+files: there ``kgr man`` shows them, and ``kgr man --write DIR`` puts them where man looks.
 """
 
 from __future__ import annotations
 
 import warnings
+
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -59,4 +65,5 @@ setup(
         )
     ],
     cmdclass={"build_ext": OptionalBuildExt},
+    data_files=[("share/man/man1", sorted(str(p) for p in Path("man").glob("*.1")))],
 )

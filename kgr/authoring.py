@@ -28,6 +28,8 @@ MIN_PATH_STRENGTH = 0.3
 MAX_PATH_LENGTH = 4
 MAX_PATHS_PER_PAIR = 5
 MAX_EXPANSIONS = 200_000
+MAX_VISITED = 100_000  # nodes one breadth-first walk may visit
+DEADLINE_EVERY = 256  # path expansions between two checks of the time budget
 _REL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 
 
@@ -323,10 +325,13 @@ class _Graph:
         return self._adj[node_id]
 
 
-def _distances_to(store: Store, target: int, max_depth: int) -> dict[int, int]:
+def _distances_to(store: Store, target: int, max_depth: int) -> tuple[dict[int, int], bool]:
+    """Each node's distance to ``target`` (at most MAX_VISITED nodes), and whether that cap cut it."""
     from .graph import bfs
 
-    return {n: d for n, _, d in bfs(store.conn, target, max_depth=max_depth, direction="both")}
+    rows = bfs(store.conn, target, max_depth=max_depth, direction="both", max_nodes=MAX_VISITED + 1,
+               check=store.check_deadline)
+    return {n: d for n, _, d in rows[:MAX_VISITED]}, len(rows) > MAX_VISITED
 
 
 def find_paths(store: Store, source: Any, target: Any, *, max_length: int = MAX_PATH_LENGTH,
@@ -338,10 +343,9 @@ def find_paths(store: Store, source: Any, target: Any, *, max_length: int = MAX_
         raise AuthoringError("max_path_length must be between 1 and 8")
     src, dst = resolve_node(store, source), resolve_node(store, target)
     g = _Graph(store)
-    dist = _distances_to(store, dst["id"], max_length)
+    dist, truncated = _distances_to(store, dst["id"], max_length)
     found: list[tuple[float, list[int], list[tuple]]] = []
     expansions = 0
-    truncated = False
 
     def walk(nid: int, raw: float, nodes: list[int], steps: list[tuple]) -> None:
         nonlocal expansions, truncated
@@ -363,6 +367,8 @@ def find_paths(store: Store, source: Any, target: Any, *, max_length: int = MAX_
             if expansions > max_expansions:
                 truncated = True
                 return
+            if expansions % DEADLINE_EVERY == 0:
+                store.check_deadline()
             nodes.append(nxt)
             steps.append(edge)
             walk(nxt, raw * strength, nodes, steps)
@@ -472,10 +478,16 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
     type_votes: Counter = Counter()
     missing: list[dict[str, Any]] = []
     for term in search_terms:
+        store.check_deadline()
         hits = _search(store, term, search_strategy, max_results_per_term, embed_query, lookup)
         primary, rels, nearby, rtypes, tmpls = [], [], [], Counter(), Counter()
         seen_nearby: set[int] = set()
+        # Each nearby node's path runs up the parents of the one walk that reached it: the walks from
+        # two primary nodes near each other make each the other's parent, so the parents of
+        # different walks must never be mixed (that chain looped forever).
+        parents: dict[int, dict[int, int | None]] = {}
         for eid, score in hits:
+            store.check_deadline()
             n = node(store, eid)
             primary.append({"id": eid, "name": n["name"], "type": n["type"], "summary": n["summary"],
                             "similarity_score": round(score, 4)})
@@ -491,31 +503,24 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
                 if s == eid and rel in ("part_of", "located_in", "owned_by", "CHILD_OF"):
                     parent_votes[d] += score
                     parent_why.setdefault(d, []).append(f"{n['name']} {_words(rel)} it")
-            names = {}
-            for nid, parent, dist in bfs(store.conn, eid, max_depth=neighborhood_depth, direction="both"):
+            # Rows come in (distance, id) order and the loop below keeps at most max_nearby of them
+            # after skipping the root and those already kept: max_nearby + 1 rows give the same nodes.
+            rows = bfs(store.conn, eid, max_depth=neighborhood_depth, direction="both", max_nodes=max_nearby + 1,
+                       check=store.check_deadline)
+            parents[eid] = {nid: parent for nid, parent, _ in rows}
+            for nid, parent, dist in rows:
                 if dist == 0 or nid in seen_nearby or len(nearby) >= max_nearby:
                     continue
                 seen_nearby.add(nid)
-                names.setdefault(nid, None)
-                nearby.append({"id": nid, "distance": dist, "parent": parent})
-            if nearby:
-                ids = [x["id"] for x in nearby]
-                names = dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids))
-                names[eid] = n["name"]
-                for x in nearby:
-                    x["name"] = names.get(x["id"])
-        by_id = {x["id"]: x for x in nearby}
+                nearby.append({"id": nid, "distance": dist, "walk": eid})
+        names: dict[int, str] = {}
+        on_paths = sorted({p for walk in parents.values() for p in walk})
+        for i in range(0, len(on_paths), 500):
+            part = on_paths[i:i + 500]
+            names.update(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(part))})", part))
         for x in nearby:
-            chain, cur = [x.get("name") or str(x["id"])], x
-            while cur.get("parent") is not None and cur["parent"] in by_id:
-                cur = by_id[cur["parent"]]
-                chain.append(cur.get("name") or str(cur["id"]))
-            root = cur.get("parent")
-            if root is not None:
-                chain.append(store.scalar("SELECT name FROM entities WHERE id=?", (root,)) or str(root))
-            x["path"] = " -> ".join(reversed(chain))
-        for x in nearby:
-            x.pop("parent", None)
+            x["name"] = names.get(x["id"])
+            x["path"] = " -> ".join(names.get(i) or str(i) for i in _walk_path(parents[x.pop("walk")], x["id"]))
         entry: dict[str, Any] = {"primary_nodes": primary, "relationships": rels, "nearby_nodes": nearby}
         if include_relationship_types:
             entry["common_relationship_types"] = [r for r, _ in rtypes.most_common(5)]
@@ -540,12 +545,17 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
                              + (f"; it means: {desc}" if desc else "; not a registered relation type"))
     # Terms found far apart (no path within twice the depth) probably lack a node between them.
     found = [(t, neighborhoods[t]["primary_nodes"][0]) for t in search_terms if neighborhoods[t]["primary_nodes"]]
-    reach = {}
+    reach, cut = {}, set()
     for t, p in found:
-        reach[t] = {nid for nid, _, _ in bfs(store.conn, p["id"], max_depth=neighborhood_depth, direction="both")}
+        store.check_deadline()
+        rows = bfs(store.conn, p["id"], max_depth=neighborhood_depth, direction="both", max_nodes=MAX_VISITED + 1,
+                   check=store.check_deadline)
+        reach[t] = {nid for nid, _, _ in rows[:MAX_VISITED]}
+        if len(rows) > MAX_VISITED:
+            cut.add(t)  # a reach cut short cannot show that two terms are apart
     for i, (t1, p1) in enumerate(found):
         for t2, p2 in found[i + 1:]:
-            if p1["id"] != p2["id"] and not (reach[t1] & reach[t2]):
+            if p1["id"] != p2["id"] and t1 not in cut and t2 not in cut and not (reach[t1] & reach[t2]):
                 missing.append({"name": f"{p1['name']} … {p2['name']}",
                                 "reason": f"{p1['name']} and {p2['name']} are not connected within "
                                           f"{2 * neighborhood_depth} hops: a node linking them may be missing"})
@@ -555,6 +565,14 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
                                 "missing_intermediate_nodes": [m["name"] for m in missing],
                                 "explanations": {"suggested_relationship_types": type_reasons,
                                                  "missing_intermediate_nodes": {m["name"]: m["reason"] for m in missing}}}}
+
+
+def _walk_path(parents: dict[int, int | None], nid: int) -> list[int]:
+    """The ids from a walk's root to ``nid`` along that walk's parents (each once, so it ends)."""
+    path = [nid]
+    while (p := parents.get(path[-1])) is not None and p not in path:
+        path.append(p)
+    return path[::-1]
 
 
 def _template_name(store: Store, n: dict[str, Any]) -> str:

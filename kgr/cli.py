@@ -49,6 +49,29 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 input_argument = click.argument("input", type=click.File("rb"), default="-", required=False)
 
+null_option = click.option(
+    "-0", "--null", "null", is_flag=True,
+    help="Paths on stdin end with NUL, not newline (as find -print0 and xargs -0 use them).",
+)
+
+
+def stdin_paths(paths: tuple[str, ...], null: bool, command: str) -> list[str] | None:
+    """The paths a command reads from stdin when PATHS is empty or just -, else None (use PATHS).
+
+    One per line, or NUL-terminated with --null, so names holding newlines arrive whole; a name
+    that is not UTF-8 keeps its bytes (os.fsdecode)."""
+    if paths and list(paths) != ["-"]:
+        if null:
+            raise click.UsageError("--null applies to paths read from stdin: give no PATHS, or -")
+        return None
+    if sys.stdin.isatty():
+        end = "NUL-terminated" if null else "one per line"
+        warn(f"kgr {command}: reading paths from the terminal, {end} (Ctrl-D to end)")
+    data = sys.stdin.buffer.read()
+    if null:
+        return [os.fsdecode(p) for p in data.split(b"\0") if p]
+    return [os.fsdecode(line.rstrip(b"\r")) for line in data.split(b"\n") if line.strip()]
+
 
 def load_config(config_path: str | None, **overrides: Any):
     from . import config
@@ -195,16 +218,19 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 @click.option("--dedup-threshold", type=click.FloatRange(0, 1), help="Jaccard similarity above which a paragraph is a near-duplicate.")
 @click.option("--max-file-bytes", type=click.IntRange(1), help="Skip files larger than this.")
 @click.option("--workers", type=click.IntRange(0), help="Parser processes (0: one per core).")
+@null_option
 @config_option
-def normalize(paths, root, dedup_threshold, max_file_bytes, workers, config_path):
+def normalize(paths, root, dedup_threshold, max_file_bytes, workers, null, config_path):
     """Turn files into doc records (md, txt, html, pdf, docx).
 
-    PATHS are files, directories or globs; with none, paths are read from stdin,
-    one per line. Secrets are redacted before any text leaves the stage.
+    PATHS are files, directories or globs; with none (or -), paths are read from stdin,
+    one per line, or NUL-terminated with -0. Secrets are redacted before any text leaves
+    the stage.
 
     \b
     Example:
         kgr normalize examples/ | jq -r .title
+        find examples -name '*.md' -print0 | kgr normalize -0 --root examples
     """
     from . import normalize as norm
 
@@ -216,10 +242,8 @@ def normalize(paths, root, dedup_threshold, max_file_bytes, workers, config_path
             "normalize.workers": workers,
         },
     )
-    if not paths:
-        if sys.stdin.isatty():
-            warn("kgr normalize: reading paths from the terminal, one per line (Ctrl-D to end)")
-        paths = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    from_stdin = stdin_paths(paths, null, "normalize")
+    paths = paths if from_stdin is None else from_stdin
     counter = Counter("normalize")
     options = norm.NormalizeOptions.from_config(cfg)
     emit(counter.watch(norm.normalize(paths, root=root, options=options)))
@@ -1051,23 +1075,29 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
 @click.option("--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet.")
+@null_option
 @json_option
 @config_option
-def ingest(paths, db, root, prune, progress, graph, embed, as_json, config_path):
+def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config_path):
     """Normalize, chunk and load files in one process.
 
     Unchanged files (same mtime and size, else same hash) are skipped before parsing,
-    so it is cheap to run from cron.
+    so it is cheap to run from cron. PATHS - reads the paths from stdin, one per line,
+    or NUL-terminated with -0.
 
     \b
     Example:
         kgr ingest examples/ --db kb.sqlite
+        find examples -name '*.md' -print0 | kgr ingest -0 - --root examples --db kb.sqlite
     """
     from . import pipeline
     from .store import Store
     from .writer import WriterLock
 
     cfg = load_config(config_path)
+    paths = stdin_paths(paths, null, "ingest") if list(paths) == ["-"] or null else paths
+    if not paths:
+        raise click.UsageError("no paths were read from stdin")
     show = sys.stderr.isatty() if progress is None else progress
     path = resolve_db(db, config_path)
     # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
@@ -1371,6 +1401,49 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
 
 
 # -- the error boundary ---------------------------------------------------------------
+
+
+@cli.command("man")
+@click.argument("command", nargs=-1)
+@click.option("--write", "write_dir", type=click.Path(file_okay=False),
+              help="Write every page into DIR/man1 instead, for man(1) (e.g. ~/.local/share/man).")
+def man_cmd(command, write_dir):
+    """Show the manual page of kgr, or of one of its commands.
+
+    On a terminal the page opens in man(1); otherwise its roff source is printed. The
+    pages are generated from this kgr, so they match it whatever the install. An editable
+    install (pip install -e .) installs no man pages: write them where man(1) looks with
+    --write (man kgr then finds them when DIR is on the manual path: ~/.local/share/man is
+    when ~/.local/bin is on PATH; else set MANPATH).
+
+    \b
+    Example:
+        kgr man ingest
+        kgr man --write ~/.local/share/man && man kgr
+    """
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from . import docs
+
+    if write_dir is not None:
+        if command:
+            raise click.UsageError("--write writes every page: give no COMMAND")
+        target = Path(write_dir).expanduser() / "man1"
+        target.mkdir(parents=True, exist_ok=True)
+        pages = docs.man_pages()
+        for name, text in pages.items():
+            (target / name).write_text(text, encoding="utf-8")
+        warn(f"kgr man: wrote {len(pages)} pages to {target}")
+        return
+    page = docs.man_page(tuple(command))
+    if page is None:
+        raise click.UsageError(f"no command kgr {' '.join(command)}", ctx=click.get_current_context())
+    man = shutil.which("man")
+    if sys.stdout.isatty() and man:
+        raise click.exceptions.Exit(subprocess.run([man, "-l", "-"], input=page.encode()).returncode)
+    click.echo(page, nl=False)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -56,6 +56,8 @@ DEFAULTS: dict[str, Any] = {
         "onnx": True,  # query embeddings through an ONNX export of the default model (fast cold start)
     },
     "sqlite": {"path": "kgr.sqlite", "wal": True, "busy_timeout_ms": 5000},
+    # kgr serve: the time one read tool call may take before it is stopped (SQL and Python loops)
+    "serve": {"time_budget_s": 2.0},
     "retrieval": {
         "k": 10,
         "hops": 2,

@@ -178,12 +178,32 @@ def completion(shell: str) -> str:
     return cls(cli, {}, "kgr", "_KGR_COMPLETE").source()
 
 
-def generated() -> dict[Path, str]:
+def man_pages() -> dict[str, str]:
+    """Every man page by file name (kgr.1, kgr-ingest.1, ...), generated from the CLI."""
     from .cli import cli
 
-    files = {REPO / "man" / "kgr.1": main_page(cli)}
+    pages = {"kgr.1": main_page(cli)}
     for path, cmd in commands(cli):
-        files[REPO / "man" / f"kgr-{'-'.join(path)}.1"] = command_page(path, cmd, None)
+        pages[f"kgr-{'-'.join(path)}.1"] = command_page(path, cmd, None)
+    return pages
+
+
+def man_page(path: tuple[str, ...]) -> str | None:
+    """The page of ``kgr PATH...`` (the main page for no PATH), or None for no such command."""
+    from .cli import cli
+
+    if not path:
+        return main_page(cli)
+    cmd: click.Command = cli
+    for name in path:
+        cmd = cmd.commands.get(name) if isinstance(cmd, click.Group) else None
+        if cmd is None:
+            return None
+    return command_page(tuple(path), cmd, None)
+
+
+def generated() -> dict[Path, str]:
+    files = {REPO / "man" / name: text for name, text in man_pages().items()}
     files[REPO / "completions" / "kgr.bash"] = completion("bash")
     files[REPO / "completions" / "_kgr"] = completion("zsh")
     files[REPO / "completions" / "kgr.fish"] = completion("fish")

@@ -162,7 +162,8 @@ def neighbourhood(store: Store, eid: int, *, hops: int = 2, max_nodes: int = 50,
     """Entities within ``hops`` (edges followed both ways), through bfsvtab when loaded."""
     from . import graph
 
-    rows = graph.bfs(store.conn, eid, max_depth=hops, direction="both", rels=rels)
+    rows = graph.bfs(store.conn, eid, max_depth=hops, direction="both", rels=rels, max_nodes=max_nodes + 1,
+                     check=store.check_deadline)
     truncated = len(rows) > max_nodes
     rows = rows[:max_nodes]
     names = {}
@@ -223,6 +224,7 @@ def paths(store: Store, a: str | int, b: str | int, *, max_hops: int = 4, rels: 
     frontier = deque([src["id"]])
     truncated = False
     while frontier:
+        store.check_deadline()
         node = frontier.popleft()
         if dist[node] >= max_hops or (dst["id"] in dist and dist[node] >= dist[dst["id"]]):
             continue

@@ -83,7 +83,7 @@ def get_related(store: Store, ref: str | int, *, hops: int = 1, rels: list[str] 
             raise UsageError(f"unknown relation type {', '.join(bad)}; known: {', '.join(sorted(known))}")
     root = entities.resolve(store, ref)
     rows = graph.bfs(store.conn, root["id"], max_depth=hops, edges="relations", src="src_id", dst="dst_id",
-                     rels=rels or None, direction=direction)
+                     rels=rels or None, direction=direction, max_nodes=max_nodes + 1, check=store.check_deadline)
     truncated = len(rows) > max_nodes
     rows = rows[:max_nodes]
     ids = [r[0] for r in rows]

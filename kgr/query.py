@@ -344,8 +344,10 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
         _, base, root_strength = seeds[root]
         if base >= hops:
             continue
+        # The loop below stops once max_nodes are reached; rows it revisits are at most those already
+        # reached, so max_nodes + 2 rows (with the root's) give the same result as every row.
         rows = bfs(store.conn, root, max_depth=hops - base, edges="relations", src="src_id", dst="dst_id", rels=rel_filter,
-                   direction="both")
+                   direction="both", max_nodes=max_nodes + 2, check=store.check_deadline)
         local = {root: root_strength}
         for eid, parent, dist in rows:
             if dist == 0:

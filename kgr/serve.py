@@ -20,6 +20,7 @@ the SDK's generic "Error executing tool NAME" (the traceback goes to stderr).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import ipaddress
@@ -50,6 +51,9 @@ MAX_QUERY_CHARS = 4000
 MAX_PATHS = 200
 MAX_NAME_CHARS = 512
 TIME_BUDGET_S = 2.0
+# How long a call waits for the read lane (calls run one at a time) before it gives up with an
+# error: a call stuck in work the budget cannot stop must not stall every later call.
+LANE_WAIT_S = 60.0
 # The compact JSON of a result; the SDK sends it twice (text and structured content), so a
 # response stays under 1 MB.
 MAX_RESULT_BYTES = 400_000
@@ -168,6 +172,7 @@ class Service:
     secrets: list[str] = field(default_factory=list)
     time_budget: float = TIME_BUDGET_S
     max_result_bytes: int = MAX_RESULT_BYTES
+    lane_wait: float = LANE_WAIT_S
 
     def __post_init__(self) -> None:
         from .store import Store
@@ -181,6 +186,7 @@ class Service:
         self.lock = threading.Lock()
         self.budget = Budget()
         self.store.conn.setprogresshandler(self.budget, 1000)
+        self.store.budget = self.budget  # Python loops in the library check it too (Store.check_deadline)
         self.writer = None
         self.watcher = None
         self._writer_lock = threading.Lock()
@@ -188,11 +194,22 @@ class Service:
 
     # -- reads ------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def lane(self):
+        """The read connection, one call at a time; a call that waits past ``lane_wait`` gets an error."""
+        if not self.lock.acquire(timeout=self.lane_wait):
+            raise StoreError(f"the server is still busy with an earlier request after {self.lane_wait:g} s",
+                             hint="call again shortly")
+        try:
+            yield self.store
+        finally:
+            self.lock.release()
+
     def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(store, ...)`` on the read connection, one call at a time, within the budget."""
         import apsw
 
-        with self.lock:
+        with self.lane():
             self.budget.start(self.time_budget)
             try:
                 return fn(self.store, *args, **kwargs)
@@ -338,6 +355,83 @@ def _boundary(fn: Callable) -> Callable:
         return self.svc.fit(self.svc.scrub_all(out)) if isinstance(out, dict) else out
 
     return run
+
+
+def argument_error(exc) -> str:
+    """A pydantic ValidationError of a tool's arguments as one sentence naming the argument and
+    the rule: "Argument k must be at most 100 (got 500)." Further problems are counted, not listed."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    name = ""
+    for part in first.get("loc", ()):
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    name = name or "arguments"
+    kind, ctx, value = first.get("type", ""), first.get("ctx") or {}, first.get("input")
+    got = f" (got {_shown(value)})"
+    if kind == "missing":
+        rule, got = "is required", ""
+    elif kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
+        words = {"less_than_equal": ("at most", "le"), "greater_than_equal": ("at least", "ge"),
+                 "less_than": ("less than", "lt"), "greater_than": ("more than", "gt")}[kind]
+        rule = f"must be {words[0]} {ctx.get(words[1])}"
+    elif kind == "string_too_short":
+        n = ctx.get("min_length", 1)
+        rule, got = ("must not be empty", "") if n == 1 else (f"must be at least {n} characters long", got)
+    elif kind == "string_too_long":
+        rule = f"must be at most {ctx.get('max_length')} characters long"
+        got = f" (got {len(value)} characters)" if isinstance(value, str) else got
+    elif kind in ("too_short", "too_long"):
+        n = ctx.get("min_length" if kind == "too_short" else "max_length")
+        rule = f"must have {'at least' if kind == 'too_short' else 'at most'} {n} item{'s' if n != 1 else ''}"
+        got = f" (got {ctx.get('actual_length', len(value) if hasattr(value, '__len__') else '?')})"
+    elif kind == "literal_error":
+        rule = f"must be {ctx.get('expected')}"
+    else:
+        rule = _RULES.get(kind) or ("is not valid: " + str(first.get("msg", "")).rstrip(".")[:200].lower())
+    more = len(errors) - 1
+    tail = f" (and {more} more problem{'s' if more != 1 else ''} with the arguments)" if more else ""
+    return f"Argument {name} {rule}{got}{tail}."
+
+
+_RULES = {
+    "int_parsing": "must be an integer", "int_type": "must be an integer", "int_from_float": "must be an integer",
+    "float_parsing": "must be a number", "float_type": "must be a number",
+    "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+    "string_type": "must be a string", "list_type": "must be a list", "dict_type": "must be an object",
+    "model_type": "must be an object", "model_attributes_type": "must be an object",
+}
+
+
+def _shown(value: Any) -> str:
+    """The rejected value, short: the caller's own data, so never echoed at length."""
+    if isinstance(value, str) and len(value) > 40:
+        return f"a string of {len(value)} characters"
+    if isinstance(value, (list, tuple, dict)) and len(repr(value)) > 40:
+        return f"a{'n object' if isinstance(value, dict) else ' list'} of {len(value)} items"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _server_class():
+    """MCPServer whose argument refusals are :func:`argument_error` sentences (the SDK sends
+    pydantic's multi-line report, with URLs, which a model reads poorly)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class KgrServer(MCPServer):
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if type(exc) is ToolError and isinstance(cause, ValidationError) and cause.errors():
+                    raise ToolError(argument_error(cause)) from cause
+                raise
+
+    return KgrServer
 
 
 # -- tool argument types -----------------------------------------------------------------------
@@ -598,7 +692,7 @@ class Tools:
         from . import kb
 
         svc = self.svc
-        with svc.lock:  # a whole-database check gets a longer budget than a query
+        with svc.lane():  # a whole-database check gets a longer budget than a query
             svc.budget.start(max(svc.time_budget, 30.0))
             try:
                 return kb.kb_health(svc.store, svc.root, full=full)
@@ -628,13 +722,12 @@ def _writer_status(svc: Service) -> dict[str, Any]:
 
 def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
     """An MCPServer with the tools of ``profile`` and the document resources."""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError
     from mcp.server.mcpserver.resources.templates import ResourceSecurity
     from mcp_types import ToolAnnotations
 
     names = profile_tools(profile)
-    server = MCPServer(
+    server = _server_class()(
         name="kgr",
         title="kgr knowledge base",
         version=__version__,
@@ -825,9 +918,12 @@ def run(opts: Options, cfg) -> None:
         from .writer import Writer
 
         writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
+    budget = (cfg.get("serve") or {}).get("time_budget_s", TIME_BUDGET_S)
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+        raise UsageError(f"serve.time_budget_s must be a positive number of seconds, not {budget!r}")
     try:
         svc = Service(db, cfg, root=Path(root).resolve() if root else None,
-                      secrets=[opts.token] if opts.token else [])
+                      secrets=[opts.token] if opts.token else [], time_budget=float(budget))
     except BaseException:
         if writer is not None:
             writer.close()

@@ -12,7 +12,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import apsw
 import orjson
@@ -58,6 +58,9 @@ class Store:
         except apsw.Error as exc:
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self.extensions: dict[str, str | None] = {}
+        # The time budget of the current call (``kgr serve`` sets it): a callable that is true once
+        # the budget is spent. SQLite's progress handler stops SQL; Python loops ask check_deadline.
+        self.budget: Callable[[], bool] | None = None
         self._load_extensions()
         if not readonly:
             self.migrate()
@@ -152,6 +155,12 @@ class Store:
     def scalar(self, sql: str, params: Any = None) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
+
+    def check_deadline(self) -> None:
+        """Raise ``apsw.InterruptError`` (as SQLite does for an interrupted statement) once the
+        current call's time budget is spent: traversals in Python call this in their loops."""
+        if self.budget is not None and self.budget():
+            raise apsw.InterruptError("the time budget is spent")
 
     # -- meta and events -----------------------------------------------------
 

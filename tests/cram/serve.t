@@ -40,6 +40,6 @@ A bad argument is a tool error the client sees, with a clear message:
 
   $ "$INSPECTOR" --cli kgr serve --db kb.sqlite --method tools/call --tool-name hybrid_query \
   >   --tool-arg query=x --tool-arg k=1000 2> /dev/null \
-  >   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["isError"]); print(d["content"][0]["text"].splitlines()[2].strip())'
+  >   | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["isError"]); print(d["content"][0]["text"])'
   True
-  Input should be less than or equal to 100 [type=less_than_equal, input_value=1000, input_type=int]
+  Argument k must be at most 100 (got 1000).

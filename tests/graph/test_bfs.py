@@ -231,3 +231,37 @@ def test_vtab_kept_statements_follow_schema_changes_nesting_and_close():
     for _ in range(2):
         assert bfs(conn, 5, edges="tree", direction="both", method="vtab") == bfs_cte(conn, 5, edges="tree", direction="both")
     conn.close()  # the kept statements are finalized with the connection
+
+
+# --- the node cap (issue 14 item 3): every method visits whole levels and keeps the first rows ---------
+
+
+@settings(max_examples=200, deadline=None)
+@given(edges=dense_edges, root=st.integers(-3, 14), depth=st.one_of(st.none(), st.integers(0, 5)),
+       direction=directions, cap=st.integers(1, 16))
+def test_max_nodes_keeps_the_first_rows_of_every_method(edges, root, depth, direction, cap):
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT)")
+    conn.executemany("INSERT INTO g VALUES (?, ?, ?)", edges)
+    full = bfs_cte(conn, root, max_depth=depth, edges="g", direction=direction)
+    sql, params = _edge_sql("g", "src", "dst", direction, None)
+    assert bfs_cte(conn, root, max_depth=depth, edges="g", direction=direction, max_nodes=cap) == full[:cap]
+    assert _bfs_python(conn, root, sql, params, depth, max_nodes=cap) == full[:cap]
+    if HAS_VTAB:
+        assert load_bfs(conn)
+        assert bfs(conn, root, max_depth=depth, edges="g", direction=direction, max_nodes=cap, method="vtab") == full[:cap]
+
+
+def test_the_python_walk_stops_visiting_at_the_cap():
+    """A long chain walked without a depth limit: the cap ends the walk, not the chain's end."""
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT)")
+    conn.executemany("INSERT INTO g VALUES (?, ?, 'uses')", [(i, i + 1) for i in range(5000)])
+    levels = []
+    sql, params = _edge_sql("g", "src", "dst", "out", None)
+    rows = _bfs_python(conn, 0, sql, params, None, max_nodes=10, check=lambda: levels.append(1))
+    assert rows == [(i, None if i == 0 else i - 1, i) for i in range(10)]
+    assert len(levels) < 20  # it stopped near the cap, not after 5000 levels
+    assert bfs(conn, 0, edges="g", method="cte", max_nodes=10) == rows
+    with pytest.raises(ValueError, match="max_nodes"):
+        bfs(conn, 0, edges="g", max_nodes=0)

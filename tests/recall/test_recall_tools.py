@@ -90,8 +90,8 @@ def test_import_and_consolidate_through_tools(mcp, tmp_path, stub_cfg):
 
 @pytest.mark.parametrize("name,args,msg", [
     ("remember", {"content": "   "}, "empty"),
-    ("remember", {"content": "x", "importance": 2}, "less than or equal to 1"),
-    ("recall", {"query": "x", "limit": 0}, "greater than or equal to 1"),
+    ("remember", {"content": "x", "importance": 2}, "Argument importance must be at most 1"),
+    ("recall", {"query": "x", "limit": 0}, "Argument limit must be at least 1 (got 0)."),
     ("import_memories", {"memories": [{"kind": "memory"}]}, "line 1"),
     ("memory_history", {"entity": "Nobody Known"}, "no entity"),
 ])

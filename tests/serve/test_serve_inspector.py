@@ -66,7 +66,7 @@ def test_inspector_sees_errors_and_resources(built_kb):
     db = built_kb[0]
     bad = run_cli(*serve_cmd(db), "--method", "tools/call", "--tool-name", "hybrid_query", "--tool-arg", "query=x",
                   "--tool-arg", "k=1000")
-    assert bad["isError"] is True and "less than or equal to 100" in bad["content"][0]["text"]
+    assert bad["isError"] is True and bad["content"][0]["text"] == "Argument k must be at most 100 (got 1000)."
     doc = run_cli(*serve_cmd(db), "--method", "resources/read", "--uri", "kgr://doc/teams/fleet-operations.md")
     assert doc["contents"][0]["text"].startswith("# Fleet Operations")
     tpl = run_cli(*serve_cmd(db), "--method", "resources/templates/list")

@@ -61,10 +61,12 @@ def test_stdio_graphrag_with_the_real_model(built_kb, tmp_path):
     assert first.structured_content["results"][0]["scores"]["cosine"] is not None  # the model answered
     top = [r["path"] for r in again.structured_content["results"][:3]]
     assert "services/fare-engine.md" in top, top  # the fare cap, asked in other words
-    assert bad.is_error and "less than or equal to 100" in bad.content[0].text
+    assert bad.is_error and bad.content[0].text == "Argument k must be at most 100 (got 1000000000)."
     assert after.structured_content["counts"]["docs"] == 17
     assert "Vehicle Locator Service" in doc.contents[0].text
-    assert warm < 1.0, f"a warm query took {warm:.2f}s"
+    # The model stays loaded: a warm query takes well under a second on an idle machine
+    # (tests/bench/bench_query.py); the bound is generous for a loaded one.
+    assert warm < 10.0, f"a warm query took {warm:.2f}s"
     log = (tmp_path / "stderr.txt").read_text()
     assert "kgr serve: 7 tools (graphrag) on stdio" in log
 

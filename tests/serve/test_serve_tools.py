@@ -178,27 +178,27 @@ def test_kb_health_finds_damage(kb_copy, kb_config):
 
 
 @pytest.mark.parametrize("name,args,needle", [
-    ("hybrid_query", {"query": "x", "k": 0}, "greater than or equal to 1"),
-    ("hybrid_query", {"query": "x", "k": 101}, "less than or equal to 100"),
-    ("hybrid_query", {"query": "x", "hops": 4}, "less than or equal to 3"),
-    ("hybrid_query", {"query": ""}, "at least 1 character"),
-    ("hybrid_query", {"query": "x" * 4001}, "at most 4000 characters"),
-    ("hybrid_query", {"query": "x", "mode": "magic"}, "mode"),
-    ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "at most 20 items"),
-    ("hybrid_query", {"k": 3}, "query"),
-    ("entity_lookup", {"q": "x", "limit": 1000}, "less than or equal to 100"),
-    ("get_related", {"concept": "Fare Engine", "max_nodes": 10001}, "less than or equal to 10000"),
-    ("get_related", {"concept": "Fare Engine", "direction": "sideways"}, "direction"),
-    ("list_concepts", {"offset": -1}, "greater than or equal to 0"),
-    ("review_links", {"limit": 201}, "less than or equal to 200"),
-    ("ingest_docs", {"paths": ["a.md"] * 201}, "at most 200 items"),
-    ("ingest_docs", {"paths": ["x" * 1025]}, "at most 1024 characters"),
+    ("hybrid_query", {"query": "x", "k": 0}, "Argument k must be at least 1 (got 0)."),
+    ("hybrid_query", {"query": "x", "k": 101}, "Argument k must be at most 100 (got 101)."),
+    ("hybrid_query", {"query": "x", "hops": 4}, "Argument hops must be at most 3 (got 4)."),
+    ("hybrid_query", {"query": ""}, "Argument query must not be empty."),
+    ("hybrid_query", {"query": "x" * 4001}, "Argument query must be at most 4000 characters long"),
+    ("hybrid_query", {"query": "x", "mode": "magic"}, "Argument mode must be 'graph', 'hybrid', 'vector' or 'bm25'"),
+    ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "Argument rels must have at most 20 items (got 21)."),
+    ("hybrid_query", {"k": 3}, "Argument query is required."),
+    ("entity_lookup", {"q": "x", "limit": 1000}, "Argument limit must be at most 100 (got 1000)."),
+    ("get_related", {"concept": "Fare Engine", "max_nodes": 10001}, "Argument max_nodes must be at most 10000 (got 10001)."),
+    ("get_related", {"concept": "Fare Engine", "direction": "sideways"}, "Argument direction must be 'both', 'out' or 'in' (got 'sideways')."),
+    ("list_concepts", {"offset": -1}, "Argument offset must be at least 0 (got -1)."),
+    ("review_links", {"limit": 201}, "Argument limit must be at most 200 (got 201)."),
+    ("ingest_docs", {"paths": ["a.md"] * 201}, "Argument paths must have at most 200 items (got 201)."),
+    ("ingest_docs", {"paths": ["x" * 1025]}, "Argument paths[0] must be at most 1024 characters long (got 1025 characters)."),
 ])
 def test_bad_arguments_are_tool_errors(mcp_all, name, args, needle):
     r = mcp_all.call(name, args)
     text = error_text(r)
     assert needle in text
-    assert "Traceback" not in text
+    assert "Traceback" not in text and "\n" not in text  # one sentence, not pydantic's report
 
 
 def test_unknown_tool_is_an_error(mcp_all):
