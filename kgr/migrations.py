@@ -8,6 +8,10 @@ they are created by ``Store.ensure_vectors`` when the model is first recorded.
 
 from __future__ import annotations
 
+# `PRAGMA application_id` of every kgr database (b"kgr1"): how kgr tells its own files from
+# another application's SQLite file, which it must never write into.
+APPLICATION_ID = 0x6B677231
+
 M001_INITIAL = r"""
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -349,11 +353,15 @@ CREATE INDEX IF NOT EXISTS idx_mentions_in_title ON mentions(entity_id, chunk_id
   WHERE json_extract(features, '$.in_title');
 """
 
+# kgr databases say they are kgr's; those made before this are recognised by their meta table
+M006_APPLICATION_ID = f"PRAGMA application_id = {APPLICATION_ID};"
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
     ("m002_memory", M002_MEMORY),
     ("m005_title_mentions", M005_TITLE_MENTIONS),
+    ("m006_application_id", M006_APPLICATION_ID),
 ]
 
 LATEST = len(MIGRATIONS)

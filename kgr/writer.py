@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from .errors import StoreError, UsageError
-from .store import Store, dumps, loads, now_ms
+from .store import Store, check_kgr_file, dumps, loads, now_ms
 
 log = logging.getLogger("kgr.writer")
 
@@ -69,10 +69,11 @@ def lock_path(db_path: str | os.PathLike) -> Path:
 
 
 def check_db_path(db_path: str | os.PathLike) -> Path:
-    """A usable database path: not a folder, its folder created when missing."""
+    """A usable database path: not a folder nor another application's file, its folder created when missing."""
     path = Path(db_path)
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not a database file", hint="give --db a file path, e.g. kb.sqlite")
+    check_kgr_file(path)  # before the lock file is made beside it
     if str(path.parent) and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     return path
