@@ -429,10 +429,12 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
                   poll: float = 0.05) -> tuple[bool, dict[str, Any] | None]:
     """Wait until the database's writer is idle (or no writer is alive).
 
-    Idle must hold, unchanged, for ``settle`` seconds of polling (default: the watcher's
-    debounce plus the time file events may take to arrive, ``watch.EVENT_LATENCY_S``), so
-    that a change made just before the call has reached the watcher. Returns
-    (True, state) when idle, (False, last state) on timeout."""
+    A database that does not exist yet is waited for: a `kgr watch` started at the same
+    time creates it (taking the writer lock first). Idle must hold, unchanged, for
+    ``settle`` seconds of polling (default: the watcher's debounce plus the time file events
+    may take to arrive, ``watch.EVENT_LATENCY_S``), so that a change made just before the
+    call has reached the watcher. Returns (True, state) when idle, (False, last state) on
+    timeout (the database still missing included)."""
     from .store import Store
 
     deadline = time.monotonic() + timeout
@@ -442,7 +444,7 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
     try:
         while True:
             pid = writer_pid(db_path)
-            if pid is None:
+            if pid is None and Path(db_path).exists():
                 return True, info
             if store is None and Path(db_path).exists():
                 with contextlib.suppress(StoreError):
