@@ -36,7 +36,9 @@ RECORD_FIELDS = {
 
 EXIT_TEXT = {
     ExitStatus.OK: "success",
-    ExitStatus.ERROR: "bad input or a runtime error; a stage that emitted error records exits 1 at the end",
+    ExitStatus.ERROR: ("bad input or a runtime error, among them a --db file that is not a kgr database, "
+                       "a read-only database, and a database another program keeps locked for more than 5 s; "
+                       "a stage that emitted error records exits 1 at the end"),
     ExitStatus.USAGE: "usage error (unknown option, missing argument)",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
 }
