@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -249,6 +250,9 @@ class Store:
         self.close()
 
 
+_M001_TABLES = set(re.findall(r"^CREATE TABLE (\w+)", migrations.M001_INITIAL, re.M))
+
+
 def check_header(path: Path) -> None:
     """Refuse a non-empty file that does not start as an SQLite database does, before SQLite opens it."""
     try:
@@ -278,10 +282,12 @@ def identify(conn: apsw.Connection, path: Path) -> str:
         if not tables and version == 0:
             return "empty"
         if "meta" in tables and version >= 1:
+            # made before kgr set its application_id (stamped by the next migration): the name of
+            # its last migration in its meta table, or at least the tables of the first one
             names = {name for name, _ in migrations.MIGRATIONS}
             migration = conn.execute("SELECT value FROM meta WHERE key='migration'").fetchone()
-            if migration is not None and migration[0] in names:
-                return "kgr"  # made before kgr set its application_id: stamped by the next migration
+            if (migration is not None and migration[0] in names) or _M001_TABLES <= set(tables):
+                return "kgr"
     n = len(tables)
     raise NotKgrDatabase(
         f"{path} is not a kgr database (application_id 0x{app_id & 0xFFFFFFFF:08x}, {n} table{'s' if n != 1 else ''})",

@@ -150,13 +150,15 @@ def test_a_zero_byte_file_is_an_empty_database(tmp_path, kb):
     assert kgr("status", "--db", db).returncode == 0
 
 
-def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped(tmp_path, kb):
+@pytest.mark.parametrize("migration_row", [True, False], ids=["meta-migration-row", "first-migration-tables"])
+def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped(tmp_path, kb, migration_row):
     db = tmp_path / "kb.sqlite"
     assert kgr("ingest", kb, "--db", db, "--no-embed", "--no-graph").returncode == 0
     # what an older kgr left: the first four migrations, no application_id
     conn = apsw.Connection(str(db))
     conn.execute("PRAGMA application_id=0; PRAGMA user_version=4;"
-                 "UPDATE meta SET value='m005_title_mentions' WHERE key='migration'")
+                 + ("UPDATE meta SET value='m005_title_mentions' WHERE key='migration'" if migration_row
+                    else "DELETE FROM meta WHERE key='migration'"))
     conn.close()
     assert application_id(db) == 0
     status = kgr("status", "--db", db, "--json")  # a read leaves it as it is
@@ -166,6 +168,20 @@ def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped
     assert proc.returncode == 0, proc.stderr
     assert application_id(db) == KGR_APPLICATION_ID
     assert "1 unchanged" in proc.stderr  # nothing stored was lost
+
+
+def test_a_database_with_a_meta_table_of_its_own_is_not_taken_for_kgrs(tmp_path):
+    path = tmp_path / "app.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE docs(id INTEGER);"
+                 "INSERT INTO meta VALUES ('migration', '0042_add_docs'); PRAGMA user_version=3")
+    conn.close()
+    before = snapshot(path)
+    proc = kgr("remember", "a fact", "--db", path)
+    assert proc.returncode == 1
+    error, _ = one_error(proc)
+    assert error == f"Error: {path} is not a kgr database (application_id 0x00000000, 2 tables)"
+    assert snapshot(path) == before
 
 
 # -- item 6: read-only files and locks held by other programs --------------------------------------
