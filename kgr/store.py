@@ -77,6 +77,10 @@ class Store:
         except StoreError:
             self.conn.close()
             raise
+        except apsw.BusyError as exc:  # another program holds an exclusive lock (rollback-journal mode)
+            err = self._write_failed(exc)
+            self.conn.close()
+            raise err from None
         except apsw.CantOpenError as exc:
             self.conn.close()
             raise self._cannot_open(exc) from None

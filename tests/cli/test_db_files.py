@@ -266,3 +266,21 @@ def test_a_database_locked_by_another_program(tmp_path, kb):
     again = kgr("ingest", kb, "--db", db, "--no-embed", "--no-graph")  # and once it lets go, the ingest goes through
     assert again.returncode == 0, again.stderr
     assert "1 ingested" in again.stderr
+
+
+def test_a_database_locked_exclusively_in_rollback_journal_mode(tmp_path, kb):
+    # Another program switched it out of WAL and holds an exclusive lock: even readers wait.
+    db = tmp_path / "kb.sqlite"
+    assert kgr("ingest", kb, "--db", db, "--no-embed", "--no-graph").returncode == 0
+    other = apsw.Connection(str(db))
+    assert other.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        proc = kgr("status", "--db", db)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert proc.returncode == 1
+    error, hint = one_error(proc)
+    assert error == f"Error: {db} is locked by another program (a write transaction open for more than 5 s)"
+    assert hint and "retry" in hint
