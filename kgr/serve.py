@@ -814,17 +814,20 @@ def run(opts: Options, cfg) -> None:
         raise UsageError(f"not a directory: {root}")
     db = Path(opts.db)
     writer = None
-    if not db.exists() and root is None and opts.profile == "memory":
+    new = not db.exists() or db.stat().st_size == 0  # a 0-byte file is an empty database too
+    if new and root is None and opts.profile == "memory":
         from .store import Store
 
         Store(db).close()  # like the reference's memory file: a new memory database starts empty
-    if not db.exists():
-        if root is None:
+        new = False
+    if new:
+        if root is None and not db.exists():
             raise StoreError(f"database not found: {db}", hint="create it with `kgr ingest DIR --db PATH`, "
                                                                  "or pass --root DIR or --watch DIR to build it")
-        from .writer import Writer
+        if root is not None:
+            from .writer import Writer
 
-        writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
+            writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
     try:
         svc = Service(db, cfg, root=Path(root).resolve() if root else None,
                       secrets=[opts.token] if opts.token else [])

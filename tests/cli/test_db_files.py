@@ -150,6 +150,18 @@ def test_a_zero_byte_file_is_an_empty_database(tmp_path, kb):
     assert kgr("status", "--db", db).returncode == 0
 
 
+@pytest.mark.parametrize("how", [["--profile", "memory"], ["--root", "KB"]], ids=["memory", "root"])
+def test_serve_starts_a_new_database_in_a_zero_byte_file_as_in_a_missing_one(tmp_path, kb, how):
+    db = tmp_path / "kb.sqlite"
+    db.touch()
+    args = [str(kb) if a == "KB" else a for a in how]
+    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(db), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "kgr serve: " in proc.stderr and "Error" not in proc.stderr
+    assert application_id(db) == KGR_APPLICATION_ID
+
+
 @pytest.mark.parametrize("migration_row", [True, False], ids=["meta-migration-row", "first-migration-tables"])
 def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped(tmp_path, kb, migration_row):
     db = tmp_path / "kb.sqlite"
