@@ -289,7 +289,10 @@ def identify(conn: apsw.Connection, path: Path) -> str:
             # made before kgr set its application_id (stamped by the next migration): the name of
             # its last migration in its meta table, or at least the tables of the first one
             names = {name for name, _ in migrations.MIGRATIONS}
-            migration = conn.execute("SELECT value FROM meta WHERE key='migration'").fetchone()
+            try:
+                migration = conn.execute("SELECT value FROM meta WHERE key='migration'").fetchone()
+            except apsw.SQLError:  # someone else's meta table, with other columns
+                migration = None
             if (migration is not None and migration[0] in names) or _M001_TABLES <= set(tables):
                 return "kgr"
     n = len(tables)

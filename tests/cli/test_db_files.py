@@ -182,11 +182,12 @@ def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped
     assert "1 unchanged" in proc.stderr  # nothing stored was lost
 
 
-def test_a_database_with_a_meta_table_of_its_own_is_not_taken_for_kgrs(tmp_path):
+@pytest.mark.parametrize("meta", ["meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('migration', '0042')",
+                                  "meta(id INTEGER PRIMARY KEY, data BLOB)"], ids=["key-value", "other-columns"])
+def test_a_database_with_a_meta_table_of_its_own_is_not_taken_for_kgrs(tmp_path, meta):
     path = tmp_path / "app.db"
     conn = apsw.Connection(str(path))
-    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); CREATE TABLE docs(id INTEGER);"
-                 "INSERT INTO meta VALUES ('migration', '0042_add_docs'); PRAGMA user_version=3")
+    conn.execute(f"CREATE TABLE {meta}; CREATE TABLE docs(id INTEGER); PRAGMA user_version=3")
     conn.close()
     before = snapshot(path)
     proc = kgr("remember", "a fact", "--db", path)
