@@ -16,6 +16,7 @@ import click
 from . import __version__
 from .config import DEFAULTS, ENV_ALIASES, _leaves, env_name
 from .errors import ExitStatus
+from .migrations import APPLICATION_ID
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -152,7 +153,8 @@ def main_page(group: click.Group) -> str:
         out += [".TP", f".B {esc(env_name(dotted))}", esc(f"sets {dotted} (default: {default!r})")]
     out += [
         ".SH FILES",
-        ".TP", ".B kb.sqlite", "the knowledge base (with its \\-wal and \\-shm files while open)",
+        ".TP", ".B kb.sqlite", "the knowledge base (with its \\-wal and \\-shm files while open): an SQLite file "
+        f"whose application_id is 0x{APPLICATION_ID:08x} (kgr1); kgr writes into no other SQLite file",
         ".TP", ".B .kgrignore", "gitignore\\-style patterns at the knowledge root that normalize skips",
         ".TP", ".B ~/.local/share/kgr/redact.key", "the per\\-user key of the redaction tags, unless KGR_REDACT_KEY is set",
         ".SH EXAMPLES",
