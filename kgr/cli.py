@@ -1123,7 +1123,8 @@ def status(db, wait_idle, timeout, as_json, config_path):
     """Show what the database holds: counts, last file, last error, versions, the writer.
 
     With --wait-idle, first wait until its writer has nothing queued, running or
-    pending (or no writer runs): scripts and tests wait on this, never on sleep.
+    pending (or no writer runs), and for the database to appear if it does not exist
+    yet: scripts and tests wait on this, never on sleep.
 
     \b
     Example:
@@ -1138,6 +1139,10 @@ def status(db, wait_idle, timeout, as_json, config_path):
         from .writer import wait_for_idle
 
         idle, info = wait_for_idle(path, timeout)
+        if not idle and not os.path.exists(path):
+            raise KgrError(f"{path} still does not exist after {timeout:g}s",
+                           hint=f"start the writer that makes it (`kgr watch DIR --db {path}` or "
+                                f"`kgr ingest DIR --db {path}`), or raise --timeout")
         if not idle:
             what = (f"queue {info.get('queue_depth', 0)}, pending {info.get('pending', 0)}, "
                     f"last file {info.get('last_file') or '-'}") if info else "no state published yet"

@@ -16,6 +16,7 @@ import click
 from . import __version__
 from .config import DEFAULTS, ENV_ALIASES, _leaves, env_name
 from .errors import ExitStatus
+from .migrations import APPLICATION_ID
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +39,9 @@ RECORD_FIELDS = {
 
 EXIT_TEXT = {
     ExitStatus.OK: "success; a document kept but not whole (meta.partial) is a warning on stderr and in kgr status, not an error",
-    ExitStatus.ERROR: "bad input or a runtime error; a stage that emitted error records exits 1 at the end",
+    ExitStatus.ERROR: ("bad input or a runtime error, among them a --db file that is not a kgr database, "
+                       "a read-only database, and a database another program keeps locked for more than 5 s; "
+                       "a stage that emitted error records exits 1 at the end"),
     ExitStatus.USAGE: "usage error (unknown option, missing argument)",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
 }
@@ -152,7 +155,8 @@ def main_page(group: click.Group) -> str:
         out += [".TP", f".B {esc(env_name(dotted))}", esc(f"sets {dotted} (default: {default!r})")]
     out += [
         ".SH FILES",
-        ".TP", ".B kb.sqlite", "the knowledge base (with its \\-wal and \\-shm files while open)",
+        ".TP", ".B kb.sqlite", "the knowledge base (with its \\-wal and \\-shm files while open): an SQLite file "
+        f"whose application_id is 0x{APPLICATION_ID:08x} (kgr1); kgr writes into no other SQLite file",
         ".TP", ".B .kgrignore", "gitignore\\-style patterns at the knowledge root that normalize skips",
         ".TP", ".B ~/.local/share/kgr/redact.key", "the per\\-user key of the redaction tags, unless KGR_REDACT_KEY is set",
         ".SH EXAMPLES",

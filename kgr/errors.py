@@ -66,6 +66,22 @@ class ModelMismatch(StoreError):
     pass
 
 
+class NotKgrDatabase(StoreError):
+    """A --db file that is not kgr's: another application's SQLite database, or not SQLite at all."""
+
+
+class EmptyDatabase(StoreError):
+    """A read of a database file that is empty (0 bytes, or SQLite with no tables yet)."""
+
+
+class ReadOnlyDatabase(StoreError):
+    """A write to a database file (or folder) that cannot be written."""
+
+
+class DatabaseLocked(StoreError):
+    """Another connection held the database's write lock for longer than the busy timeout."""
+
+
 class OutsideRoot(KgrError):
     """A path that resolves outside the knowledge root."""
 

@@ -8,6 +8,10 @@ they are created by ``Store.ensure_vectors`` when the model is first recorded.
 
 from __future__ import annotations
 
+# `PRAGMA application_id` of every kgr database (b"kgr1"): how kgr tells its own files from
+# another application's SQLite file, which it must never write into.
+APPLICATION_ID = 0x6B677231
+
 M001_INITIAL = r"""
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY,
@@ -349,10 +353,13 @@ CREATE INDEX IF NOT EXISTS idx_mentions_in_title ON mentions(entity_id, chunk_id
   WHERE json_extract(features, '$.in_title');
 """
 
+# kgr databases say they are kgr's; those made before this are recognised by their meta table
+M006_APPLICATION_ID = f"PRAGMA application_id = {APPLICATION_ID};"
+
 # `kgr status` lists the documents kept but not whole (meta.partial: truncated, bytes
 # replaced) without reading every document: meta is stored after the text, so a scan would
 # read the whole corpus
-M006_PARTIAL_DOCS = """
+M007_PARTIAL_DOCS = """
 CREATE INDEX IF NOT EXISTS idx_docs_partial ON docs(path)
   WHERE json_extract(meta, '$.partial') IS NOT NULL;
 """
@@ -362,7 +369,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m004_authoring", M004_AUTHORING),
     ("m002_memory", M002_MEMORY),
     ("m005_title_mentions", M005_TITLE_MENTIONS),
-    ("m006_partial_docs", M006_PARTIAL_DOCS),
+    ("m006_application_id", M006_APPLICATION_ID),
+    ("m007_partial_docs", M007_PARTIAL_DOCS),
 ]
 
 LATEST = len(MIGRATIONS)

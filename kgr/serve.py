@@ -905,22 +905,25 @@ def run(opts: Options, cfg) -> None:
     root = opts.watch or opts.root
     if root is not None and not os.path.isdir(root):
         raise UsageError(f"not a directory: {root}")
-    db = Path(opts.db)
-    writer = None
-    if not db.exists() and root is None and opts.profile == "memory":
-        from .store import Store
-
-        Store(db).close()  # like the reference's memory file: a new memory database starts empty
-    if not db.exists():
-        if root is None:
-            raise StoreError(f"database not found: {db}", hint="create it with `kgr ingest DIR --db PATH`, "
-                                                                 "or pass --root DIR or --watch DIR to build it")
-        from .writer import Writer
-
-        writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
     budget = (cfg.get("serve") or {}).get("time_budget_s", TIME_BUDGET_S)
     if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
         raise UsageError(f"serve.time_budget_s must be a positive number of seconds, not {budget!r}")
+    db = Path(opts.db)
+    writer = None
+    new = not db.exists() or db.stat().st_size == 0  # a 0-byte file is an empty database too
+    if new and root is None and opts.profile == "memory":
+        from .store import Store
+
+        Store(db).close()  # like the reference's memory file: a new memory database starts empty
+        new = False
+    if new:
+        if root is None and not db.exists():
+            raise StoreError(f"database not found: {db}", hint="create it with `kgr ingest DIR --db PATH`, "
+                                                                 "or pass --root DIR or --watch DIR to build it")
+        if root is not None:
+            from .writer import Writer
+
+            writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
     try:
         svc = Service(db, cfg, root=Path(root).resolve() if root else None,
                       secrets=[opts.token] if opts.token else [], time_budget=float(budget))

@@ -17,7 +17,7 @@ TABLES = (
 
 
 PARTIAL_SAMPLE = 10  # partial documents listed by name; the count covers them all
-# The WHERE clause is the index's own (m006), so both read idx_docs_partial, never the texts.
+# The WHERE clause is the index's own (m007), so both read idx_docs_partial, never the texts.
 PARTIAL_WHERE = "json_extract(meta, '$.partial') IS NOT NULL"
 PARTIAL_QUERY = f"SELECT path, json_extract(meta, '$.partial') FROM docs WHERE {PARTIAL_WHERE} ORDER BY path LIMIT ?"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from .errors import StoreError, UsageError
-from .store import Store, dumps, loads, now_ms
+from .store import Store, check_kgr_file, dumps, loads, now_ms
 
 log = logging.getLogger("kgr.writer")
 
@@ -69,10 +69,11 @@ def lock_path(db_path: str | os.PathLike) -> Path:
 
 
 def check_db_path(db_path: str | os.PathLike) -> Path:
-    """A usable database path: not a folder, its folder created when missing."""
+    """A usable database path: not a folder nor another application's file, its folder created when missing."""
     path = Path(db_path)
     if path.is_dir():
         raise UsageError(f"{path} is a directory, not a database file", hint="give --db a file path, e.g. kb.sqlite")
+    check_kgr_file(path)  # before the lock file is made beside it
     if str(path.parent) and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     return path
@@ -432,10 +433,12 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
                   poll: float = 0.05) -> tuple[bool, dict[str, Any] | None]:
     """Wait until the database's writer is idle (or no writer is alive).
 
-    Idle must hold, unchanged, for ``settle`` seconds of polling (default: the watcher's
-    debounce plus the time file events may take to arrive, ``watch.EVENT_LATENCY_S``), so
-    that a change made just before the call has reached the watcher. Returns
-    (True, state) when idle, (False, last state) on timeout."""
+    A database that does not exist yet is waited for: a `kgr watch` started at the same
+    time creates it (taking the writer lock first). Idle must hold, unchanged, for
+    ``settle`` seconds of polling (default: the watcher's debounce plus the time file events
+    may take to arrive, ``watch.EVENT_LATENCY_S``), so that a change made just before the
+    call has reached the watcher. Returns (True, state) when idle, (False, last state) on
+    timeout (the database still missing included)."""
     from .store import Store
 
     deadline = time.monotonic() + timeout
@@ -445,7 +448,7 @@ def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float |
     try:
         while True:
             pid = writer_pid(db_path)
-            if pid is None:
+            if pid is None and Path(db_path).exists():
                 return True, info
             if store is None and Path(db_path).exists():
                 with contextlib.suppress(StoreError):

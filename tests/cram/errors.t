@@ -61,3 +61,24 @@ A database without vectors still answers by keywords, and says what vector searc
   Error: q.sqlite has no vectors yet
   Hint: run: kgr embed --db q.sqlite
   [2]
+
+A file that is not kgr's is refused, and left as it was; so is an empty one, for reading:
+
+  $ python3 -c 'import sqlite3; sqlite3.connect("notes.db").execute("CREATE TABLE notes(body TEXT)")'
+  $ cksum < notes.db > before
+  $ kgr ingest examples/kb/handbook --db notes.db --no-embed --no-graph
+  Error: notes.db is not a kgr database (application_id 0x00000000, 1 table)
+  Hint: give --db a kgr database, or the path of a new file for a new one
+  [1]
+  $ cksum < notes.db | cmp - before && ls notes.db*
+  notes.db
+  $ echo 'plain text' > notes.txt
+  $ kgr query "fares" --db notes.txt
+  Error: notes.txt is not a kgr database (not an SQLite file)
+  Hint: give --db a kgr database, or the path of a new file for a new one
+  [1]
+  $ touch empty.sqlite
+  $ kgr query "fares" --db empty.sqlite
+  Error: empty.sqlite is empty: not a kgr database yet
+  Hint: create it with `kgr ingest DIR --db empty.sqlite`
+  [1]

@@ -128,6 +128,7 @@ def test_s4_deferred_upgrade_trap_is_real(tmp_path):
     """The trap kgr avoids: a deferred transaction that read, then writes after another
     connection committed, fails at once with SQLITE_BUSY (BUSY_SNAPSHOT), whatever the timeout."""
     db = tmp_path / "trap.sqlite"
+    Store(db).close()  # a kgr database (Store refuses to open another application's file)
     a = apsw.Connection(str(db))
     a.execute("PRAGMA journal_mode=WAL")
     a.execute("CREATE TABLE t(x)")
