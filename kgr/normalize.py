@@ -19,6 +19,7 @@ import errno
 import fnmatch
 import glob
 import os
+import math
 import re
 import stat
 import time
@@ -485,21 +486,32 @@ def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) 
     import zlib
 
     import numpy as np
-    from datasketch import MinHash
+    from datasketch import MinHash, MinHashLSH
 
     sets = []
     for i in candidates:
         words = re.findall(r"\w+", parts[i].lower())
         sets.append([" ".join(words[j:j + 3]).encode("utf-8") for j in range(max(1, len(words) - 2))])
-    hashes = [mh.hashvalues for mh in MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32", hashfunc=zlib.crc32)]
+    minhashes = MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32", hashfunc=zlib.crc32)
+    # A paragraph is dropped when its estimated Jaccard (share of equal MinHash values) with a
+    # paragraph kept so far reaches the threshold. Comparing with every kept one is quadratic
+    # (hours for a large export of short paragraphs), so only the kept paragraphs that share a
+    # whole LSH band are compared: with more bands than the mismatches the threshold allows,
+    # a pair at or above it always shares one (pigeonhole), so the result is the exact one.
+    mismatches = int(math.floor(NUM_PERM * (1.0 - threshold) + 1e-9))
+    bands = next((b for b in (1, 2, 4, 8, 16, 32, 64) if NUM_PERM % b == 0 and b > mismatches), None)
+    lsh = MinHashLSH(num_perm=NUM_PERM, params=(bands, NUM_PERM // bands)) if bands else None
     drop = set()
-    kept: list[np.ndarray] = []
-    for i, hv in zip(candidates, hashes):
-        # estimated Jaccard = share of equal MinHash values, against every paragraph kept so far
-        if kept and float((np.vstack(kept) == hv).mean(axis=1).max()) >= threshold:
+    kept: dict[int, np.ndarray] = {}
+    for i, mh in zip(candidates, minhashes):
+        hv = mh.hashvalues
+        near = lsh.query(mh) if lsh is not None else list(kept)
+        if near and float((np.vstack([kept[k] for k in near]) == hv).mean(axis=1).max()) >= threshold:
             drop.add(i)
         else:
-            kept.append(hv)
+            kept[i] = hv
+            if lsh is not None:
+                lsh.insert(i, mh, check_duplication=False)
     if not drop:
         return text, 0
     out = []

@@ -77,3 +77,40 @@ def test_a_redacted_front_matter_value_stays_a_string(tmp_path):
         assert isinstance(front[field], str) and front[field].startswith("[REDACTED:"), front
     assert "Kq7#vR2pLx9w" not in str(doc) and "amber" not in str(doc) and "Zr4!kP9qWm2x" not in str(doc)
     assert front["owner"] == "Dana" and doc["meta"]["tags"] == ["ops", "vault"] and doc["title"] == "Vault"
+
+
+def test_dedup_of_many_paragraphs_is_not_quadratic_and_matches_the_pairwise_rule():
+    # a large export of short paragraphs took hours when each was compared with every kept one
+    import random
+
+    import numpy as np
+    from datasketch import MinHash
+
+    from kgr import normalize as nz
+
+    rng = random.Random(7)
+    vocab = [f"word{i}" for i in range(2000)]
+    paras = [" ".join(rng.choice(vocab) for _ in range(30)) for _ in range(3000)]
+    for k in range(0, 3000, 5):  # exact and near repeats of earlier paragraphs
+        src = paras[k // 3].split()
+        if k % 2:
+            src[rng.randrange(len(src))] = "changed"
+        paras[k] = " ".join(src)
+    text = "\n\n".join(paras)
+    out, removed = nz.dedup_paragraphs(text, threshold=0.9, min_chars=40)
+    # the brute-force rule, written out: drop when >= 90% of MinHash values equal a kept one's
+    import re
+    import zlib
+
+    sets = [[" ".join(w[j:j + 3]).encode() for j in range(max(1, len(w) - 2))]
+            for w in (re.findall(r"\w+", p.lower()) for p in paras)]
+    hvs = [m.hashvalues for m in MinHash.bulk(sets, num_perm=nz.NUM_PERM, permutations=nz._permutations(),
+                                              scheme="affine32", hashfunc=zlib.crc32)]
+    kept, expected = [], []
+    for p, hv in zip(paras, hvs):
+        if kept and float((np.vstack(kept) == hv).mean(axis=1).max()) >= 0.9:
+            continue
+        kept.append(hv)
+        expected.append(p)
+    assert removed == len(paras) - len(expected) > 300
+    assert out == "\n\n".join(expected)
