@@ -12,6 +12,7 @@ import io
 import re
 import statistics
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ class Limits:
     max_zip_bytes: int = 100 * 1024 * 1024
     max_zip_ratio: int = 100
     max_zip_members: int = 10000
+    max_stream_bytes: int = 256 * 1024 * 1024  # one PDF stream inflated (pdf_oxide caps at 256 MB)
 
 
 # -- text ----------------------------------------------------------------------------
@@ -157,24 +159,99 @@ def _pipe_tables(text: str) -> str:
 
 # -- PDF ------------------------------------------------------------------------------
 
+BOMB_FLOOR = 50 * 1024 * 1024  # xpdf: a bomb is > 50 MB out of less than 1/250 of that in
+BOMB_RATIO = 250
+
+
+def _inflate(data: bytes, limits: Limits, *, lenient: bool = False) -> bytes:
+    """zlib.decompress for pdfminer, counting output while inflating: a FlateDecode stream
+    past ``max_stream_bytes``, or past 50 MB at a ratio over 250:1, is a bomb.
+
+    With ``lenient`` (pdfminer's decompress_corrupted: a bad checksum or a truncated
+    stream), what inflated before the error is kept, as pdfminer does, but in linear time
+    (pdfminer feeds one byte at a time and concatenates, quadratic in the output)."""
+    d = zlib.decompressobj()
+    out: list[bytes] = []
+    total = 0
+
+    def take(piece: bytes) -> None:
+        nonlocal total
+        total += len(piece)
+        if total > limits.max_stream_bytes or (total > BOMB_FLOOR and total > BOMB_RATIO * len(data)):
+            raise ParseFailure("too_large", f"a compressed PDF stream of {len(data)} bytes inflates past {total} bytes")
+        out.append(piece)
+
+    if not lenient:
+        take(d.decompress(data, 1 << 20))
+        while d.unconsumed_tail and not d.eof:
+            take(d.decompress(d.unconsumed_tail, 1 << 20))
+        if not d.eof:
+            raise zlib.error("incomplete or truncated stream")
+        return b"".join(out)
+    for i in range(len(data)):
+        try:
+            take(d.decompress(data[i:i + 1]))
+        except zlib.error:
+            if i < len(data) - 3:  # not in the checksum: pdfminer gives up on the stream
+                raise
+            break
+    return b"".join(out)
+
+
+class _BoundedZlib:
+    """Stands in for the ``zlib`` module inside pdfminer.pdftypes (in the parser child)."""
+
+    error = zlib.error
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+
+    def decompress(self, data: bytes, *args) -> bytes:
+        return _inflate(data, self.limits)
+
+    def decompressobj(self, *args, **kwargs):
+        return zlib.decompressobj(*args, **kwargs)
+
+
+def _bound_pdf_streams(limits: Limits) -> None:
+    import pdfminer.pdftypes as pdftypes
+
+    pdftypes.zlib = _BoundedZlib(limits)
+    pdftypes.decompress_corrupted = lambda data: _inflate(data, limits, lenient=True)
+
 
 def parse_pdf(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
     import pdfplumber
     from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfparser import PDFSyntaxError
 
+    _bound_pdf_streams(limits)
     try:
         pdf = pdfplumber.open(path)
     except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
         raise ParseFailure("encrypted", f"encrypted PDF ({type(exc).__name__})") from None
     except PDFSyntaxError as exc:
         raise ParseFailure("malformed", f"not a readable PDF: {exc}") from None
+    except ParseFailure:
+        raise
     except Exception as exc:  # pdfplumber wraps pdfminer's errors in PdfminerException
         inner = exc.args[0] if exc.args else exc
+        if isinstance(inner, ParseFailure):
+            raise inner from None
         name = type(inner).__name__ if isinstance(inner, BaseException) else str(inner)
         if "Password" in name or "Encrypt" in name:
             raise ParseFailure("encrypted", f"encrypted PDF ({name})") from None
         raise ParseFailure("malformed", f"not a readable PDF: {name}: {str(inner)[:120]}") from None
+    try:
+        return _pdf_pages(pdf, limits)
+    except Exception as exc:  # pdfplumber wraps what pdfminer raises, our stream cap included
+        inner = exc.args[0] if exc.args else None
+        if isinstance(inner, ParseFailure) and not isinstance(exc, ParseFailure):
+            raise inner from None
+        raise
+
+
+def _pdf_pages(pdf, limits: Limits) -> tuple[str, dict[str, Any]]:
     with pdf:
         n = len(pdf.pages)
         if n > limits.max_pages:
