@@ -345,6 +345,8 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 64):
+        return str(value)  # YAML integers are unbounded; JSON Lines (orjson) stops at 64 bits
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)

@@ -343,35 +343,44 @@ def check_zip(path: str, limits: Limits) -> None:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise ParseFailure("malformed", f"bad zip: {exc}") from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > limits.max_zip_members:
-            raise ParseFailure("zip_bomb", f"{len(infos)} members in the package")
-        total = 0
-        for info in infos:
-            if info.filename.lower().endswith((".zip", ".docx", ".xlsx", ".jar")):
-                raise ParseFailure("zip_bomb", f"nested archive {info.filename!r}")
-            inflated = 0
-            xml = info.filename.endswith((".xml", ".rels"))
-            first = b""
-            with zf.open(info) as member:
-                while True:
-                    chunk = member.read(1 << 16)
-                    if not chunk:
-                        break
-                    inflated += len(chunk)
-                    total += len(chunk)
-                    if xml and len(first) < 4096:
-                        first += chunk[: 4096 - len(first)]
-                        if b"<!doctype" in first.lower():
-                            raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
-                    if total > limits.max_zip_bytes:
-                        raise ParseFailure("zip_bomb", f"more than {limits.max_zip_bytes} bytes inflated")
-                    if inflated > 1 << 20 and inflated > limits.max_zip_ratio * max(1, info.compress_size):
-                        raise ParseFailure("zip_bomb", f"{info.filename} inflates more than {limits.max_zip_ratio}:1")
-            if xml and b"<!doctype" in first.lower():
-                raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
-    return None
+    try:
+        with zf:
+            _check_members(zf, limits)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError) as exc:
+        # a member that does not read back (bad header, CRC, method): found while streaming
+        raise ParseFailure("malformed", f"bad zip: {type(exc).__name__}: {str(exc)[:120]}") from None
+    except RuntimeError as exc:  # zipfile: "File ... is encrypted, password required"
+        raise ParseFailure("encrypted", f"an encrypted zip member: {str(exc)[:120]}") from None
+
+
+def _check_members(zf: zipfile.ZipFile, limits: Limits) -> None:
+    infos = zf.infolist()
+    if len(infos) > limits.max_zip_members:
+        raise ParseFailure("zip_bomb", f"{len(infos)} members in the package")
+    total = 0
+    for info in infos:
+        if info.filename.lower().endswith((".zip", ".docx", ".xlsx", ".jar")):
+            raise ParseFailure("zip_bomb", f"nested archive {info.filename!r}")
+        inflated = 0
+        xml = info.filename.endswith((".xml", ".rels"))
+        first = b""
+        with zf.open(info) as member:
+            while True:
+                chunk = member.read(1 << 16)
+                if not chunk:
+                    break
+                inflated += len(chunk)
+                total += len(chunk)
+                if xml and len(first) < 4096:
+                    first += chunk[: 4096 - len(first)]
+                    if b"<!doctype" in first.lower():
+                        raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
+                if total > limits.max_zip_bytes:
+                    raise ParseFailure("zip_bomb", f"more than {limits.max_zip_bytes} bytes inflated")
+                if inflated > 1 << 20 and inflated > limits.max_zip_ratio * max(1, info.compress_size):
+                    raise ParseFailure("zip_bomb", f"{info.filename} inflates more than {limits.max_zip_ratio}:1")
+        if xml and b"<!doctype" in first.lower():
+            raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
 
 
 def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:

@@ -1,0 +1,166 @@
+"""RELIABILITY.md P7 soak: Hypothesis-generated and mutated inputs for every parser and every
+stage's record reader (see tests/reliability/fuzzing.py), at least 100,000 cases in total.
+
+    nice -n 19 python tests/bench/fuzz_soak.py --cases 100000 --workers 2 --out /tmp/kgr-fuzz
+
+Prints, per target: cases, outcomes (ok / classified / library / crash / hang), the slowest
+case, and the mean time per case; then the totals and the wall time. Crashing and hanging
+inputs are saved under --out as regression fixtures. Exit status 1 if any crashed or hung.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "reliability"))
+sys.path.insert(0, str(HERE.parents[1]))
+
+import fuzzing  # noqa: E402
+
+# Share of the cases per target: cheap targets get more, every one gets thousands.
+WEIGHTS = {"markdown": 10, "text": 8, "front_matter": 10, "html": 10, "pdf": 8, "docx": 5, "docx_xml": 4,
+           "reader_records": 15, "chunk_records": 6, "extract_records": 6, "link_records": 6, "embed_records": 6,
+           "load_records": 6}
+
+
+def run_part(name: str, cases: int, seed: int, limit_s: float, shared: str | None) -> fuzzing.Stats:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    target = fuzzing.targets(shared)[name]
+    stats = fuzzing.Stats()
+
+    @hseed(seed)
+    @settings(max_examples=cases, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(target.strategy())
+    def body(data: bytes) -> None:
+        stats.add(fuzzing.run_case(target, data, limit_s), data)  # records, never raises: count every case
+
+    try:  # load what a first case would (language model, spaCy, seeds) outside the timings
+        target.fn(b"# Warm-up\n\nA short paragraph that loads the language model and the parsers.\n")
+    except Exception:
+        pass
+    body()
+    return stats
+
+
+def merge(a: fuzzing.Stats, b: fuzzing.Stats) -> fuzzing.Stats:
+    a.cases += b.cases
+    a.seconds += b.seconds
+    for k, v in b.outcomes.items():
+        a.outcomes[k] = a.outcomes.get(k, 0) + v
+    for k, v in b.library.items():
+        a.library[k] = a.library.get(k, 0) + v
+    a.crashes += b.crashes
+    a.hangs += b.hangs
+    if b.slowest > a.slowest:
+        a.slowest, a.slowest_size, a.slowest_data = b.slowest, b.slowest_size, b.slowest_data
+    return a
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=100_000, help="total cases across targets")
+    ap.add_argument("--targets", default=",".join(WEIGHTS), help="comma-separated target names")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--part", type=int, default=1000, help="cases per task (one Hypothesis run)")
+    ap.add_argument("--limit", type=float, default=60.0, help="seconds before a case counts as a hang")
+    ap.add_argument("--seed", type=int, default=20261125)
+    ap.add_argument("--shared", default=os.environ.get("KGR_SHARED", str(HERE.parents[2] / "shared")),
+                    help="../shared, for PowerShell corpus seeds (skipped when absent)")
+    ap.add_argument("--out", default="fuzz-crashers", help="directory for crashing and hanging inputs")
+    args = ap.parse_args()
+    shared = args.shared if Path(args.shared, "corpora").is_dir() else None
+    names = [n for n in args.targets.split(",") if n]
+    total_w = sum(WEIGHTS[n] for n in names)
+    tasks = []
+    for n in names:
+        want = max(1, round(args.cases * WEIGHTS[n] / total_w))
+        for i, start in enumerate(range(0, want, args.part)):
+            tasks.append((n, min(args.part, want - start), args.seed + 1000 * i + zlib.crc32(n.encode()) % 997))
+    print(f"fuzz soak: {sum(t[1] for t in tasks)} cases, {len(names)} targets, {len(tasks)} tasks, "
+          f"{args.workers} workers, hang limit {args.limit:g}s, PowerShell seeds: {'yes' if shared else 'no'}", flush=True)
+    results = {n: fuzzing.Stats() for n in names}
+    broken: list[str] = []
+    started = time.monotonic()
+    out = Path(args.out)
+
+    def stop(signum, frame):
+        print("\nstopped early (SIGTERM): the parts that finished", flush=True)
+        report(names, results, broken, time.monotonic() - started)
+        for child in multiprocessing.active_children():
+            child.kill()
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stop)
+    ctx = multiprocessing.get_context("spawn")
+    pending = list(tasks)
+    while pending:
+        with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
+            futures = {pool.submit(run_part, n, c, s, args.limit, shared): (n, c, s) for n, c, s in pending}
+            pending = []
+            dead = None
+            for fut in cf.as_completed(futures):
+                n, c, s = futures[fut]
+                try:
+                    merge(results[n], fut.result())
+                except cf.process.BrokenProcessPool:
+                    dead = futures[fut]  # a worker died (a segfault in a parser?); the others are re-run
+                    break
+                done = sum(r.cases for r in results.values())
+                part = fut.result()
+                print(f"  {time.monotonic() - started:7.0f}s  {n:16} +{part.cases:5}  total {done}  "
+                      f"{part.outcomes}  slowest {part.slowest:.2f}s", flush=True)
+                save(out, n, part)
+        if dead is not None:
+            broken.append(f"{dead[0]} seed {dead[2]}")
+            pending = [t for f, t in futures.items() if t != dead and (f.cancelled() or f.exception() is not None)]
+    report(names, results, broken, time.monotonic() - started)
+    tot = fuzzing.Stats()
+    for r in results.values():
+        merge(tot, r)
+    return 1 if (tot.outcomes.get("crash") or tot.outcomes.get("hang") or broken) else 0
+
+
+def save(out: Path, name: str, stats: fuzzing.Stats) -> None:
+    for kind, items in (("crash", stats.crashes), ("hang", stats.hangs)):
+        for detail, data in items:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{name}-{kind}-{hashlib.sha256(data).hexdigest()[:12]}.bin").write_bytes(data)
+            print(f"    {kind}: {detail}", flush=True)
+
+
+def report(names: list[str], results: dict, broken: list[str], wall: float) -> None:
+    print(f"\n{'target':16} {'cases':>7} {'ok':>7} {'classif':>7} {'library':>7} {'crash':>5} {'hang':>4} "
+          f"{'slowest s':>9} {'mean ms':>7}")
+    tot = fuzzing.Stats()
+    for n in names:
+        r = results[n]
+        o = r.outcomes
+        print(f"{n:16} {r.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
+              f"{o.get('crash', 0):5} {o.get('hang', 0):4} {r.slowest:9.2f} {1000 * r.seconds / max(1, r.cases):7.1f}")
+        merge(tot, r)
+        for detail in sorted({d for d, _ in r.crashes + r.hangs}):
+            print(f"    crash/hang: {detail}")
+        if r.library:
+            print("    third-party exceptions (the child's safety net records them as malformed): "
+                  + ", ".join(f"{k} x{v}" for k, v in sorted(r.library.items(), key=lambda kv: -kv[1])))
+    o = tot.outcomes
+    print(f"{'TOTAL':16} {tot.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
+          f"{o.get('crash', 0):5} {o.get('hang', 0):4} {tot.slowest:9.2f} {1000 * tot.seconds / max(1, tot.cases):7.1f}")
+    print(f"wall {wall:.0f}s; worker deaths: {len(broken)} {broken if broken else ''}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
