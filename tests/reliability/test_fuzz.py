@@ -142,3 +142,32 @@ def test_p7_soak_100k_cases(tmp_path):
                           capture_output=True, text=True, env=env)
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_p7_mutated_files_through_the_parser_children_end_as_docs_or_classified_errors(tmp_path):
+    """The whole path (spawned child, RLIMITs, timeout) on a derandomized batch of mutated files:
+    every file gives one doc or one error record with a known reason."""
+    from kgr.normalize import NormalizeOptions, normalize
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    n = 0
+    for fmt, nest in (("html", "html"), ("pdf", "pdf"), ("docx", "xml"), ("md", "md")):
+        made: list[bytes] = []
+
+        @settings(max_examples=8, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+                  suppress_health_check=list(HealthCheck))
+        @given(fuzzing.mutated(fuzzing.seeds(fmt), nest))
+        def collect(data):
+            made.append(data)
+
+        collect()
+        for data in made:
+            (root / f"case{n:03}.{fmt}").write_bytes(data)
+            n += 1
+    options = NormalizeOptions(redact_key=b"k", workers=1, parse_timeout_s=60)
+    out = list(normalize([str(root)], root=str(root), options=options))
+    assert len(out) == n
+    for rec in out:
+        assert rec["kind"] == "doc" or rec.get("reason") in fuzzing.KNOWN_REASONS, rec
+    assert not [r for r in out if r.get("reason") in ("crash", "timeout")]
