@@ -88,7 +88,8 @@ def main() -> int:
         for i, start in enumerate(range(0, want, args.part)):
             tasks.append((n, min(args.part, want - start), args.seed + 1000 * i + zlib.crc32(n.encode()) % 997))
     # round-robin over the targets, so that a run stopped early has covered each in proportion
-    tasks.sort(key=lambda t: sum(1 for u in tasks[:tasks.index(t)] if u[0] == t[0]) / max(1, WEIGHTS[t[0]]))
+    position = {t: sum(1 for u in tasks[:i] if u[0] == t[0]) for i, t in enumerate(tasks)}
+    tasks.sort(key=lambda t: position[t] / max(1, WEIGHTS[t[0]]))
     print(f"fuzz soak: {sum(t[1] for t in tasks)} cases, {len(names)} targets, {len(tasks)} tasks, "
           f"{args.workers} workers, hang limit {args.limit:g}s, PowerShell seeds: {'yes' if shared else 'no'}", flush=True)
     results = {n: fuzzing.Stats() for n in names}
