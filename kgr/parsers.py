@@ -188,13 +188,22 @@ def _inflate(data: bytes, limits: Limits, *, lenient: bool = False) -> bytes:
         if not d.eof:
             raise zlib.error("incomplete or truncated stream")
         return b"".join(out)
-    for i in range(len(data)):
+    step = 1 << 14
+    for pos in range(0, len(data), step):
+        block = data[pos:pos + step]
+        saved = d.copy()
         try:
-            take(d.decompress(data[i:i + 1]))
+            take(d.decompress(block))
+            continue
         except zlib.error:
-            if i < len(data) - 3:  # not in the checksum: pdfminer gives up on the stream
-                raise
-            break
+            d = saved  # find the failing byte, as pdfminer does, within this block only
+        for i in range(len(block)):
+            try:
+                take(d.decompress(block[i:i + 1]))
+            except zlib.error:
+                if pos + i < len(data) - 3:  # not in the checksum: pdfminer gives up on the stream
+                    raise
+                return b"".join(out)
     return b"".join(out)
 
 
