@@ -33,19 +33,27 @@ WEIGHTS = {"markdown": 10, "text": 10, "front_matter": 10, "html": 5, "pdf": 4, 
            "load_records": 3}
 
 
-def run_part(name: str, cases: int, seed: int, limit_s: float, shared: str | None) -> fuzzing.Stats:
+def run_part(name: str, cases: int, seed: int, limit_s: float, shared: str | None, derived: int) -> fuzzing.Stats:
+    """``cases`` cases of one target: Hypothesis examples, each followed by ``derived``
+    havoc mutations of itself (seeded from the example, so a run is reproducible)."""
+    import random
+
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
+    from hypothesis import strategies as st
 
     target = fuzzing.targets(shared)[name]
+    pool = target.pool()
     stats = fuzzing.Stats()
 
     @hseed(seed)
-    @settings(max_examples=cases, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=max(1, cases // (1 + derived)), deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(target.strategy())
-    def body(data: bytes) -> None:
-        stats.add(fuzzing.run_case(target, data, limit_s), data)  # records, never raises: count every case
+    @given(target.strategy(), st.integers(0, 1 << 32))
+    def body(data: bytes, salt: int) -> None:
+        rng = random.Random(salt)
+        for case in [data] + [fuzzing.havoc(data, rng, pool, target.nest) for _ in range(derived)]:
+            stats.add(fuzzing.run_case(target, case, limit_s, 30 * limit_s), case)  # counts, never raises
 
     fuzzing.warm_up(name, shared)  # imports, spaCy, the language model: loaded outside the timings
     body()
@@ -73,7 +81,9 @@ def main() -> int:
     ap.add_argument("--targets", default=",".join(WEIGHTS), help="comma-separated target names")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--part", type=int, default=1000, help="cases per task (one Hypothesis run)")
-    ap.add_argument("--limit", type=float, default=60.0, help="seconds before a case counts as a hang")
+    ap.add_argument("--limit", type=float, default=20.0,
+                    help="seconds of CPU time (or 30x that of wall time) before a case counts as a hang")
+    ap.add_argument("--derived", type=int, default=4, help="havoc mutations run after each Hypothesis example")
     ap.add_argument("--seed", type=int, default=20261125)
     ap.add_argument("--shared", default=os.environ.get("KGR_SHARED", str(HERE.parents[2] / "shared")),
                     help="../shared, for PowerShell corpus seeds (skipped when absent)")
@@ -91,7 +101,8 @@ def main() -> int:
     position = {t: sum(1 for u in tasks[:i] if u[0] == t[0]) for i, t in enumerate(tasks)}
     tasks.sort(key=lambda t: position[t] / max(1, WEIGHTS[t[0]]))
     print(f"fuzz soak: {sum(t[1] for t in tasks)} cases, {len(names)} targets, {len(tasks)} tasks, "
-          f"{args.workers} workers, hang limit {args.limit:g}s, PowerShell seeds: {'yes' if shared else 'no'}", flush=True)
+          f"{args.workers} workers, hang limit {args.limit:g}s CPU / {30 * args.limit:g}s wall, "
+          f"{args.derived} havoc cases per Hypothesis example, PowerShell seeds: {'yes' if shared else 'no'}", flush=True)
     results = {n: fuzzing.Stats() for n in names}
     broken: list[str] = []
     started = time.monotonic()
@@ -109,7 +120,7 @@ def main() -> int:
     pending = list(tasks)
     while pending:
         with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-            futures = {pool.submit(run_part, n, c, s, args.limit, shared): (n, c, s) for n, c, s in pending}
+            futures = {pool.submit(run_part, n, c, s, args.limit, shared, args.derived): (n, c, s) for n, c, s in pending}
             pending = []
             dead = None
             for fut in cf.as_completed(futures):

@@ -55,18 +55,25 @@ class Hang(BaseException):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float):
-    def fire(signum, frame):
-        raise Hang(f"over {seconds:g}s")
+def time_limit(cpu_s: float, wall_s: float | None = None):
+    """Raise Hang after ``cpu_s`` of CPU time (ITIMER_PROF: a busy machine does not make a
+    case look hung) or ``wall_s`` of wall time (a case stuck without using CPU)."""
+    wall_s = wall_s if wall_s is not None else 10 * cpu_s
 
-    old = signal.signal(signal.SIGALRM, fire)
+    def fire(signum, frame):
+        raise Hang(f"over {cpu_s:g}s of CPU" if signum == signal.SIGPROF else f"over {wall_s:g}s of wall time")
+
+    old = {sig: signal.signal(sig, fire) for sig in (signal.SIGPROF, signal.SIGALRM)}
     started = time.monotonic()
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_PROF, cpu_s)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, wall_s)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
         if outer:  # an enclosing alarm (pytest-timeout's) goes on with what it had left
             signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (time.monotonic() - started)))
 
@@ -126,10 +133,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {str(exc)[:160]}"
 
 
-def run_case(target: "Target", data: bytes, limit_s: float) -> Outcome:
+def run_case(target: "Target", data: bytes, limit_s: float, wall_s: float | None = None) -> Outcome:
+    """One case, with ``limit_s`` of CPU time (and ``wall_s``, default 10x, of wall time)."""
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        with time_limit(limit_s):
+        with time_limit(limit_s, wall_s):
             kind, detail = target.fn(data)
     except Hang as exc:
         kind, detail = "hang", str(exc)
@@ -245,8 +253,9 @@ def seeds(fmt: str, shared: str | None = None) -> tuple[bytes, ...]:
 
 # -- mutation strategies -------------------------------------------------------------------------------------
 
-CONTROL = st.sampled_from([b"\x00", b"\x01", b"\x07", b"\x1b", b"\x7f", b"\r", b"\x0c", b"\xff", b"\xfe\xff", b"\xc3",
-                           b"\xed\xa0\x80", b"\xef\xbf\xbe", b"\xe2\x80\xae", b"\n---\n", b"\n```\n"])
+CONTROL_BYTES = [b"\x00", b"\x01", b"\x07", b"\x1b", b"\x7f", b"\r", b"\x0c", b"\xff", b"\xfe\xff", b"\xc3",
+                 b"\xed\xa0\x80", b"\xef\xbf\xbe", b"\xe2\x80\xae", b"\n---\n", b"\n```\n"]
+CONTROL = st.sampled_from(CONTROL_BYTES)
 NESTERS = {
     "html": [b"<div>", b"<table><tr><td>", b"<ul><li>", b"<b><i>", b"<a href='", b"<!--", b"<![CDATA["],
     "md": [b"> ", b"- ", b"[", b"{", b"  ", b"```", b"|", b"#"],
@@ -292,6 +301,37 @@ def mutated(draw, pool: tuple[bytes, ...], nest: str = "md", max_ops: int = 6, m
         elif op == "random":
             data[pos:pos] = draw(st.binary(min_size=1, max_size=64))
     return bytes(data)
+
+
+def havoc(data: bytes, rng, pool: tuple[bytes, ...], nest: str = "md") -> bytes:
+    """A few random edits without Hypothesis (the soak derives several cases from each
+    Hypothesis example this way: Hypothesis' own generation costs more than most cases)."""
+    out = bytearray(data)
+    nesters = NESTERS.get(nest, NESTERS["md"])
+    for _ in range(rng.randint(1, 4)):
+        op = rng.choice(["flip", "byte", "delete", "dup", "insert_ctrl", "truncate", "splice", "nest", "huge_attr"])
+        pos = rng.randint(0, len(out))
+        if op == "flip" and out:
+            out[min(pos, len(out) - 1)] ^= 1 << rng.randint(0, 7)
+        elif op == "byte" and out:
+            out[min(pos, len(out) - 1)] = rng.randint(0, 255)
+        elif op == "delete":
+            del out[pos:pos + rng.randint(1, 256)]
+        elif op == "dup":
+            out[pos:pos] = out[pos:pos + rng.randint(1, 512)] * rng.randint(1, 8)
+        elif op == "insert_ctrl":
+            out[pos:pos] = rng.choice(CONTROL_BYTES) * rng.randint(1, 16)
+        elif op == "truncate":
+            del out[pos:]
+        elif op == "splice":
+            other = rng.choice(pool)
+            out[pos:] = other[rng.randint(0, len(other)):]
+        elif op == "nest":
+            token = rng.choice(nesters)
+            out[pos:pos] = token * rng.randint(1, 4096 // len(token))
+        elif op == "huge_attr":
+            out[pos:pos] = b' x="' + rng.choice([b"A", b'"', b"&#", b"%", b" ", b"\\"]) * rng.randint(1, 16384) + b'" '
+    return bytes(out)
 
 
 def any_bytes(pool: tuple[bytes, ...], nest: str) -> st.SearchStrategy[bytes]:
@@ -361,6 +401,8 @@ class Target:
     name: str
     fn: Callable[[bytes], tuple[str, str]]
     strategy: Callable[[], st.SearchStrategy[bytes]]
+    pool: Callable[[], tuple[bytes, ...]] = lambda: (b"",)  # seeds, for havoc and the warm-up
+    nest: str = "md"
 
 
 def _check_doc(text: str, meta: dict, fmt: str) -> dict:
@@ -548,29 +590,31 @@ def _stage_target(name: str) -> Callable[[bytes], tuple[str, str]]:
 def targets(shared: str | None = None) -> dict[str, Target]:
     stream = lambda: jsonl_inputs(*seed_stream())  # noqa: E731
     t = [
-        Target("markdown", _text_target("md"), lambda: any_bytes(seeds("md", shared), "md")),
-        Target("text", _text_target("txt"), lambda: any_bytes(seeds("txt"), "md")),
+        Target("markdown", _text_target("md"), lambda: any_bytes(seeds("md", shared), "md"), lambda: seeds("md", shared)),
+        Target("text", _text_target("txt"), lambda: any_bytes(seeds("txt"), "md"), lambda: seeds("txt")),
         Target("front_matter", _text_target("md"), lambda: st.one_of(
             mutated(tuple(FRONT_MATTER_SEEDS), "json"),
             st.tuples(JSON_VALUES, st.text(max_size=200)).map(
-                lambda v: b"---\n" + _yaml(v[0]) + b"---\n" + v[1].encode("utf-8", "surrogatepass")))),
-        Target("html", _child_target("html"), lambda: any_bytes(seeds("html"), "html")),
-        Target("pdf", _child_target("pdf"), lambda: mutated(seeds("pdf"), "pdf")),
-        Target("docx", _child_target("docx"), lambda: mutated(seeds("docx"), "xml")),
-        Target("docx_xml", _docx_xml_target, lambda: mutated(docx_xml_seeds(), "xml")),
+                lambda v: b"---\n" + _yaml(v[0]) + b"---\n" + v[1].encode("utf-8", "surrogatepass"))),
+            lambda: tuple(FRONT_MATTER_SEEDS), "json"),
+        Target("html", _child_target("html"), lambda: any_bytes(seeds("html"), "html"), lambda: seeds("html"), "html"),
+        Target("pdf", _child_target("pdf"), lambda: mutated(seeds("pdf"), "pdf"), lambda: seeds("pdf"), "pdf"),
+        Target("docx", _child_target("docx"), lambda: mutated(seeds("docx"), "xml"), lambda: seeds("docx"), "xml"),
+        Target("docx_xml", _docx_xml_target, lambda: mutated(docx_xml_seeds(), "xml"), docx_xml_seeds, "xml"),
     ]
-    t += [Target(f"{n}_records", _stage_target(n), stream) for n in ("reader", "chunk", "extract", "link", "embed", "load")]
+    t += [Target(f"{n}_records", _stage_target(n), stream, lambda: seed_stream()[1], "json")
+          for n in ("reader", "chunk", "extract", "link", "embed", "load")]
     return {x.name: x for x in t}
 
 
 def warm_up(name: str, shared: str | None = None) -> None:
-    """Run a target once over its seeds: imports and models load outside the timings."""
+    """Run a target over its seeds, and the doc path over an English text (the language
+    model), so that imports and models load outside the timings."""
     target = targets(shared)[name]
-    pool = {"markdown": lambda: seeds("md", shared), "text": lambda: seeds("txt"), "html": lambda: seeds("html"),
-            "front_matter": lambda: tuple(FRONT_MATTER_SEEDS), "pdf": lambda: seeds("pdf"),
-            "docx": lambda: seeds("docx"), "docx_xml": docx_xml_seeds}.get(name, lambda: seed_stream()[1])
-    for data in pool():
+    for data in target.pool():
         run_case(target, data, 600)
+    _check_doc(("An English paragraph, long enough for the language model and the de-duplication. " * 2 + "\n\n") * 3,
+               {}, "md")
 
 
 def _yaml(value: Any) -> bytes:

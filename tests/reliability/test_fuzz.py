@@ -27,7 +27,7 @@ import fuzzing
 
 HERE = Path(__file__).resolve().parent
 REGRESSIONS = HERE / "fuzz_regressions"
-LIMIT_S = 60  # per case; generous for a busy 2-core machine (a typical case takes milliseconds)
+LIMIT_S = 20  # CPU seconds per case (wall: 10x); generous: a typical case takes milliseconds
 SHORT = {"markdown": 30, "text": 30, "front_matter": 40, "html": 30, "pdf": 25, "docx": 25, "docx_xml": 20,
          "reader_records": 40, "chunk_records": 25, "extract_records": 25, "link_records": 25, "embed_records": 25,
          "load_records": 20}
@@ -73,7 +73,15 @@ def test_the_harness_can_fail():
             pass
 
     out = fuzzing.run_case(fuzzing.Target("spin", spin, lambda: None), b"", 0.2)
-    assert out.kind == "hang" and out.seconds < 5
+    assert out.kind == "hang" and "CPU" in out.detail and out.seconds < 30
+
+    def sleep(data):
+        import time
+
+        time.sleep(30)
+
+    out = fuzzing.run_case(fuzzing.Target("sleep", sleep, lambda: None), b"", 5, 0.2)
+    assert out.kind == "hang" and "wall" in out.detail and out.seconds < 5
 
 
 # -- regressions: crashes the fuzzer found, each fixed ---------------------------------------------------------
