@@ -304,11 +304,14 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
                 loaded = yaml.safe_load(m.group(1) or "") or {}
                 if isinstance(loaded, dict):
                     front = {str(k): v for k, v in loaded.items()}
-            except yaml.YAMLError:
+                    front_json = _jsonable(front)
+            except (yaml.YAMLError, ValueError, RecursionError):
+                # PyYAML raises ValueError on an impossible date or escape, and anchors can
+                # build a list that contains itself (RecursionError when made JSON)
                 front = {}
             text = text[m.end():]
     if front:
-        meta["front_matter"] = _jsonable(front)
+        meta["front_matter"] = front_json
         tags = front.get("tags") or front.get("keywords")
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]

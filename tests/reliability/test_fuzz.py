@@ -105,6 +105,16 @@ def test_front_matter_integer_beyond_64_bits_is_kept_as_text():
     assert doc["meta"]["front_matter"] == {"big": "18446744073709551616", "small": 3}
 
 
+@pytest.mark.parametrize("front", [
+    b"when: 2025-03-01T50:00:00Z\n",  # PyYAML: ValueError "hour must be in 0..23"
+    b'title: "\\U0011ffff"\n',  # PyYAML: ValueError "chr() arg not in range(0x110000)"
+    b"tags: &a\n- x\n- *a\n",  # a list that contains itself: RecursionError in _jsonable
+], ids=["bad-date", "bad-escape", "self-alias"])
+def test_front_matter_yaml_cannot_build_is_dropped_not_a_crash(front):
+    doc = fuzzing._check_doc(("---\n" + front.decode() + "---\n# Heading\n\nBody.\n"), {}, "md")
+    assert "front_matter" not in doc["meta"] and doc["text"].startswith("# Heading") and doc["title"] == "Heading"
+
+
 def test_docx_whose_member_does_not_read_back_is_malformed(tmp_path):
     good = fuzzing.seeds("docx")[0]
     with zipfile.ZipFile(io.BytesIO(good)) as z:
