@@ -7,7 +7,6 @@ from __future__ import annotations
 import resource
 import time
 import zlib
-from pathlib import Path
 
 import pytest
 
