@@ -404,7 +404,9 @@ def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
         raise ParseFailure("malformed", f"not a readable DOCX: {type(exc).__name__}: {exc}") from None
     out: list[str] = []
     total = 0
-    body = document.element.body
+    body = getattr(document.element, "body", None)
+    if body is None:  # python-docx opens a main part whose root is not <w:document>, or has no body
+        raise ParseFailure("malformed", "word/document.xml has no <w:document><w:body>")
     for child in body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "p":

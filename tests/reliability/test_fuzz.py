@@ -126,6 +126,14 @@ def test_docx_whose_member_does_not_read_back_is_malformed(tmp_path):
     assert fuzzing.child_outcome("docx", str(path)) == ("classified", "malformed")
 
 
+@pytest.mark.parametrize("xml", [
+    b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>',  # no body
+    b'<w:documentx xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body/></w:documentx>',
+], ids=["no-body", "other-root"])
+def test_docx_main_part_without_a_body_is_malformed(xml):
+    assert fuzzing._docx_xml_target(xml) == ("classified", "malformed")
+
+
 WRONG_TYPES = [
     b'{"kind": "doc", "path": "a.md", "text": "x", "hash": []}\n',
     b'{"kind": "doc", "path": "a.md", "text": 5, "hash": "h"}\n',
