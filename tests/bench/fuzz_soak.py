@@ -5,7 +5,7 @@ stage's record reader (see tests/reliability/fuzzing.py), at least 100,000 cases
 
 Prints, per target: cases, outcomes (ok / classified / library / crash / hang), the slowest
 case, and the mean time per case; then the totals and the wall time. Crashing and hanging
-inputs are saved under --out as regression fixtures. Exit status 1 if any crashed or hung.
+inputs are saved under --out as regression fixtures, with the slowest input of each target. Exit status 1 if any crashed or hung.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def main() -> int:
 
     def stop(signum, frame):
         print("\nstopped early (SIGTERM): the parts that finished", flush=True)
-        report(names, results, broken, time.monotonic() - started)
+        report(names, results, broken, time.monotonic() - started, out)
         for child in multiprocessing.active_children():
             child.kill()
         os._exit(1)
@@ -138,7 +138,7 @@ def main() -> int:
         if dead is not None:
             broken.append(f"{dead[0]} seed {dead[2]}")
             pending = [t for f, t in futures.items() if t != dead and (f.cancelled() or f.exception() is not None)]
-    report(names, results, broken, time.monotonic() - started)
+    report(names, results, broken, time.monotonic() - started, out)
     tot = fuzzing.Stats()
     for r in results.values():
         merge(tot, r)
@@ -153,7 +153,7 @@ def save(out: Path, name: str, stats: fuzzing.Stats) -> None:
             print(f"    {kind}: {detail}", flush=True)
 
 
-def report(names: list[str], results: dict, broken: list[str], wall: float) -> None:
+def report(names: list[str], results: dict, broken: list[str], wall: float, out: Path | None = None) -> None:
     print(f"\n{'target':16} {'cases':>7} {'ok':>7} {'classif':>7} {'library':>7} {'crash':>5} {'hang':>4} "
           f"{'slowest s':>9} {'its cpu':>7} {'max cpu':>7} {'mean ms':>7}")
     tot = fuzzing.Stats()
@@ -164,6 +164,9 @@ def report(names: list[str], results: dict, broken: list[str], wall: float) -> N
               f"{o.get('crash', 0):5} {o.get('hang', 0):4} {r.slowest:9.2f} {r.slowest_cpu:7.2f} {r.max_cpu:7.2f} "
               f"{1000 * r.seconds / max(1, r.cases):7.1f}  (slowest input {r.slowest_size} bytes)")
         merge(tot, r)
+        if r.slowest_data and out is not None:  # the slowest input, to profile
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{n}-slowest.bin").write_bytes(r.slowest_data)
         for detail in sorted({d for d, _ in r.crashes + r.hangs}):
             print(f"    crash/hang: {detail}")
         if r.library:
