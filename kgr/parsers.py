@@ -350,8 +350,9 @@ def check_zip(path: str, limits: Limits) -> None:
         raise ParseFailure("malformed", "not a zip package")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ParseFailure("malformed", f"bad zip: {exc}") from None
+    except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError) as exc:
+        # NotImplementedError: a central directory entry asking for a newer zip version
+        raise ParseFailure("malformed", f"bad zip: {type(exc).__name__}: {str(exc)[:120]}") from None
     try:
         with zf:
             _check_members(zf, limits)
