@@ -344,11 +344,14 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
                 loaded = yaml.safe_load(_quote_tags(m.group(1) or "")) or {}
                 if isinstance(loaded, dict):
                     front = {str(k): _untag_lists(v) for k, v in loaded.items()}
-            except yaml.YAMLError:
+                    front_json = _jsonable(front)
+            except (yaml.YAMLError, ValueError, RecursionError):
+                # PyYAML raises ValueError on an impossible date or escape, and anchors can
+                # build a list that contains itself (RecursionError when made JSON)
                 front = {}
             text = text[m.end():]
     if front:
-        meta["front_matter"] = _jsonable(front)
+        meta["front_matter"] = front_json
         tags = front.get("tags") or front.get("keywords")
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]
@@ -416,6 +419,8 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 64):
+        return str(value)  # YAML integers are unbounded; JSON Lines (orjson) stops at 64 bits
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)

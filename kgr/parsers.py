@@ -13,6 +13,7 @@ import re
 import statistics
 import threading
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ class Limits:
     max_zip_bytes: int = 100 * 1024 * 1024
     max_zip_ratio: int = 100
     max_zip_members: int = 10000
+    max_stream_bytes: int = 256 * 1024 * 1024  # one PDF stream inflated (pdf_oxide caps at 256 MB)
 
 
 # -- text ----------------------------------------------------------------------------
@@ -193,24 +195,108 @@ def _pipe_tables(text: str) -> str:
 
 # -- PDF ------------------------------------------------------------------------------
 
+BOMB_FLOOR = 50 * 1024 * 1024  # xpdf: a bomb is > 50 MB out of less than 1/250 of that in
+BOMB_RATIO = 250
+
+
+def _inflate(data: bytes, limits: Limits, *, lenient: bool = False) -> bytes:
+    """zlib.decompress for pdfminer, counting output while inflating: a FlateDecode stream
+    past ``max_stream_bytes``, or past 50 MB at a ratio over 250:1, is a bomb.
+
+    With ``lenient`` (pdfminer's decompress_corrupted: a bad checksum or a truncated
+    stream), what inflated before the error is kept, as pdfminer does, but in linear time
+    (pdfminer feeds one byte at a time and concatenates, quadratic in the output)."""
+    d = zlib.decompressobj()
+    out: list[bytes] = []
+    total = 0
+
+    def take(piece: bytes) -> None:
+        nonlocal total
+        total += len(piece)
+        if total > limits.max_stream_bytes or (total > BOMB_FLOOR and total > BOMB_RATIO * len(data)):
+            raise ParseFailure("too_large", f"a compressed PDF stream of {len(data)} bytes inflates past {total} bytes")
+        out.append(piece)
+
+    if not lenient:
+        take(d.decompress(data, 1 << 20))
+        while d.unconsumed_tail and not d.eof:
+            take(d.decompress(d.unconsumed_tail, 1 << 20))
+        if not d.eof:
+            raise zlib.error("incomplete or truncated stream")
+        return b"".join(out)
+    step = 1 << 14
+    for pos in range(0, len(data), step):
+        block = data[pos:pos + step]
+        saved = d.copy()
+        try:
+            take(d.decompress(block))
+            continue
+        except zlib.error:
+            d = saved  # find the failing byte, as pdfminer does, within this block only
+        for i in range(len(block)):
+            try:
+                take(d.decompress(block[i:i + 1]))
+            except zlib.error:
+                if pos + i < len(data) - 3:  # not in the checksum: pdfminer gives up on the stream
+                    raise
+                return b"".join(out)
+    return b"".join(out)
+
+
+class _BoundedZlib:
+    """Stands in for the ``zlib`` module inside pdfminer.pdftypes (in the parser child)."""
+
+    error = zlib.error
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+
+    def decompress(self, data: bytes, *args) -> bytes:
+        return _inflate(data, self.limits)
+
+    def decompressobj(self, *args, **kwargs):
+        return zlib.decompressobj(*args, **kwargs)
+
+
+def _bound_pdf_streams(limits: Limits) -> None:
+    import pdfminer.pdftypes as pdftypes
+
+    pdftypes.zlib = _BoundedZlib(limits)
+    pdftypes.decompress_corrupted = lambda data: _inflate(data, limits, lenient=True)
+
 
 def parse_pdf(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
     import pdfplumber
     from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfparser import PDFSyntaxError
 
+    _bound_pdf_streams(limits)
     try:
         pdf = pdfplumber.open(path)
     except (PDFPasswordIncorrect, PDFEncryptionError) as exc:
         raise ParseFailure("encrypted", f"encrypted PDF ({type(exc).__name__})") from None
     except PDFSyntaxError as exc:
         raise ParseFailure("malformed", f"not a readable PDF: {exc}") from None
+    except ParseFailure:
+        raise
     except Exception as exc:  # pdfplumber wraps pdfminer's errors in PdfminerException
         inner = exc.args[0] if exc.args else exc
+        if isinstance(inner, ParseFailure):
+            raise inner from None
         name = type(inner).__name__ if isinstance(inner, BaseException) else str(inner)
         if "Password" in name or "Encrypt" in name:
             raise ParseFailure("encrypted", f"encrypted PDF ({name})") from None
         raise ParseFailure("malformed", f"not a readable PDF: {name}: {str(inner)[:120]}") from None
+    try:
+        return _pdf_pages(pdf, limits)
+    except Exception as exc:  # pdfplumber wraps what pdfminer raises, our stream cap included
+        inner = exc.args[0] if exc.args else None
+        if isinstance(inner, ParseFailure) and not isinstance(exc, ParseFailure):
+            raise inner from None
+        raise
+
+
+def _pdf_pages(pdf, limits: Limits) -> tuple[str, dict[str, Any]]:
     with pdf:
         n = len(pdf.pages)
         if n > limits.max_pages:
@@ -301,37 +387,47 @@ def check_zip(path: str, limits: Limits) -> None:
         raise ParseFailure("malformed", "not a zip package")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ParseFailure("malformed", f"bad zip: {exc}") from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > limits.max_zip_members:
-            raise ParseFailure("zip_bomb", f"{len(infos)} members in the package")
-        total = 0
-        for info in infos:
-            if info.filename.lower().endswith((".zip", ".docx", ".xlsx", ".jar")):
-                raise ParseFailure("zip_bomb", f"nested archive {info.filename!r}")
-            inflated = 0
-            xml = info.filename.endswith((".xml", ".rels"))
-            first = b""
-            with zf.open(info) as member:
-                while True:
-                    chunk = member.read(1 << 16)
-                    if not chunk:
-                        break
-                    inflated += len(chunk)
-                    total += len(chunk)
-                    if xml and len(first) < 4096:
-                        first += chunk[: 4096 - len(first)]
-                        if b"<!doctype" in first.lower():
-                            raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
-                    if total > limits.max_zip_bytes:
-                        raise ParseFailure("zip_bomb", f"more than {limits.max_zip_bytes} bytes inflated")
-                    if inflated > 1 << 20 and inflated > limits.max_zip_ratio * max(1, info.compress_size):
-                        raise ParseFailure("zip_bomb", f"{info.filename} inflates more than {limits.max_zip_ratio}:1")
-            if xml and b"<!doctype" in first.lower():
-                raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
-    return None
+    except (zipfile.BadZipFile, OSError, NotImplementedError, EOFError, ValueError) as exc:
+        # NotImplementedError: a central directory entry asking for a newer zip version
+        raise ParseFailure("malformed", f"bad zip: {type(exc).__name__}: {str(exc)[:120]}") from None
+    try:
+        with zf:
+            _check_members(zf, limits)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError) as exc:
+        # a member that does not read back (bad header, CRC, method): found while streaming
+        raise ParseFailure("malformed", f"bad zip: {type(exc).__name__}: {str(exc)[:120]}") from None
+    except RuntimeError as exc:  # zipfile: "File ... is encrypted, password required"
+        raise ParseFailure("encrypted", f"an encrypted zip member: {str(exc)[:120]}") from None
+
+
+def _check_members(zf: zipfile.ZipFile, limits: Limits) -> None:
+    infos = zf.infolist()
+    if len(infos) > limits.max_zip_members:
+        raise ParseFailure("zip_bomb", f"{len(infos)} members in the package")
+    total = 0
+    for info in infos:
+        if info.filename.lower().endswith((".zip", ".docx", ".xlsx", ".jar")):
+            raise ParseFailure("zip_bomb", f"nested archive {info.filename!r}")
+        inflated = 0
+        xml = info.filename.endswith((".xml", ".rels"))
+        first = b""
+        with zf.open(info) as member:
+            while True:
+                chunk = member.read(1 << 16)
+                if not chunk:
+                    break
+                inflated += len(chunk)
+                total += len(chunk)
+                if xml and len(first) < 4096:
+                    first += chunk[: 4096 - len(first)]
+                    if b"<!doctype" in first.lower():
+                        raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
+                if total > limits.max_zip_bytes:
+                    raise ParseFailure("zip_bomb", f"more than {limits.max_zip_bytes} bytes inflated")
+                if inflated > 1 << 20 and inflated > limits.max_zip_ratio * max(1, info.compress_size):
+                    raise ParseFailure("zip_bomb", f"{info.filename} inflates more than {limits.max_zip_ratio}:1")
+        if xml and b"<!doctype" in first.lower():
+            raise ParseFailure("dtd", f"a DTD in {info.filename} (entities are refused)")
 
 
 def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
@@ -347,7 +443,9 @@ def parse_docx(path: str, limits: Limits) -> tuple[str, dict[str, Any]]:
     out: list[str] = []
     total = 0
     stopped = False
-    body = document.element.body
+    body = getattr(document.element, "body", None)
+    if body is None:  # python-docx opens a main part whose root is not <w:document>, or has no body
+        raise ParseFailure("malformed", "word/document.xml has no <w:document><w:body>")
     for child in body.iterchildren():
         tag = child.tag.rsplit("}", 1)[-1]
         if tag == "p":

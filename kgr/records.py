@@ -32,6 +32,31 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+_NONE = type(None)
+_STR, _INT, _NUM, _DICT, _LIST = (str,), (int,), (int, float), (dict,), (list,)
+_OPT_STR, _OPT_INT, _OPT_NUM, _OPT_DICT = (str, _NONE), (int, _NONE), (int, float, _NONE), (dict, _NONE)
+_VECTOR = {"embedding": _OPT_STR, "model": _OPT_STR, "dim": _OPT_INT}
+
+# The type of each field a stage reads, checked when a record is read, so that a field of
+# the wrong type is a BadRecord naming it rather than a TypeError three stages later.
+# Lists of strings are checked item by item; fields not listed are free.
+FIELD_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
+    DOC: {"path": _STR, "text": _STR, "hash": _STR, "title": _OPT_STR, "format": _OPT_STR, "source": _OPT_STR,
+          "lang": _OPT_STR, "file_hash": _OPT_STR, "mtime_ms": _OPT_INT, "size": _OPT_INT, "meta": _OPT_DICT},
+    CHUNK: {"doc": _STR, "ord": _INT, "text": _STR, "prelude": _OPT_STR, "section": _OPT_STR, "headings": (list, _NONE),
+            "start": _OPT_INT, "end": _OPT_INT, "tokens": _OPT_INT, "hash": _OPT_STR, "chunk_kind": _OPT_STR, **_VECTOR},
+    MENTION: {"chunk": _STR, "surface": _STR, "type": _STR, "start": _OPT_INT, "end": _OPT_INT, "score": _OPT_NUM,
+              "source": _OPT_STR, "features": _OPT_DICT, "entity": _OPT_STR, "link_score": _OPT_NUM, "refers_to": _OPT_STR},
+    ENTITY: {"key": _STR, "name": _STR, "type": _STR, "norm": _OPT_STR, "aliases": (list, _NONE), "description": _OPT_STR,
+             "popularity": _OPT_NUM, **_VECTOR},
+    RELATION: {"src": _STR, "dst": _STR, "rel": _STR, "confidence": _OPT_NUM, "pattern": _OPT_STR, "src_type": _OPT_STR,
+               "dst_type": _OPT_STR, "evidence": _OPT_DICT, "src_surface": _OPT_STR, "dst_surface": _OPT_STR},
+    ERROR: {"stage": _STR, "message": _STR, "path": _OPT_STR, "reason": _OPT_STR, "line": _OPT_INT, "size": _OPT_INT},
+}
+_STR_LISTS = {"headings", "aliases"}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "an object", list: "a list", _NONE: "null"}
+
+
 def text_hash(text: str) -> str:
     """The content hash used everywhere: sha256 of the UTF-8 text, hex."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -58,6 +83,17 @@ def check(record: Any, line: int | None = None) -> dict:
     for field in REQUIRED.get(kind, ()):
         if field not in record:
             raise BadRecord(line, f'{kind} record has no "{field}" field')
+    for field, types in FIELD_TYPES.get(kind, {}).items():
+        if field not in record:
+            continue
+        value = record[field]
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if ok and field in _STR_LISTS and isinstance(value, list):
+            ok = all(isinstance(v, str) for v in value)
+        if not ok:
+            want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
+            what = f"a list of strings{' or null' if _NONE in types else ''}" if field in _STR_LISTS else want
+            raise BadRecord(line, f'{kind} record: "{field}" must be {what}, not {type(value).__name__}')
     if kind == DOC:
         why = doc_path_problem(record["path"])
         if why is not None:
