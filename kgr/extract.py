@@ -24,6 +24,7 @@ parse to find the subject), and from structural rules (Dependencies sections,
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import re
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from . import records
-from .textmodel import Block, Document, parse_document
+from .textmodel import Block, Document, parse_document, token_starting_at
 
 # -- entity types ----------------------------------------------------------------
 
@@ -502,7 +503,7 @@ class Extractor:
         ready = getattr(doc, "parsed_blocks", None)
         if ready is not None:
             return ready
-        return list(self.nlp.pipe(_block_texts(doc), batch_size=64))
+        return list(self.pipe(_block_texts(doc)))
 
     def parse_many(self, docs: list[Document]) -> None:
         """Run spaCy over the blocks of many documents in one stream (its per-call cost is
@@ -510,9 +511,33 @@ class Extractor:
         if self.nlp is None or not docs:
             return
         texts = [t for d in docs for t in _block_texts(d)]
-        parsed = iter(self.nlp.pipe(texts, batch_size=64))
+        parsed = self.pipe(texts)
         for d in docs:
             d.parsed_blocks = [next(parsed) for _ in d.blocks]
+
+    def piece_chars(self) -> int:
+        """The longest text given to spaCy in one call: below its ``max_length`` (over which
+        it refuses a text, E088) and below the size whose working memory stays modest."""
+        return max(1, min(PIECE_CHARS, int(getattr(self.nlp, "max_length", PIECE_CHARS))))
+
+    def pipe(self, texts: list[str]) -> Iterator[Any]:
+        """One spaCy doc per text, in order. A text longer than :meth:`piece_chars` is parsed
+        in pieces cut at paragraph, line, sentence or word boundaries and joined again, so
+        its character offsets are those of the whole text."""
+        limit = self.piece_chars()
+        counts, flat = [], []
+        for text in texts:
+            parts = split_text(text, limit)
+            counts.append(len(parts))
+            flat.extend(parts)
+        parsed = iter(self.nlp.pipe(flat, batch_size=64))
+        for n in counts:
+            if n == 1:
+                yield next(parsed)
+            else:
+                from spacy.tokens import Doc
+
+                yield Doc.from_docs([next(parsed) for _ in range(n)], ensure_whitespace=False)
 
     def _block_spans(self, doc: Document, block: Block, sdoc, local: Gazetteer) -> Iterator[Span]:
         base = block.start
@@ -543,7 +568,7 @@ class Extractor:
             def common(word: str, pos: int, sdoc=sdoc) -> bool:  # noqa: E306
                 if sdoc is None:
                     return word.lower() in STOP_NAMES
-                tok = next((t for t in sdoc if t.idx == pos), None)
+                tok = token_starting_at(sdoc, pos)
                 return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
 
             for s, e in _name_runs(masked, block.sentence_starts, common):
@@ -616,10 +641,9 @@ class Extractor:
                     refers, ref_start = target.refers, target.ref_start
                 else:
                     refers, ref_start = target.surface, target.start
-                starts = [st for st, _ in block.sentences() if block.start + st <= pos]
                 out.append(Span(pos, pos + len(word), word, target.type, "coref", 0.5 * target.score,
                                 {"coref": kind}, refers=refers, ref_start=ref_start,
-                                sentence=block.start + (starts[-1] if starts else 0)))
+                                sentence=block.start + block.sentence_start(pos - block.start)))
         return out
 
     # relations ---------------------------------------------------------------------------
@@ -646,8 +670,7 @@ def _expletive(text: str, end: int) -> bool:
 
 def _mark_sentences(doc: Document, spans: list[Span]) -> None:
     for b, sp in doc.blocks_of(spans):
-        starts = [s for s, _ in b.sentences() if b.start + s <= sp.start]
-        sp.sentence = b.start + (starts[-1] if starts else 0)
+        sp.sentence = b.start + b.sentence_start(sp.start - b.start)
 
 
 def _thing(sp: Span) -> bool:
@@ -668,7 +691,7 @@ def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | N
     """
     rel = pos - block.start
     sentences = block.sentences()
-    here = next((i for i, (s, e) in enumerate(sentences) if s <= rel < e), None)
+    here = block.sentence_index(rel)
     if here is not None:
         s, _ = sentences[here]
         same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
@@ -723,21 +746,38 @@ def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span |
     return hit
 
 
+class _Intervals:
+    """Disjoint half-open intervals, for "does [start, end) overlap any of them?" in
+    logarithmic time (a long text has tens of thousands of spans). Being disjoint, sorted by
+    start they are sorted by end too: only the last one starting before ``end`` can reach
+    past ``start``."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int]] = []
+
+    def add(self, start: int, end: int) -> None:
+        bisect.insort(self.items, (start, end))
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self.items, (end,))
+        return i > 0 and self.items[i - 1][1] > start
+
+
 def _resolve(spans: list[Span]) -> list[Span]:
     """Longest span wins; among equal spans, the more specific source and higher score."""
     rank = {"regex": 5, "code": 4, "gazetteer": 3, "ner": 2, "name": 1}
     spans = [s for s in spans if s.surface.strip() and s.end > s.start]
     spans.sort(key=lambda s: (-(s.end - s.start), -rank.get(s.source, 0), -s.score, s.start))
-    taken: list[tuple[int, int]] = []
+    taken = _Intervals()
     chosen: list[Span] = []
     by_pos: dict[tuple[int, int], Span] = {}
     for sp in spans:
-        if any(sp.start < e and s < sp.end for s, e in taken):
+        if taken.overlaps(sp.start, sp.end):
             same = by_pos.get((sp.start, sp.end))
             if same is not None:
                 _merge_features(same, sp)
             continue
-        taken.append((sp.start, sp.end))
+        taken.add(sp.start, sp.end)
         by_pos[(sp.start, sp.end)] = sp
         chosen.append(sp)
     return chosen
@@ -775,17 +815,19 @@ def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
     """spaCy's entities type the names found by spelling, and fill gaps; they never split or swallow them."""
     by_pos = {(sp.start, sp.end): sp for sp in primary}
     out = list(primary)
-    taken = sorted((sp.start, sp.end) for sp in primary)
+    taken = _Intervals()
+    for p in primary:
+        taken.add(p.start, p.end)
     for sp in sorted(ner, key=lambda x: (x.start, -x.length)):
         same = by_pos.get((sp.start, sp.end))
         if same is not None:
             _merge_features(same, sp)
             continue
-        if any(sp.start < e and s < sp.end for s, e in taken):
+        if taken.overlaps(sp.start, sp.end):
             continue
         if sp.type in ("PERSON", "DATE", "LOCATION", "ORG", "STANDARD"):
             out.append(sp)
-            taken.append((sp.start, sp.end))
+            taken.add(sp.start, sp.end)
     return out
 
 
@@ -858,6 +900,33 @@ def extract(
     yield from flush()
 
 
+PIECE_CHARS = 100_000  # spaCy's parser and NER need about 1 GB of working memory per 100,000 characters
+# where a long text may be cut, best first: a blank line, a line end, a sentence end, a space
+CUTS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s+"), re.compile(r"\s+"))
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` cut into pieces of at most ``limit`` characters that join back into it,
+    each cut at the best boundary in the second half of its window (a hard cut when the
+    window has none: a 100,000-character word)."""
+    if len(text) <= limit:
+        return [text]
+    pieces = []
+    start = 0
+    while len(text) - start > limit:
+        window = text[start:start + limit]
+        cut = limit
+        for rx in CUTS:
+            ends = [m.end() for m in rx.finditer(window, limit // 2)]
+            if ends:
+                cut = ends[-1]
+                break
+        pieces.append(text[start:start + cut])
+        start += cut
+    pieces.append(text[start:])
+    return pieces
+
+
 def _block_texts(doc: Document) -> list[str]:
     return [b.masked if b.kind != "code" else "" for b in doc.blocks]
 
@@ -876,9 +945,9 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
     except RecursionError as exc:  # pathological input: one error record, not the run
         return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
     out = []
-    bounds = [(c["start"], c["end"], c) for c in chunks if c.get("start") is not None]
+    chunk_for = _ChunkIndex([(c["start"], c["end"], c) for c in chunks if c.get("start") is not None])
     for sp in spans:
-        chunk = _chunk_for(bounds, sp.start, sp.end)
+        chunk = chunk_for(sp.start, sp.end)
         if chunk is None:
             continue
         rec = {
@@ -896,7 +965,7 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
             rec["refers_to"] = sp.refers
         out.append(rec)
     for rel in rels:
-        chunk = _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["end"]) or _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["start"] + 1)
+        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(rel["evidence"]["start"], rel["evidence"]["start"] + 1)
         if chunk is not None:
             rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
         rel["evidence"]["doc"] = doc["path"]
@@ -904,8 +973,24 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
     return out
 
 
-def _chunk_for(bounds: list[tuple[int, int, dict]], start: int, end: int) -> dict | None:
-    for s, e, c in bounds:
-        if s <= start and end <= e:
-            return c
-    return None
+class _ChunkIndex:
+    """The first chunk (in order) that contains a span, found by bisection: a long text has
+    thousands of chunks and tens of thousands of mentions."""
+
+    def __init__(self, bounds: list[tuple[int, int, dict]]):
+        self.bounds = bounds
+        self.order = sorted(range(len(bounds)), key=lambda i: bounds[i][0])
+        self.starts = [bounds[i][0] for i in self.order]
+        self.reach: list[int] = []  # the largest end among the chunks up to each position
+        for i in self.order:
+            self.reach.append(max(bounds[i][1], self.reach[-1] if self.reach else bounds[i][1]))
+
+    def __call__(self, start: int, end: int) -> dict | None:
+        best = None
+        k = bisect.bisect_right(self.starts, start) - 1
+        while k >= 0 and self.reach[k] >= end:
+            i = self.order[k]
+            if self.bounds[i][1] >= end and (best is None or i < best):
+                best = i
+            k -= 1
+        return None if best is None else self.bounds[best][2]

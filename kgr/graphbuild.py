@@ -3,6 +3,11 @@
 `kgr ingest` runs this after loading documents and chunks, for every document whose
 graph is missing or stale (``docs.graph_sig IS NULL``). Mining reads the whole
 corpus, which is why it runs on the database rather than on one stream.
+
+A document whose extraction fails fails alone: it gets an error record, its
+``graph_sig`` becomes ``GRAPH_FAILED`` and ``docs.error`` says why (``kgr status`` and
+``kgr verify`` show it), and it is not tried again until its text changes (loading new
+text clears ``graph_sig``) or someone asks for it (``extract_and_link``, ``kgr verify --fix``).
 """
 
 from __future__ import annotations
@@ -132,9 +137,16 @@ def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str
     return declared
 
 
-def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True) -> int:
-    """Extract and link every document without a current graph; return how many.
-    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors."""
+GRAPH_FAILED = "failed"  # docs.graph_sig of a document whose extraction failed on its current text
+MAX_ERROR_CHARS = 300
+
+
+def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True,
+                  on_error: Callable[[dict], None] | None = None) -> int:
+    """Extract and link every document without a current graph; return how many got one.
+    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
+    A document that cannot be extracted is recorded as failed (see the module docstring)
+    and reported to ``on_error`` as an error record; the others go on."""
     pending = store.query("SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path")
     if not pending:
         return 0
@@ -155,8 +167,10 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     # Service (OIS)" that another page declares, whatever order the pages come in.
     for short, long in declared:
         linker.declare(short, long)
+    built = 0
     for at in range(0, len(pending), PARSE_BATCH):
         batch = []
+        failed: dict[int, str] = {}
         for doc_id, path, title, text, hash_ in pending[at:at + PARSE_BATCH]:
             doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
             try:
@@ -164,23 +178,69 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
             except RecursionError:
                 parsed = None  # extract_doc tries again and reports it
             batch.append((doc_id, doc, parsed))
-        extractor.parse_many([p for _, _, p in batch if p is not None])
+        try:
+            extractor.parse_many([p for _, _, p in batch if p is not None])
+        except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
+            for doc_id, _, parsed in batch:
+                if parsed is not None and getattr(parsed, "parsed_blocks", None) is None:
+                    try:
+                        extractor.parse_many([parsed])
+                    except Exception as exc:  # noqa: BLE001 - recorded and reported below
+                        failed[doc_id] = _message(exc)
         for doc_id, doc, parsed in batch:
             path = doc["path"]
-            chunks = [
-                {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
-                for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
-            ]
-            derived = extract_doc(extractor, doc, chunks, parsed)
-            mentions = [r for r in derived if r["kind"] == "mention"]
-            relations = [r for r in derived if r["kind"] == "relation"]
-            linked = linker.link_doc(doc, mentions, relations)
+            try:
+                if doc_id in failed:
+                    raise ExtractionFailed(failed[doc_id])
+                chunks = [
+                    {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
+                    for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
+                ]
+                derived = extract_doc(extractor, doc, chunks, parsed)
+                errors = [r for r in derived if r["kind"] == "error"]
+                if errors:
+                    raise ExtractionFailed(errors[0]["message"])
+                mentions = [r for r in derived if r["kind"] == "mention"]
+                relations = [r for r in derived if r["kind"] == "relation"]
+                linked = linker.link_doc(doc, mentions, relations)
+            except Exception as exc:  # noqa: BLE001 - a document's failure is its own: recorded, reported, the run goes on
+                rec = record_failure(store, doc_id, path, exc if isinstance(exc, ExtractionFailed) else _message(exc))
+                if on_error:
+                    on_error(rec)
+                continue
             sig = graph_signature(linked)
-            with store.write():
+            with store.write() as conn:
                 graphstore.replace_derived(store, doc_id, linked, sig)
+                conn.execute("UPDATE docs SET error=NULL WHERE id=? AND error LIKE 'extract:%'", (doc_id,))
+            built += 1
             if on_doc:
                 on_doc(path)
-    return len(pending)
+    return built
+
+
+class ExtractionFailed(Exception):
+    """Extraction of one document failed; the message says why."""
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = f"cannot extract: {text}" if not text.startswith("cannot extract") else text
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
+    """Mark a document's extraction as failed on its current text (its stored graph, if any,
+    is kept) and say so where ``kgr status`` looks; return the error record."""
+    from . import records
+    from .store import now_ms
+
+    message = _message(reason)
+    with store.write() as conn:
+        conn.execute("UPDATE docs SET graph_sig=?, error=?, updated_ms=? WHERE id=?",
+                     (GRAPH_FAILED, f"extract: {message}", now_ms(), doc_id))
+        store.set_meta("last_error", f"{path}: extract: {message}")
+        store.log_event("error", path, f"extract: {message}")
+    return records.error("extract", message, path=path)
 
 
 def graph_signature(recs: Iterable[dict]) -> str:
