@@ -47,6 +47,58 @@ def load_gazetteer(store: Store):
                      store.query("SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"))
 
 
+# The entities a document's new graph is linked against: those something other than the
+# documents being (re)built supports. What only those documents made is left out, so that
+# building their graph again starts from where it started the first time, and gives the
+# same entities (issue 14: a re-extraction linked against its own previous output, and
+# renamed, retyped or dropped entities each time).
+SUPPORTED_ELSEWHERE = """
+SELECT e.key, e.name, e.type, e.norm, e.aliases, e.description, e.popularity, e.origin,
+       (SELECT count(*) FROM mentions m WHERE m.entity_id = e.id AND m.doc_id IN (SELECT value FROM json_each(:pending)))
+FROM entities e
+WHERE e.origin = 'manual'
+   OR EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id
+              AND m.doc_id NOT IN (SELECT value FROM json_each(:pending)))
+   OR EXISTS (SELECT 1 FROM relations r WHERE (r.src_id = e.id OR r.dst_id = e.id) AND (r.origin = 'manual' OR EXISTS (
+              SELECT 1 FROM relation_evidence v WHERE v.relation_id = r.id
+              AND v.doc_id NOT IN (SELECT value FROM json_each(:pending)))))
+   OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id)
+ORDER BY e.id
+"""
+
+
+def seed_entities(store: Store, pending_ids: list[int]) -> list[dict]:
+    """The stored entities that something besides the ``pending_ids`` documents supports,
+    their popularity without those documents' mentions (linking them adds them again)."""
+    rows = store.query(SUPPORTED_ELSEWHERE, {"pending": orjson.dumps(pending_ids).decode()})
+    return [
+        {"key": k, "name": n, "type": t, "norm": nm, "aliases": loads(a, []), "description": d,
+         "popularity": max(0.0, (p or 0.0) - own), "origin": o}
+        for k, n, t, nm, a, d, p, o, own in rows
+    ]
+
+
+def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[dict, dict]]:
+    """``votes(key) -> (surface votes, type votes)`` of a stored entity from its mentions in the
+    other documents, so that a rebuilt document's own mentions do not alone rename or retype
+    an entity many documents name."""
+    pending = orjson.dumps(pending_ids).decode()
+
+    def votes(key: str) -> tuple[dict, dict]:
+        surfaces: dict[str, int] = {}
+        types: dict[str, float] = {}
+        for surface, typ, score in store.query(
+                "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                "WHERE e.key = :key AND m.source != 'coref' "
+                "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))", {"key": key, "pending": pending}):
+            surfaces[surface] = surfaces.get(surface, 0) + 1
+            typ = typ or "CONCEPT"
+            types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
+        return surfaces, types
+
+    return votes
+
+
 def stored_entities(store: Store) -> list[dict]:
     return [
         {"key": k, "name": n, "type": t, "norm": nm, "aliases": loads(a, []), "description": d, "popularity": p, "origin": o}
@@ -156,13 +208,18 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
 
     declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
+    pending_ids = [doc_id for doc_id, *_ in pending]
+    seed = seed_entities(store, pending_ids)
     ev = None
     if use_vectors:
         from . import vectors
 
         if vectors.stored_spec(store) is not None and vectors.has_tables(store):
-            ev = EntityVectors(store, cfg) or None
-    linker = Linker(stored_entities(store), vectors=ev)
+            ev = EntityVectors(store, cfg)
+            seeded = {e["key"] for e in seed}
+            ev.ids = {k: i for k, i in ev.ids.items() if k in seeded}  # a key made again is a new entity
+            ev = ev or None
+    linker = Linker(seed, vectors=ev, votes=stored_votes(store, pending_ids))
     # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
     # Service (OIS)" that another page declares, whatever order the pages come in.
     for short, long in declared:

@@ -207,3 +207,36 @@ def test_ingest_of_a_text_over_one_million_characters(tmp_path):
         assert store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)") == 0
         assert verify.check(store, root)["ok"] is True
     print(f"ingest of 1.1 M characters: {time.perf_counter() - started:.1f}s")
+
+
+def entity_table(store) -> list[tuple]:
+    return store.query("SELECT key, name, type, aliases, popularity FROM entities ORDER BY key")
+
+
+def test_extract_and_link_twice_on_the_same_documents_changes_nothing(tmp_path):
+    """Item 4: run twice on the same documents, extract_and_link reported entities_new: -1 and
+    the graph lost entities (each run linked against the graph the documents had built)."""
+    import shutil
+
+    from kgr import serve
+
+    root = tmp_path / "kb"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "kb", root)
+    db = tmp_path / "kb.sqlite"
+    cfg = stub_config()
+    with Store(db) as store:
+        pipeline.ingest([str(root)], store, config=cfg)
+        built = entity_table(store)
+        ids = [i for (i,) in store.query("SELECT id FROM docs ORDER BY id")]
+        one = store.scalar("SELECT id FROM docs WHERE path='services/fare-engine.md'")
+    svc = serve.Service(db, cfg, root=root)
+    try:
+        tools = serve.Tools(svc)
+        for doc_ids in (ids, ids, [one], [one]):
+            out = tools.extract_and_link(doc_ids=doc_ids)
+            assert out["documents"] == len(doc_ids) and out["failed"] == []
+            assert (out["entities_new"], out["entities_removed"], out["mentions"], out["relations"]) == (0, 0, 0, 0), out
+    finally:
+        svc.close()
+    with Store(db) as store:
+        assert entity_table(store) == built
