@@ -530,7 +530,9 @@ class Extractor:
             parts = split_text(text, limit)
             counts.append(len(parts))
             flat.extend(parts)
-        parsed = iter(self.nlp.pipe(flat, batch_size=64))
+        # spaCy works on a batch at once: a batch of 64 long pieces took GBs (measured: ten
+        # pieces of 20,000 characters, +680 MB together, +86 MB one call each, same CPU time)
+        parsed = (d for group in _batches(flat, limit) for d in self.nlp.pipe(group, batch_size=PARSE_BATCH))
         for n in counts:
             if n == 1:
                 yield next(parsed)
@@ -610,7 +612,9 @@ class Extractor:
         subject; "the engine" prefers the nearest name whose head noun is "engine".
         """
         out: list[Span] = []
-        known = sorted(named, key=lambda s: s.start)
+        known = sorted(named, key=lambda s: s.start)  # disjoint: the names chosen
+        known_starts = [sp.start for sp in known]
+        out_starts: list[int] = []  # ``out`` grows in text order
         subject = doc.subject
         for block in doc.blocks:
             if block.kind in ("code", "heading"):
@@ -621,9 +625,15 @@ class Extractor:
                 pos = block.start + m.start()
                 word = m.group()
                 low = word.lower()
-                if any(sp.start <= pos < sp.end for sp in known):
+                inside = bisect.bisect_right(known_starts, pos) - 1
+                if inside >= 0 and pos < known[inside].end:
                     continue
-                pool = sorted((sp for sp in known + out if sec_start <= sp.start < pos), key=lambda x: x.start)
+                # the names of the section before the pronoun, the nearest COREF_WINDOW of each
+                # kind (a section of a long text holds tens of thousands)
+                hi, hi_out = bisect.bisect_left(known_starts, pos), bisect.bisect_left(out_starts, pos)
+                lo = max(bisect.bisect_left(known_starts, sec_start), hi - COREF_WINDOW)
+                lo_out = max(bisect.bisect_left(out_starts, sec_start), hi_out - COREF_WINDOW)
+                pool = sorted(known[lo:hi] + out[lo_out:hi_out], key=lambda x: x.start)
                 if low.startswith(("the ", "this ")):
                     target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
                     kind = "nominal"
@@ -644,6 +654,7 @@ class Extractor:
                 out.append(Span(pos, pos + len(word), word, target.type, "coref", 0.5 * target.score,
                                 {"coref": kind}, refers=refers, ref_start=ref_start,
                                 sentence=block.start + block.sentence_start(pos - block.start)))
+                out_starts.append(pos)
         return out
 
     # relations ---------------------------------------------------------------------------
@@ -900,9 +911,26 @@ def extract(
     yield from flush()
 
 
+PARSE_BATCH = 64  # texts spaCy parses at once
+COREF_WINDOW = 500  # names looked back at for an antecedent: far more than a section of a page holds
 PIECE_CHARS = 100_000  # spaCy's parser and NER need about 1 GB of working memory per 100,000 characters
 # where a long text may be cut, best first: a blank line, a line end, a sentence end, a space
 CUTS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s+"), re.compile(r"\s+"))
+
+
+def _batches(texts: list[str], chars: int) -> Iterator[list[str]]:
+    """``texts`` in order, in groups of at most PARSE_BATCH texts and (but for a longer text
+    alone) ``chars`` characters."""
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        if group and (len(group) >= PARSE_BATCH or size + len(text) > chars):
+            yield group
+            group, size = [], 0
+        group.append(text)
+        size += len(text)
+    if group:
+        yield group
 
 
 def split_text(text: str, limit: int) -> list[str]:
