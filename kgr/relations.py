@@ -385,10 +385,13 @@ def _parse_of(doc: Document, block: Block):
     sdocs = getattr(doc, "nlp_docs", None)
     if not sdocs:
         return None
-    try:
-        return sdocs[doc.blocks.index(block)]
-    except ValueError:
-        return None
+    # by identity, from a map made once: list.index compares blocks field by field, for each
+    # call, and a long text has tens of thousands of blocks
+    where = doc.__dict__.get("_block_at")
+    if where is None:
+        where = doc.__dict__["_block_at"] = {id(b): i for i, b in enumerate(doc.blocks)}
+    i = where.get(id(block))
+    return sdocs[i] if i is not None and i < len(sdocs) else None
 
 
 def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
