@@ -1109,7 +1109,7 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
         emit([summary.as_dict()])
     else:
         warn(summary.line())
-    if summary.failed:
+    if summary.failed or summary.extract_failed:
         raise click.exceptions.Exit(ExitStatus.ERROR)
 
 
@@ -1203,9 +1203,9 @@ def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, conf
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 @db_option()
-@click.option("--fix", is_flag=True, help="Re-ingest what differs (takes the writer lock: not while kgr watch runs).")
-@click.option("--graph/--no-graph", default=True, show_default=True, help="With --fix: extract and link the re-ingested documents.")
-@click.option("--embed/--no-embed", default=True, show_default=True, help="With --fix: embed the re-ingested documents.")
+@click.option("--fix", is_flag=True, help="Re-ingest what differs and finish incomplete documents (takes the writer lock: not while kgr watch runs).")
+@click.option("--graph/--no-graph", default=True, show_default=True, help="Expect every document to have its graph (with --fix: build it).")
+@click.option("--embed/--no-embed", default=True, show_default=True, help="Expect every chunk to have its vector (with --fix: embed it).")
 @json_option
 @config_option
 def verify(directory, db, fix, graph, embed, as_json, config_path):
@@ -1213,7 +1213,9 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
 
     Finds what the mtime-and-size fast path cannot (an edit with its times restored):
     files missing from the database, documents whose file is gone, stale hashes; then
-    chunks without full-text rows or with orphan vectors, and SQLite's integrity checks.
+    chunks without full-text rows or with orphan vectors, and SQLite's integrity checks;
+    then documents left incomplete (no graph or no vectors, as after an interrupted
+    ingest) and those whose extraction failed.
 
     \b
     Example:
@@ -1228,20 +1230,24 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
     path = resolve_db(db, config_path)
     cfg = load_config(config_path)
     with Store(path, readonly=True) as store:
-        report = verify_mod.check(store, directory)
+        report = verify_mod.check(store, directory, graph=graph, embed=embed)
     if fix and not report["ok"]:
         with WriterLock(path), Store(path) as store:
             summary = verify_mod.fix(store, directory, report, config=cfg, graph=graph, embed=embed,
                                      on_error=lambda r: warn(error_line(r)), on_partial=lambda r: warn(partial_line(r)))
             report["fixed"] = summary.as_dict()
-            after = verify_mod.check(store, directory)
-        report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale")}
+            after = verify_mod.check(store, directory, graph=graph, embed=embed)
+        report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale", "incomplete", "extract_failed")}
     if as_json:
         emit([report])
     else:
         for name in ("missing", "extra", "stale"):
             for p in report[name]:
                 click.echo(f"{name}\t{printable(p)}")
+        for item in report["incomplete"]:
+            click.echo(f"incomplete\t{printable(item['path'])}\tno {' and no '.join(item['missing'])}")
+        for item in report["extract_failed"]:
+            click.echo(f"failed\t{printable(item['path'])}\t{printable(item['error'] or 'extraction failed')}")
         idx, sto = report["index"], report.get("storage", {})
         if not idx["ok"]:
             click.echo(f"index\t{idx['chunks']} chunks, {idx['fts_rows']} full-text rows, {idx['fts_orphans']} full-text "
@@ -1251,8 +1257,13 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
                        f"FTS: {sto['fts_integrity']}")
         warn(f"{report['files']} files, {report['docs']} documents: "
              + ("consistent" if report["ok"] else f"{len(report['missing'])} missing, {len(report['extra'])} extra, "
-                f"{len(report['stale'])} stale") + (f"; fixed: {report['fixed']['ingested']} ingested, "
-                                                      f"{report['fixed']['pruned']} purged" if "fixed" in report else ""))
+                f"{len(report['stale'])} stale, {len(report['incomplete'])} incomplete, "
+                f"{len(report['extract_failed'])} failed extraction")
+             + (f"; fixed: {report['fixed']['ingested']} ingested, {report['fixed']['pruned']} purged, "
+                f"{report['fixed']['extracted']} graphed, {report['fixed']['embedded']} vectors" if "fixed" in report else ""))
+        if not report["ok"] and not fix and (report["incomplete"] or report["extract_failed"]):
+            warn(f"hint: `kgr verify {printable(directory)} --db {printable(str(path))} --fix` builds the missing graphs "
+                 "and vectors and tries failed extractions again")
     still = report.get("after", report)
     if not still["ok"]:
         raise click.exceptions.Exit(ExitStatus.ERROR)

@@ -24,6 +24,7 @@ parse to find the subject), and from structural rules (Dependencies sections,
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import re
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from . import records
-from .textmodel import REDACTION, Block, Document, parse_document
+from .textmodel import REDACTION, Block, Document, parse_document, token_starting_at
 
 # -- entity types ----------------------------------------------------------------
 
@@ -514,7 +515,7 @@ class Extractor:
         ready = getattr(doc, "parsed_blocks", None)
         if ready is not None:
             return ready
-        return list(self.nlp.pipe(_block_texts(doc), batch_size=64))
+        return list(self.pipe(_block_texts(doc)))
 
     def parse_many(self, docs: list[Document]) -> None:
         """Run spaCy over the blocks of many documents in one stream (its per-call cost is
@@ -522,9 +523,35 @@ class Extractor:
         if self.nlp is None or not docs:
             return
         texts = [t for d in docs for t in _block_texts(d)]
-        parsed = iter(self.nlp.pipe(texts, batch_size=64))
+        parsed = self.pipe(texts)
         for d in docs:
             d.parsed_blocks = [next(parsed) for _ in d.blocks]
+
+    def piece_chars(self) -> int:
+        """The longest text given to spaCy in one call: below its ``max_length`` (over which
+        it refuses a text, E088) and below the size whose working memory stays modest."""
+        return max(1, min(PIECE_CHARS, int(getattr(self.nlp, "max_length", PIECE_CHARS))))
+
+    def pipe(self, texts: list[str]) -> Iterator[Any]:
+        """One spaCy doc per text, in order. A text longer than :meth:`piece_chars` is parsed
+        in pieces cut at paragraph, line, sentence or word boundaries and joined again, so
+        its character offsets are those of the whole text."""
+        limit = self.piece_chars()
+        counts, flat = [], []
+        for text in texts:
+            parts = split_text(text, limit)
+            counts.append(len(parts))
+            flat.extend(parts)
+        # spaCy works on a batch at once: a batch of 64 long pieces took GBs (measured: ten
+        # pieces of 20,000 characters, +680 MB together, +86 MB one call each, same CPU time)
+        parsed = (d for group in _batches(flat, limit) for d in self.nlp.pipe(group, batch_size=PARSE_BATCH))
+        for n in counts:
+            if n == 1:
+                yield next(parsed)
+            else:
+                from spacy.tokens import Doc
+
+                yield Doc.from_docs([next(parsed) for _ in range(n)], ensure_whitespace=False)
 
     def _block_spans(self, doc: Document, block: Block, sdoc, local: Gazetteer) -> Iterator[Span]:
         base = block.start
@@ -555,7 +582,7 @@ class Extractor:
             def common(word: str, pos: int, sdoc=sdoc) -> bool:  # noqa: E306
                 if sdoc is None:
                     return word.lower() in STOP_NAMES
-                tok = next((t for t in sdoc if t.idx == pos), None)
+                tok = token_starting_at(sdoc, pos)
                 return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
 
             for s, e in _name_runs(masked, block.sentence_starts, common):
@@ -597,7 +624,9 @@ class Extractor:
         subject; "the engine" prefers the nearest name whose head noun is "engine".
         """
         out: list[Span] = []
-        known = sorted(named, key=lambda s: s.start)
+        known = sorted(named, key=lambda s: s.start)  # disjoint: the names chosen
+        known_starts = [sp.start for sp in known]
+        out_starts: list[int] = []  # ``out`` grows in text order
         subject = doc.subject
         for block in doc.blocks:
             if block.kind in ("code", "heading"):
@@ -608,9 +637,15 @@ class Extractor:
                 pos = block.start + m.start()
                 word = m.group()
                 low = word.lower()
-                if any(sp.start <= pos < sp.end for sp in known):
+                inside = bisect.bisect_right(known_starts, pos) - 1
+                if inside >= 0 and pos < known[inside].end:
                     continue
-                pool = sorted((sp for sp in known + out if sec_start <= sp.start < pos), key=lambda x: x.start)
+                # the names of the section before the pronoun, the nearest COREF_WINDOW of each
+                # kind (a section of a long text holds tens of thousands)
+                hi, hi_out = bisect.bisect_left(known_starts, pos), bisect.bisect_left(out_starts, pos)
+                lo = max(bisect.bisect_left(known_starts, sec_start), hi - COREF_WINDOW)
+                lo_out = max(bisect.bisect_left(out_starts, sec_start), hi_out - COREF_WINDOW)
+                pool = sorted(known[lo:hi] + out[lo_out:hi_out], key=lambda x: x.start)
                 if low.startswith(("the ", "this ")):
                     target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
                     kind = "nominal"
@@ -628,10 +663,10 @@ class Extractor:
                     refers, ref_start = target.refers, target.ref_start
                 else:
                     refers, ref_start = target.surface, target.start
-                starts = [st for st, _ in block.sentences() if block.start + st <= pos]
                 out.append(Span(pos, pos + len(word), word, target.type, "coref", 0.5 * target.score,
                                 {"coref": kind}, refers=refers, ref_start=ref_start,
-                                sentence=block.start + (starts[-1] if starts else 0)))
+                                sentence=block.start + block.sentence_start(pos - block.start)))
+                out_starts.append(pos)
         return out
 
     # relations ---------------------------------------------------------------------------
@@ -668,8 +703,7 @@ def _expletive(text: str, end: int) -> bool:
 
 def _mark_sentences(doc: Document, spans: list[Span]) -> None:
     for b, sp in doc.blocks_of(spans):
-        starts = [s for s, _ in b.sentences() if b.start + s <= sp.start]
-        sp.sentence = b.start + (starts[-1] if starts else 0)
+        sp.sentence = b.start + b.sentence_start(sp.start - b.start)
 
 
 def _thing(sp: Span) -> bool:
@@ -690,7 +724,7 @@ def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | N
     """
     rel = pos - block.start
     sentences = block.sentences()
-    here = next((i for i, (s, e) in enumerate(sentences) if s <= rel < e), None)
+    here = block.sentence_index(rel)
     if here is not None:
         s, _ = sentences[here]
         same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
@@ -745,21 +779,38 @@ def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span |
     return hit
 
 
+class _Intervals:
+    """Disjoint half-open intervals, for "does [start, end) overlap any of them?" in
+    logarithmic time (a long text has tens of thousands of spans). Being disjoint, sorted by
+    start they are sorted by end too: only the last one starting before ``end`` can reach
+    past ``start``."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int]] = []
+
+    def add(self, start: int, end: int) -> None:
+        bisect.insort(self.items, (start, end))
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self.items, (end,))
+        return i > 0 and self.items[i - 1][1] > start
+
+
 def _resolve(spans: list[Span]) -> list[Span]:
     """Longest span wins; among equal spans, the more specific source and higher score."""
     rank = {"regex": 5, "code": 4, "gazetteer": 3, "ner": 2, "name": 1}
     spans = [s for s in spans if s.surface.strip() and s.end > s.start]
     spans.sort(key=lambda s: (-(s.end - s.start), -rank.get(s.source, 0), -s.score, s.start))
-    taken: list[tuple[int, int]] = []
+    taken = _Intervals()
     chosen: list[Span] = []
     by_pos: dict[tuple[int, int], Span] = {}
     for sp in spans:
-        if any(sp.start < e and s < sp.end for s, e in taken):
+        if taken.overlaps(sp.start, sp.end):
             same = by_pos.get((sp.start, sp.end))
             if same is not None:
                 _merge_features(same, sp)
             continue
-        taken.append((sp.start, sp.end))
+        taken.add(sp.start, sp.end)
         by_pos[(sp.start, sp.end)] = sp
         chosen.append(sp)
     return chosen
@@ -797,17 +848,19 @@ def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
     """spaCy's entities type the names found by spelling, and fill gaps; they never split or swallow them."""
     by_pos = {(sp.start, sp.end): sp for sp in primary}
     out = list(primary)
-    taken = sorted((sp.start, sp.end) for sp in primary)
+    taken = _Intervals()
+    for p in primary:
+        taken.add(p.start, p.end)
     for sp in sorted(ner, key=lambda x: (x.start, -x.length)):
         same = by_pos.get((sp.start, sp.end))
         if same is not None:
             _merge_features(same, sp)
             continue
-        if any(sp.start < e and s < sp.end for s, e in taken):
+        if taken.overlaps(sp.start, sp.end):
             continue
         if sp.type in ("PERSON", "DATE", "LOCATION", "ORG", "STANDARD"):
             out.append(sp)
-            taken.append((sp.start, sp.end))
+            taken.add(sp.start, sp.end)
     return out
 
 
@@ -880,6 +933,50 @@ def extract(
     yield from flush()
 
 
+PARSE_BATCH = 64  # texts spaCy parses at once
+COREF_WINDOW = 500  # names looked back at for an antecedent: far more than a section of a page holds
+PIECE_CHARS = 100_000  # spaCy's parser and NER need about 1 GB of working memory per 100,000 characters
+# where a long text may be cut, best first: a blank line, a line end, a sentence end, a space
+CUTS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s+"), re.compile(r"\s+"))
+
+
+def _batches(texts: list[str], chars: int) -> Iterator[list[str]]:
+    """``texts`` in order, in groups of at most PARSE_BATCH texts and (but for a longer text
+    alone) ``chars`` characters."""
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        if group and (len(group) >= PARSE_BATCH or size + len(text) > chars):
+            yield group
+            group, size = [], 0
+        group.append(text)
+        size += len(text)
+    if group:
+        yield group
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` cut into pieces of at most ``limit`` characters that join back into it,
+    each cut at the best boundary in the second half of its window (a hard cut when the
+    window has none: a 100,000-character word)."""
+    if len(text) <= limit:
+        return [text]
+    pieces = []
+    start = 0
+    while len(text) - start > limit:
+        window = text[start:start + limit]
+        cut = limit
+        for rx in CUTS:
+            ends = [m.end() for m in rx.finditer(window, limit // 2)]
+            if ends:
+                cut = ends[-1]
+                break
+        pieces.append(text[start:start + cut])
+        start += cut
+    pieces.append(text[start:])
+    return pieces
+
+
 def _block_texts(doc: Document) -> list[str]:
     return [b.masked if b.kind != "code" else "" for b in doc.blocks]
 
@@ -898,9 +995,9 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
     except RecursionError as exc:  # pathological input: one error record, not the run
         return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
     out = []
-    bounds = [(c["start"], c["end"], c) for c in chunks if c.get("start") is not None]
+    chunk_for = _ChunkIndex([(c["start"], c["end"], c) for c in chunks if c.get("start") is not None])
     for sp in spans:
-        chunk = _chunk_for(bounds, sp.start, sp.end)
+        chunk = chunk_for(sp.start, sp.end)
         if chunk is None:
             continue
         rec = {
@@ -918,7 +1015,7 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
             rec["refers_to"] = sp.refers
         out.append(rec)
     for rel in rels:
-        chunk = _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["end"]) or _chunk_for(bounds, rel["evidence"]["start"], rel["evidence"]["start"] + 1)
+        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(rel["evidence"]["start"], rel["evidence"]["start"] + 1)
         if chunk is not None:
             rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
         rel["evidence"]["doc"] = doc["path"]
@@ -926,8 +1023,24 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
     return out
 
 
-def _chunk_for(bounds: list[tuple[int, int, dict]], start: int, end: int) -> dict | None:
-    for s, e, c in bounds:
-        if s <= start and end <= e:
-            return c
-    return None
+class _ChunkIndex:
+    """The first chunk (in order) that contains a span, found by bisection: a long text has
+    thousands of chunks and tens of thousands of mentions."""
+
+    def __init__(self, bounds: list[tuple[int, int, dict]]):
+        self.bounds = bounds
+        self.order = sorted(range(len(bounds)), key=lambda i: bounds[i][0])
+        self.starts = [bounds[i][0] for i in self.order]
+        self.reach: list[int] = []  # the largest end among the chunks up to each position
+        for i in self.order:
+            self.reach.append(max(bounds[i][1], self.reach[-1] if self.reach else bounds[i][1]))
+
+    def __call__(self, start: int, end: int) -> dict | None:
+        best = None
+        k = bisect.bisect_right(self.starts, start) - 1
+        while k >= 0 and self.reach[k] >= end:
+            i = self.order[k]
+            if self.bounds[i][1] >= end and (best is None or i < best):
+                best = i
+            k -= 1
+        return None if best is None else self.bounds[best][2]

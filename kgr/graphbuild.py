@@ -3,6 +3,11 @@
 `kgr ingest` runs this after loading documents and chunks, for every document whose
 graph is missing or stale (``docs.graph_sig IS NULL``). Mining reads the whole
 corpus, which is why it runs on the database rather than on one stream.
+
+A document whose extraction fails fails alone: it gets an error record, its
+``graph_sig`` becomes ``GRAPH_FAILED`` and ``docs.error`` says why (``kgr status`` and
+``kgr verify`` show it), and it is not tried again until its text changes (loading new
+text clears ``graph_sig``) or someone asks for it (``extract_and_link``, ``kgr verify --fix``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,58 @@ def load_gazetteer(store: Store):
 
     return Gazetteer(GazTerm(term, typ, freq, source) for term, typ, freq, source in
                      store.query("SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"))
+
+
+# The entities a document's new graph is linked against: those something other than the
+# documents being (re)built supports. What only those documents made is left out, so that
+# building their graph again starts from where it started the first time, and gives the
+# same entities (issue 14: a re-extraction linked against its own previous output, and
+# renamed, retyped or dropped entities each time).
+SUPPORTED_ELSEWHERE = """
+SELECT e.key, e.name, e.type, e.norm, e.aliases, e.description, e.popularity, e.origin,
+       (SELECT count(*) FROM mentions m WHERE m.entity_id = e.id AND m.doc_id IN (SELECT value FROM json_each(:pending)))
+FROM entities e
+WHERE e.origin = 'manual'
+   OR EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id
+              AND m.doc_id NOT IN (SELECT value FROM json_each(:pending)))
+   OR EXISTS (SELECT 1 FROM relations r WHERE (r.src_id = e.id OR r.dst_id = e.id) AND (r.origin = 'manual' OR EXISTS (
+              SELECT 1 FROM relation_evidence v WHERE v.relation_id = r.id
+              AND v.doc_id NOT IN (SELECT value FROM json_each(:pending)))))
+   OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id)
+ORDER BY e.id
+"""
+
+
+def seed_entities(store: Store, pending_ids: list[int]) -> list[dict]:
+    """The stored entities that something besides the ``pending_ids`` documents supports,
+    their popularity without those documents' mentions (linking them adds them again)."""
+    rows = store.query(SUPPORTED_ELSEWHERE, {"pending": orjson.dumps(pending_ids).decode()})
+    return [
+        {"key": k, "name": n, "type": t, "norm": nm, "aliases": loads(a, []), "description": d,
+         "popularity": max(0.0, (p or 0.0) - own), "origin": o}
+        for k, n, t, nm, a, d, p, o, own in rows
+    ]
+
+
+def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[dict, dict]]:
+    """``votes(key) -> (surface votes, type votes)`` of a stored entity from its mentions in the
+    other documents, so that a rebuilt document's own mentions do not alone rename or retype
+    an entity many documents name."""
+    pending = orjson.dumps(pending_ids).decode()
+
+    def votes(key: str) -> tuple[dict, dict]:
+        surfaces: dict[str, int] = {}
+        types: dict[str, float] = {}
+        for surface, typ, score in store.query(
+                "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                "WHERE e.key = :key AND m.source != 'coref' "
+                "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))", {"key": key, "pending": pending}):
+            surfaces[surface] = surfaces.get(surface, 0) + 1
+            typ = typ or "CONCEPT"
+            types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
+        return surfaces, types
+
+    return votes
 
 
 def stored_entities(store: Store) -> list[dict]:
@@ -132,9 +189,16 @@ def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str
     return declared
 
 
-def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True) -> int:
-    """Extract and link every document without a current graph; return how many.
-    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors."""
+GRAPH_FAILED = "failed"  # docs.graph_sig of a document whose extraction failed on its current text
+MAX_ERROR_CHARS = 300
+
+
+def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True,
+                  on_error: Callable[[dict], None] | None = None) -> int:
+    """Extract and link every document without a current graph; return how many got one.
+    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
+    A document that cannot be extracted is recorded as failed (see the module docstring)
+    and reported to ``on_error`` as an error record; the others go on."""
     pending = store.query("SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path")
     if not pending:
         return 0
@@ -144,19 +208,26 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
 
     declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
+    pending_ids = [doc_id for doc_id, *_ in pending]
+    seed = seed_entities(store, pending_ids)
     ev = None
     if use_vectors:
         from . import vectors
 
         if vectors.stored_spec(store) is not None and vectors.has_tables(store):
-            ev = EntityVectors(store, cfg) or None
-    linker = Linker(stored_entities(store), vectors=ev)
+            ev = EntityVectors(store, cfg)
+            seeded = {e["key"] for e in seed}
+            ev.ids = {k: i for k, i in ev.ids.items() if k in seeded}  # a key made again is a new entity
+            ev = ev or None
+    linker = Linker(seed, vectors=ev, votes=stored_votes(store, pending_ids))
     # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
     # Service (OIS)" that another page declares, whatever order the pages come in.
     for short, long in declared:
         linker.declare(short, long)
+    built = 0
     for at in range(0, len(pending), PARSE_BATCH):
         batch = []
+        failed: dict[int, str] = {}
         for doc_id, path, title, text, hash_ in pending[at:at + PARSE_BATCH]:
             doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
             try:
@@ -164,23 +235,69 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
             except RecursionError:
                 parsed = None  # extract_doc tries again and reports it
             batch.append((doc_id, doc, parsed))
-        extractor.parse_many([p for _, _, p in batch if p is not None])
+        try:
+            extractor.parse_many([p for _, _, p in batch if p is not None])
+        except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
+            for doc_id, _, parsed in batch:
+                if parsed is not None and getattr(parsed, "parsed_blocks", None) is None:
+                    try:
+                        extractor.parse_many([parsed])
+                    except Exception as exc:  # noqa: BLE001 - recorded and reported below
+                        failed[doc_id] = _message(exc)
         for doc_id, doc, parsed in batch:
             path = doc["path"]
-            chunks = [
-                {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
-                for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
-            ]
-            derived = extract_doc(extractor, doc, chunks, parsed)
-            mentions = [r for r in derived if r["kind"] == "mention"]
-            relations = [r for r in derived if r["kind"] == "relation"]
-            linked = linker.link_doc(doc, mentions, relations)
+            try:
+                if doc_id in failed:
+                    raise ExtractionFailed(failed[doc_id])
+                chunks = [
+                    {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
+                    for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
+                ]
+                derived = extract_doc(extractor, doc, chunks, parsed)
+                errors = [r for r in derived if r["kind"] == "error"]
+                if errors:
+                    raise ExtractionFailed(errors[0]["message"])
+                mentions = [r for r in derived if r["kind"] == "mention"]
+                relations = [r for r in derived if r["kind"] == "relation"]
+                linked = linker.link_doc(doc, mentions, relations)
+            except Exception as exc:  # noqa: BLE001 - a document's failure is its own: recorded, reported, the run goes on
+                rec = record_failure(store, doc_id, path, exc if isinstance(exc, ExtractionFailed) else _message(exc))
+                if on_error:
+                    on_error(rec)
+                continue
             sig = graph_signature(linked)
-            with store.write():
+            with store.write() as conn:
                 graphstore.replace_derived(store, doc_id, linked, sig)
+                conn.execute("UPDATE docs SET error=NULL WHERE id=? AND error LIKE 'extract:%'", (doc_id,))
+            built += 1
             if on_doc:
                 on_doc(path)
-    return len(pending)
+    return built
+
+
+class ExtractionFailed(Exception):
+    """Extraction of one document failed; the message says why."""
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = f"cannot extract: {text}" if not text.startswith("cannot extract") else text
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
+    """Mark a document's extraction as failed on its current text (its stored graph, if any,
+    is kept) and say so where ``kgr status`` looks; return the error record."""
+    from . import records
+    from .store import now_ms
+
+    message = _message(reason)
+    with store.write() as conn:
+        conn.execute("UPDATE docs SET graph_sig=?, error=?, updated_ms=? WHERE id=?",
+                     (GRAPH_FAILED, f"extract: {message}", now_ms(), doc_id))
+        store.set_meta("last_error", f"{path}: extract: {message}")
+        store.log_event("error", path, f"extract: {message}")
+    return records.error("extract", message, path=path)
 
 
 def graph_signature(recs: Iterable[dict]) -> str:

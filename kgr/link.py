@@ -219,12 +219,16 @@ def _trim_long(long: str, short: str, check=None) -> str:
 class Linker:
     """Canonical entities for a stream of documents, optionally seeded from a database."""
 
-    def __init__(self, entities: Iterable[dict] = (), *, threshold: float = THRESHOLD, vectors=None):
+    def __init__(self, entities: Iterable[dict] = (), *, threshold: float = THRESHOLD, vectors=None, votes=None):
         """``vectors(entity, surface, string_sim) -> cosine`` supplies the cosine term from entity
         vectors (see :class:`kgr.graphbuild.EntityVectors`); it returns ``string_sim`` for an
-        entity that has no vector yet."""
+        entity that has no vector yet. ``votes(key) -> (surface votes, type votes)`` gives a
+        seeded entity the votes of the documents linked before (asked once, when a document
+        first links to it), so its name and type are decided by all of them."""
         self.threshold = threshold
         self.vectors = vectors
+        self.votes = votes
+        self._unvoted: set[str] = set()
         self.entities: dict[str, Entity] = {}
         self.by_norm: dict[str, str] = {}
         self.by_token: dict[str, set[str]] = {}
@@ -235,6 +239,8 @@ class Linker:
                          list(rec.get("aliases") or []), rec.get("description"), rec.get("popularity") or 0.0,
                          origin=rec.get("origin", "extracted"))
             self._index(ent)
+            if votes is not None:
+                self._unvoted.add(ent.key)
 
     # -- index -----------------------------------------------------------------------
 
@@ -437,6 +443,13 @@ class Linker:
 
     def _settle(self, ent: Entity) -> None:
         """Type by weighted vote; name: the most used multi-word surface, else the most used one."""
+        if ent.key in self._unvoted:
+            self._unvoted.discard(ent.key)
+            surfaces, types = self.votes(ent.key)
+            for surface, n in surfaces.items():
+                ent.surface_votes[surface] = ent.surface_votes.get(surface, 0) + n
+            for typ, w in types.items():
+                ent.type_votes[typ] = ent.type_votes.get(typ, 0) + w
         if ent.type_votes:
             ent.type = max(sorted(ent.type_votes), key=lambda t: ent.type_votes[t])
         if ent.surface_votes and ent.origin != "manual":

@@ -31,6 +31,7 @@ class IngestSummary:
     chunks: int = 0
     pruned: int = 0
     extracted: int = 0  # documents whose graph was (re)built
+    extract_failed: int = 0  # documents whose extraction failed (recorded; retried when their text changes)
     embedded: int = 0  # chunk and entity vectors stored (from the model or the cache)
     moved: int = 0  # documents given a new path with their rows and vectors kept (sync_paths)
     partial: int = 0  # documents stored but not whole (truncated, undecodable bytes replaced): see meta.partial
@@ -42,7 +43,8 @@ class IngestSummary:
         return (
             f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
             f"{self.failed} failed, {partial}{moved}{self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
-            f"{self.embedded} vectors in {self.seconds:.1f}s"
+            + (f"{self.extract_failed} not graphed (extraction failed), " if self.extract_failed else "")
+            + f"{self.embedded} vectors in {self.seconds:.1f}s"
         )
 
     def as_dict(self) -> dict:
@@ -149,13 +151,23 @@ def ingest(
     if prune:
         summary.pruned = _prune(store, paths, root_path, seen_paths)
     if graph:
-        from .graphbuild import build_pending
-
-        summary.extracted = build_pending(store, cfg, use_vectors=embed)
+        summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed)
     if embed:
         summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vectors: bool = True) -> int:
+    """build_pending, counting the documents whose extraction failed into ``summary``."""
+    from .graphbuild import build_pending
+
+    def failed(rec: dict) -> None:
+        summary.extract_failed += 1
+        if on_error:
+            on_error(rec)
+
+    return build_pending(store, cfg, use_vectors=use_vectors, on_error=failed)
 
 
 def embed_store(store: Store, cfg, *, on_batch=None) -> int:
@@ -367,9 +379,7 @@ def sync_paths(
     if embed:
         summary.embedded += embed_store(store, cfg)
     if graph:
-        from .graphbuild import build_pending
-
-        summary.extracted = build_pending(store, cfg)
+        summary.extracted = _build_graph(store, cfg, summary, on_error)
         if embed and summary.extracted:
             summary.embedded += embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started

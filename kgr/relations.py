@@ -13,13 +13,14 @@ steps, "See also" links, table columns named Owner or Region.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from . import records
-from .textmodel import Block, Document
+from .textmodel import Block, Document, token_covering, tokens_starting_in
 
 VOCABULARY = ("defines", "refers_to", "part_of", "uses", "depends_on", "precedes", "owned_by", "located_in", "cites", "same_as")
 
@@ -135,9 +136,11 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         if block.kind == "code":
             continue
         bspans = by_block.get(id(block), [])
+        ordered = sorted(bspans, key=lambda sp: sp.start)
+        starts = [sp.start for sp in ordered]
         for s0, e0 in block.sentences():
             s, e = block.start + s0, block.start + e0
-            sent_spans = [sp for sp in bspans if s <= sp.start and sp.end <= e]
+            sent_spans = [sp for sp in ordered[bisect.bisect_left(starts, s):bisect.bisect_left(starts, e)] if sp.end <= e]
             _sentence_patterns(doc, block, s, e, sent_spans, add)
         _structural(doc, block, bspans, add)
         _appositions(doc, block, bspans, add)
@@ -382,10 +385,13 @@ def _parse_of(doc: Document, block: Block):
     sdocs = getattr(doc, "nlp_docs", None)
     if not sdocs:
         return None
-    try:
-        return sdocs[doc.blocks.index(block)]
-    except ValueError:
-        return None
+    # by identity, from a map made once: list.index compares blocks field by field, for each
+    # call, and a long text has tens of thousands of blocks
+    where = doc.__dict__.get("_block_at")
+    if where is None:
+        where = doc.__dict__["_block_at"] = {id(b): i for i, b in enumerate(doc.blocks)}
+    i = where.get(id(block))
+    return sdocs[i] if i is not None and i < len(sdocs) else None
 
 
 def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
@@ -394,7 +400,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     if sdoc is None:
         return None
     rel = trigger_start - block.start
-    tok = next((t for t in sdoc if t.idx <= rel < t.idx + len(t)), None)
+    tok = token_covering(sdoc, rel)
     for _ in range(5):
         if tok is None:
             return None
@@ -627,7 +633,7 @@ def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
     if sdoc is None:
         return False
     rel_start, rel_end = sp.start - block.start, sp.end - block.start
-    return any(t.dep_ in ("nsubj", "nsubjpass") and rel_start <= t.idx < rel_end for t in sdoc)
+    return any(t.dep_ in ("nsubj", "nsubjpass") for t in tokens_starting_in(sdoc, rel_start, rel_end))
 
 
 def _tables(doc: Document, by_block: dict[int, list], add) -> None:

@@ -581,7 +581,8 @@ class Tools:
     ) -> dict[str, Any]:
         """Run entity extraction, linking and relation extraction for the given stored
         documents (or every document whose graph is pending), then embed new entities.
-        Returns how many mentions, new entities and relations that added."""
+        Returns the documents done and those whose extraction failed, the entities created
+        and removed, and the change in the number of mentions and relations."""
         svc = self.svc
         rels = [confine.relpath(p) for p in paths or []]
         cfg = svc.cfg
@@ -599,17 +600,22 @@ class Tools:
                 if store.scalar("SELECT 1 FROM docs WHERE id = ?", (i,)) is None:
                     raise UsageError(f"no document with id {i}")
             before = _graph_counts(store)
+            keys_before = {k for (k,) in store.query("SELECT key FROM entities")}
             if ids:
                 with store.write() as conn:
                     conn.executemany("UPDATE docs SET graph_sig = NULL WHERE id = ?", [(i,) for i in ids])
-            docs = build_pending(store, cfg)
+            failed: list[str] = []
+            docs = build_pending(store, cfg, on_error=lambda rec: failed.append(rec.get("path")))
             from . import vectors
             from .pipeline import embed_store
 
             embedded = embed_store(store, cfg) if vectors.stored_spec(store) is not None else 0
             after = _graph_counts(store)
-            return {"documents": docs, "mentions": after["mentions"] - before["mentions"],
-                    "entities_new": after["entities"] - before["entities"],
+            keys_after = {k for (k,) in store.query("SELECT key FROM entities")}
+            # mentions and relations: the change in their number (a re-extraction may find fewer);
+            # entities: those created and those collected, each counted (never a negative "new")
+            return {"documents": docs, "failed": failed, "mentions": after["mentions"] - before["mentions"],
+                    "entities_new": len(keys_after - keys_before), "entities_removed": len(keys_before - keys_after),
                     "relations": after["relations"] - before["relations"], "embedded": embedded,
                     "totals": after}
 

@@ -56,6 +56,7 @@ def status(store: Store) -> dict[str, Any]:
         "counts": counts,
         "docs_by_status": by_status,
         "partial_docs": partial_docs(store),
+        "graph": _graph(store),
         "last_file": store.get_meta("last_file"),
         "last_ingest_ms": _int(store.get_meta("last_ingest_ms")),
         "last_error": store.get_meta("last_error"),
@@ -63,6 +64,16 @@ def status(store: Store) -> dict[str, Any]:
         "embedding": _embedding(store),
         "writer": _writer(store),
     }
+
+
+def _graph(store: Store) -> dict[str, int]:
+    """Documents whose graph is still to be built, and those whose extraction failed."""
+    from .graphbuild import GRAPH_FAILED
+
+    pending, failed = store.query(
+        "SELECT coalesce(sum(graph_sig IS NULL), 0), coalesce(sum(graph_sig IS ?), 0) FROM docs WHERE status='ok'",
+        (GRAPH_FAILED,))[0]
+    return {"pending": pending, "failed": failed}
 
 
 def _writer(store: Store) -> dict[str, Any]:
@@ -142,6 +153,9 @@ def print_status(info: dict[str, Any], out=None) -> None:
             w(f"  {_printable(d['path'])}: {'; '.join(d['reasons'])}\n")
         if n > len(partial["docs"]):
             w(f"  and {n - len(partial['docs'])} more\n")
+    graph = info.get("graph") or {}
+    if graph.get("pending") or graph.get("failed"):
+        w(f"graph      {graph['pending']} documents pending, {graph['failed']} failed extraction (kgr verify lists them)\n")
     w("counts\n")
     for table, n in info["counts"].items():
         if n is not None:

@@ -48,14 +48,35 @@ class Block:
         return self.masked.strip()
 
     def sentences(self) -> list[tuple[int, int]]:
-        """(start, end) of each sentence, in block offsets."""
+        """(start, end) of each sentence, in block offsets (computed once: callers ask per
+        mention, and a block of a long text holds tens of thousands of sentences)."""
+        key = (id(self.sentence_starts), len(self.sentence_starts), len(self.raw))
+        cached = self.__dict__.get("_sentences")
+        if cached is not None and cached[0] == key:
+            return cached[1]
         cuts = sorted(self.sentence_starts | {0})
         out = []
         for i, s in enumerate(cuts):
             e = cuts[i + 1] if i + 1 < len(cuts) else len(self.raw)
             if self.masked[s:e].strip():
                 out.append((s, e))
+        self.__dict__["_sentences"] = (key, out, [s for s, _ in out])
         return out
+
+    def sentence_start(self, rel: int) -> int:
+        """The start (block offset) of the last sentence starting at or before ``rel``; 0 if none."""
+        self.sentences()
+        starts = self.__dict__["_sentences"][2]
+        i = bisect.bisect_right(starts, rel)
+        return starts[i - 1] if i else 0
+
+    def sentence_index(self, rel: int) -> int | None:
+        """The index in :meth:`sentences` of the sentence holding ``rel``, or None."""
+        sentences = self.sentences()
+        i = bisect.bisect_right(self.__dict__["_sentences"][2], rel) - 1
+        if i >= 0 and sentences[i][0] <= rel < sentences[i][1]:
+            return i
+        return None
 
 
 @dataclass
@@ -117,10 +138,13 @@ class Document:
 
     def set_subject(self, spans: list) -> None:
         """The document's subject: the main name in its title; each section's: the name in its heading."""
+        ordered = sorted(spans, key=lambda s: s.start)
+        starts = [s.start for s in ordered]
         for idx, sec in enumerate(self.sections):
             if sec.heading is None:
                 continue
-            inside = [s for s in spans if sec.heading.start <= s.start < sec.heading.end and s.source != "coref" and s.type != "DATE"]
+            inside = [s for s in ordered[bisect.bisect_left(starts, sec.heading.start):bisect.bisect_left(starts, sec.heading.end)]
+                      if s.source != "coref" and s.type != "DATE"]
             if inside:
                 best = max(inside, key=lambda s: (s.end - s.start, -s.start))
                 first = min(inside, key=lambda s: s.start)
@@ -299,3 +323,39 @@ def _sentence_starts(masked: str) -> set[int]:
     for m in re.finditer(r"\n[ \t]*(?=\S)", masked):
         starts.add(m.end())
     return starts
+
+
+# -- positions in a spaCy parse ------------------------------------------------------------
+# A block of a long text has hundreds of thousands of tokens: finding the token at a
+# character offset by scanning them, once per mention, is quadratic. The token offsets are
+# kept (in the parse's own user_data) and searched by bisection.
+
+def _token_starts(sdoc) -> list[int]:
+    starts = sdoc.user_data.get("kgr.token_starts")
+    if starts is None or len(starts) != len(sdoc):
+        starts = [t.idx for t in sdoc]
+        sdoc.user_data["kgr.token_starts"] = starts
+    return starts
+
+
+def token_starting_at(sdoc, pos: int):
+    """The token of ``sdoc`` that starts exactly at character ``pos``, or None."""
+    starts = _token_starts(sdoc)
+    i = bisect.bisect_left(starts, pos)
+    return sdoc[i] if i < len(starts) and starts[i] == pos else None
+
+
+def token_covering(sdoc, pos: int):
+    """The token of ``sdoc`` whose characters include ``pos``, or None."""
+    starts = _token_starts(sdoc)
+    i = bisect.bisect_right(starts, pos) - 1
+    if i < 0:
+        return None
+    tok = sdoc[i]
+    return tok if pos < tok.idx + len(tok) else None
+
+
+def tokens_starting_in(sdoc, start: int, end: int):
+    """The tokens of ``sdoc`` that start at a character in [start, end)."""
+    starts = _token_starts(sdoc)
+    return (sdoc[i] for i in range(bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)))

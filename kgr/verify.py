@@ -9,9 +9,13 @@ re-hash is not. ``check`` re-hashes every file and compares:
 - I2, indexes agree: every chunk has its full-text row and (once vectors exist) its
   vector, and no full-text or vector row is left without its chunk;
 - I3, storage sane: ``PRAGMA integrity_check``, ``foreign_key_check`` and the FTS5
-  integrity-check (SQLite before 3.44 does not check FTS5 in integrity_check).
+  integrity-check (SQLite before 3.44 does not check FTS5 in integrity_check);
+- complete: every document has its graph (``docs.graph_sig`` set: extraction ran on its
+  current text) and a vector for each chunk. An interrupted ingest leaves documents loaded
+  without them; a document whose extraction failed is listed apart, with its error.
 
-``fix`` re-ingests what I1 found wrong, through ``pipeline.sync_paths``.
+``fix`` re-ingests what I1 found wrong, through ``pipeline.sync_paths``, which also builds
+the missing graphs and vectors; failed extractions are tried again.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
     return out
 
 
-def check(store: Store, root: str | os.PathLike, *, storage: bool = True) -> dict[str, Any]:
-    """I1, I2 and (with ``storage``) I3 for ``store`` against the folder ``root``."""
+def check(store: Store, root: str | os.PathLike, *, storage: bool = True, graph: bool = True,
+          embed: bool = True) -> dict[str, Any]:
+    """I1, I2, (with ``storage``) I3 and completeness for ``store`` against the folder
+    ``root``; ``graph`` and ``embed`` say whether documents are expected to have their
+    graph and their vectors (not when ingested with --no-graph or --no-embed)."""
     disk = disk_hashes(root)
     stored = dict(store.query("SELECT path, file_hash FROM docs WHERE source='file'"))
     missing = sorted(set(disk) - set(stored))
@@ -58,11 +65,37 @@ def check(store: Store, root: str | os.PathLike, *, storage: bool = True) -> dic
         "stale": stale,
         "index": index_check(store),
     }
+    report.update(completeness(store, graph=graph, embed=embed))
     if storage:
         report["storage"] = storage_check(store)
     report["ok"] = (not missing and not extra and not stale and report["index"]["ok"]
+                    and not report["incomplete"] and not report["extract_failed"]
                     and (not storage or report["storage"]["ok"]))
     return report
+
+
+def completeness(store: Store, *, graph: bool = True, embed: bool = True) -> dict[str, Any]:
+    """Documents loaded but not finished: ``incomplete`` ({path, missing: ["graph", "vectors"]})
+    and ``extract_failed`` ({path, error})."""
+    from . import vectors
+    from .graphbuild import GRAPH_FAILED
+
+    missing: dict[str, list[str]] = {}
+    failed = []
+    if graph:
+        for path, in store.query("SELECT path FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"):
+            missing.setdefault(path, []).append("graph")
+        failed = [{"path": p, "error": e} for p, e in store.query(
+            "SELECT path, error FROM docs WHERE status='ok' AND graph_sig = ? ORDER BY path", (GRAPH_FAILED,))]
+    if embed:
+        if vectors.has_tables(store):
+            sql = ("SELECT DISTINCT d.path FROM docs d JOIN chunks c ON c.doc_id = d.id WHERE d.status='ok' "
+                   "AND c.id NOT IN (SELECT rowid FROM chunk_vec) ORDER BY d.path")
+        else:
+            sql = "SELECT DISTINCT d.path FROM docs d JOIN chunks c ON c.doc_id = d.id WHERE d.status='ok' ORDER BY d.path"
+        for path, in store.query(sql):
+            missing.setdefault(path, []).append("vectors")
+    return {"incomplete": [{"path": p, "missing": m} for p, m in sorted(missing.items())], "extract_failed": failed}
 
 
 def index_check(store: Store) -> dict[str, Any]:
@@ -121,5 +154,10 @@ def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config
     if report["stale"]:
         with store.write() as conn:
             conn.executemany("UPDATE docs SET mtime_ms=NULL, size=NULL WHERE path=?", [(p,) for p in report["stale"]])
+    if graph and report.get("extract_failed"):
+        with store.write() as conn:  # asked for: try them again (they are recorded again if they still fail)
+            conn.executemany("UPDATE docs SET graph_sig=NULL WHERE path=?", [(f["path"],) for f in report["extract_failed"]])
+    # sync_paths builds every pending graph and embeds every chunk without a vector, so the
+    # incomplete documents are finished with the re-ingested ones
     return sync_paths(store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error,
                       on_partial=on_partial)

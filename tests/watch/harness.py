@@ -82,12 +82,14 @@ def expect_exact(db: Path, root: Path, paths) -> None:
         f"stale {stale[:5]} ({len(stale)}), failed {failed[:5]}")
 
 
-def invariants(db: Path, root: Path) -> dict:
-    """kgr's own I1-I3 check (kgr.verify), asserted clean; returns the report."""
+def invariants(db: Path, root: Path, *, graph: bool = False, embed: bool = False) -> dict:
+    """kgr's own I1-I3 check (kgr.verify), asserted clean; returns the report. ``graph`` and
+    ``embed``: also expect every document's graph and vectors (these writers run --no-graph,
+    some --no-embed)."""
     from kgr import verify
 
     with Store(db, readonly=True) as store:
-        report = verify.check(store, root)
+        report = verify.check(store, root, graph=graph, embed=embed)
     assert report["ok"], {k: report[k] for k in ("missing", "extra", "stale", "index", "storage")}
     assert report["index"]["vec_missing"] == 0 or report["index"]["vectors"] is None, report["index"]
     return report
