@@ -3,6 +3,7 @@ next to N ordinary files, run through `kgr ingest` and `kgr watch`.
 
     python tests/bench/bench_hostile.py [--ordinary 200] [--keep DIR] [--skip-watch]
                                         [--without CASE,...] [--timeout 3600]
+                                        [--huge-mb 50] [--huge-paragraph 400]
 
 Builds, from a seeded random generator (nothing is copied from a corpus):
 
@@ -32,7 +33,8 @@ For each database it checks:
 - no planted secret (its distinctive substring, in its own case and lower-cased; for the
   private key, three lines of its body) in the bytes of the .sqlite, -wal and -shm files:
   for watch while it still runs, then after each process exits, then after an explicit
-  `PRAGMA wal_checkpoint(TRUNCATE)`;
+  `PRAGMA wal_checkpoint(TRUNCATE)`. A plain sentence of the same file must be found by the
+  same scan, else the secret's row fails as "not tested" (absence proves nothing then);
 - the run itself: ingest exits 1 (files failed) with its summary line and no traceback;
   watch comes up, reaches idle, and exits 130 on SIGINT without a traceback; `kgr verify`
   finds the indexes (I2) and storage (I3) sound.
@@ -186,6 +188,7 @@ class Case:
     expect: str  # ok, fail, partial, or "a|b"
     what: str
     secrets: list[str] = field(default_factory=list)  # substrings that must not reach the database
+    canary: str | None = None  # plain text of the same file that must reach it (else the scan proves nothing)
     min_chunks: int = 1
     has_stat: bool = True  # a failure can be recorded as a docs row (the file can be stat'ed)
 
@@ -268,7 +271,8 @@ def bomb_docx(path: Path, inflated_mb: int) -> None:
             member.write(tail.encode())
 
 
-def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int) -> tuple[list[tuple[str, str]], list[Case]]:
+def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
+                 para_chars: int = 400) -> tuple[list[tuple[str, str]], list[Case]]:
     rng = random.Random(SEED)
     ordinary = ordinary_pages(n_ordinary, rng)
     for rel, text in ordinary:
@@ -284,20 +288,22 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int) -
              "'The Ledger Store is owned by Treasury Team. ' x 25000 (1.1M chars): ingested in pieces", min_chunks=2),
         Case("symlink-loop-x", "hostile/loop-x.md", "fail", "x.md -> y.md, a link in a loop", has_stat=False),
         Case("symlink-loop-y", "hostile/loop-y.md", "fail", "y.md -> x.md, a link in a loop", has_stat=False),
-        Case("50mb-file", "hostile/huge-50mb.txt", "partial", f"{huge_mb} MB of distinct text: kept partially"),
+        Case("50mb-file", "hostile/huge-50mb.txt", "partial",
+             f"{huge_mb} MB of distinct ~{para_chars}-character paragraphs: kept partially"),
         Case("invalid-utf8", "hostile/bad-utf8.md", "partial", "text with invalid UTF-8 bytes in it"),
         Case("secret-password", "hostile/secret-password.md", "ok", "a line 'password: Example#2024x'",
-             secrets=["Example#2024x"]),
+             secrets=["Example#2024x"], canary="Rotate it after every release of Beacon Router"),
         Case("secret-aws-key", "hostile/secret-aws.md", "ok", "the AWS documentation key AKIAIOSFODNN7EXAMPLE",
-             secrets=["AKIAIOSFODNN7EXAMPLE"]),
+             secrets=["AKIAIOSFODNN7EXAMPLE"], canary="The backup job runs nightly"),
         Case("secret-key-no-end", "hostile/secret-private-key.md", "ok",
-             "a BEGIN RSA PRIVATE KEY block with no END line", secrets=[key_body[0], key_body[9], key_body[19]]),
+             "a BEGIN RSA PRIVATE KEY block with no END line", secrets=[key_body[0], key_body[9], key_body[19]],
+             canary="Henrik Berg rotated the key in March"),
         Case("secret-passphrase", "hostile/secret-passphrase.md", "ok",
              "passphrase: \"amber falcon sings at midnight\" (quoted, with spaces)",
-             secrets=["amber falcon sings at midnight"]),
+             secrets=["amber falcon sings at midnight"], canary="Keep the recovery sheet in the safe"),
         Case("secret-front-matter", "hostile/secret-front-matter.md", "ok",
              "front matter 'database_password: >-' with the value on the next line",
-             secrets=["Tr0ub4dor&3-billing-prod"]),
+             secrets=["Tr0ub4dor&3-billing-prod"], canary="Leila Haddad is on call for Zephyr Gateway"),
         Case("corrupt-pdf", "hostile/corrupt.pdf", "fail", "a PDF cut off inside a content stream"),
         Case("junk-pdf", "hostile/junk.pdf", "fail", "random bytes named .pdf"),
         Case("encrypted-pdf", "hostile/encrypted.pdf", "fail", "a PDF under the standard security handler"),
@@ -323,13 +329,14 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int) -
         os.symlink("loop-y.md", h / "loop-x.md")
         os.symlink("loop-x.md", h / "loop-y.md")
     if "50mb-file" in names:
-        # Big paragraphs (about 64 KB each) of distinct sentences: the size is the point, not the paragraph count.
+        # Distinct paragraphs of about ``para_chars`` characters, as in a real export or log (each
+        # paragraph is compared with the ones kept before it by the near-duplicate filter).
         with open(h / "huge-50mb.txt", "w", encoding="utf-8") as fh:
             target = huge_mb * 1024 * 1024
             written = 0
             fh.write("Cobalt Archive export\n\n")
             while written < target:
-                para = _filler(rng, 64 * 1024)
+                para = _filler(rng, rng.randint(para_chars // 2, para_chars * 3 // 2))
                 fh.write(para + "\n\n")
                 written += len(para) + 2
     if "invalid-utf8" in names:
@@ -699,14 +706,20 @@ def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: li
     rows.append((f"{tag}: unattributed error lines", "0", f"{len(noise)}" + (f": {_short(noise[0])}" if noise else ""),
                  not noise))
 
-    # secrets, phase by phase
+    # secrets, phase by phase; a secret is only looked for where the rest of its file was found
     for c in cases:
+        canary_seen = c.canary is not None and any(found[c.canary] for found in run.scans.values())
         for needle in c.secrets:
             hits = [f"{phase}: {', '.join(files)}" for phase, found in run.scans.items() for files in [found[needle]]
                     if files]
             shown = needle if len(needle) <= 24 else needle[:12] + "..." + needle[-6:]
-            rows.append((f"{tag}: secret {c.name} '{shown}'", "absent from db, -wal, -shm",
-                         "; ".join(hits) or f"absent ({len(run.scans)} scans)", not hits))
+            if hits:
+                obs, ok = "; ".join(hits), False
+            elif not canary_seen:
+                obs, ok = f"not tested: the file's other text ({c.canary!r}) is not in the database either", False
+            else:
+                obs, ok = f"absent ({len(run.scans)} scans; the file's other text found)", True
+            rows.append((f"{tag}: secret {c.name} '{shown}'", "absent from db, -wal, -shm", obs, ok))
 
     rows.append((f"{tag}: kgr verify (indexes, storage)", "I2 and I3 ok", *verify(folder, run.db)))
     return rows
@@ -748,6 +761,8 @@ def main() -> int:
     ap.add_argument("--without", default="", metavar="CASE,...",
                     help="leave these hostile cases out (e.g. to see the others when one stops the run)")
     ap.add_argument("--huge-mb", type=int, default=50, help="size of the big file [50]")
+    ap.add_argument("--huge-paragraph", type=int, default=400, metavar="CHARS",
+                    help="mean paragraph length in the big file [400]; 65536 makes few, huge paragraphs")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds each of ingest and watch may take [3600]")
     args = ap.parse_args()
 
@@ -762,11 +777,11 @@ def main() -> int:
     folder.mkdir()
     without = {w.strip() for w in args.without.split(",") if w.strip()}
     t = time.perf_counter()
-    ordinary, cases = build_folder(folder, args.ordinary, without, args.huge_mb)
+    ordinary, cases = build_folder(folder, args.ordinary, without, args.huge_mb, args.huge_paragraph)
     size = sum(p.lstat().st_size for p in folder.rglob("*"))
     print(f"built {folder}: {len(ordinary)} ordinary files, {len(cases)} hostile cases, {size / 1e6:.1f} MB "
           f"in {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
-    needles = [s for c in cases for s in c.secrets]
+    needles = [s for c in cases for s in c.secrets] + [c.canary for c in cases if c.canary]
 
     rows = []
     timings = []
