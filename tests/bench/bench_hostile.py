@@ -39,6 +39,16 @@ For each database it checks:
   watch comes up, reaches idle, and exits 130 on SIGINT without a traceback; `kgr verify`
   finds the indexes (I2) and storage (I3) sound.
 
+Choices where the issue leaves room: the five secret files are ordinary pages with a secret
+in them, so they must be ingested (redacted) with no error line; an empty file is a hostile
+file, so it gets its one error line and no chunks; a NUL inside text may be refused as binary
+or kept as partial; deeply nested HTML may be ingested or refused, but once and without a
+hang; each link of the symlink loop is a file name of its own and gets its own error line.
+The 50 MB file is made of short paragraphs as a real export is (each paragraph is compared
+with those kept before it by the near-duplicate filter); --huge-paragraph 65536 gives few,
+huge paragraphs instead. --without CASE,... leaves cases out, to see the others when one
+case stops the whole run.
+
 "Error line naming it": a stderr line is attributed to the file whose path (or its escaped
 form) appears earliest in it; lines naming no file are listed as unattributed. The table
 prints case, expected, observed and PASS/FAIL; exit 0 only if every row passes.
