@@ -365,6 +365,14 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
         n, encoding = invalid["count"], invalid["encoding"]
         partial.append({"reason": "invalid_encoding", "encoding": encoding, "count": n,
                         "message": f"{n} invalid {encoding} byte sequence{'s' if n != 1 else ''} replaced with U+FFFD"})
+    nuls = meta.pop("nul_removed", None)
+    if nuls:
+        partial.append({"reason": "nul_removed", "count": nuls,
+                        "message": f"{nuls} NUL character{'s' if nuls != 1 else ''} removed"})
+    if not text.strip():
+        # nothing to index: stored (so it is not parsed again until it changes), said on stderr
+        # and in `kgr status`, but not an error (an editor's new file or a placeholder is empty)
+        partial.append({"reason": "empty", "message": "the file has no text to index"})
     stopped_early = bool(meta.pop("stopped_early", False))
     truncated = len(text) > options.max_chars
     if truncated:

@@ -85,6 +85,11 @@ def decode_text_counted(data: bytes) -> tuple[str, int]:
 
 def decode_text_reporting(data: bytes) -> tuple[str, str, int]:
     """(text, encoding name, invalid byte sequences replaced)."""
+    return decode_text_full(data)[:3]
+
+
+def decode_text_full(data: bytes) -> tuple[str, str, int, int]:
+    """(text, encoding name, invalid byte sequences replaced, NUL characters removed)."""
     for bom, enc, name in ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
                            (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
                            (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16")):
@@ -99,12 +104,13 @@ def decode_text_reporting(data: bytes) -> tuple[str, str, int]:
         _replacements.n = 0
         text = body.decode(enc, errors="kgr.count_replace")
         count = _replacements.n
-    if "\x00" in text:
+    nuls = text.count("\x00")
+    if nuls:
         text = text.replace("\x00", "")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     # lone surrogates cannot be stored as UTF-8
-    return text.encode("utf-8", "replace").decode("utf-8"), name, count
+    return text.encode("utf-8", "replace").decode("utf-8"), name, count, nuls
 
 
 def undecodable_share(text: str) -> float:
@@ -115,10 +121,15 @@ def parse_text(data: bytes, fmt: str) -> tuple[str, dict[str, Any]]:
     kind = sniff_binary(data[:8192])
     if kind is not None:
         raise ParseFailure("binary", f"binary content ({kind}) in a .{fmt} file")
-    text, encoding, replaced = decode_text_reporting(data)
+    text, encoding, replaced, nuls = decode_text_full(data)
     if len(text) > 1000 and undecodable_share(text) > 0.01:
         raise ParseFailure("binary", "more than 1% of the bytes are not text")
-    return text, ({"invalid_sequences": {"encoding": encoding, "count": replaced}} if replaced else {})
+    meta: dict[str, Any] = {}
+    if replaced:
+        meta["invalid_sequences"] = {"encoding": encoding, "count": replaced}
+    if nuls:  # past the binary sniff's first 8,000 bytes: removed, and said so
+        meta["nul_removed"] = nuls
+    return text, meta
 
 
 # -- HTML ----------------------------------------------------------------------------

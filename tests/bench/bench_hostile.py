@@ -29,6 +29,7 @@ For each database it checks:
            could be stat'ed) a document row with status failed (so it is not re-parsed);
   partial  exactly one line naming it on stderr, a document with chunks and vectors,
            marked partial: docs.status = 'partial', or a true meta.partial or meta.truncated;
+  empty    exactly one warning line naming it, a document row not failed, no chunks;
   a|b      either outcome, all of its checks;
 - no planted secret (its distinctive substring, in its own case and lower-cased; for the
   private key, three lines of its body) in the bytes of the .sqlite, -wal and -shm files:
@@ -41,7 +42,8 @@ For each database it checks:
 
 Choices where the issue leaves room: the five secret files are ordinary pages with a secret
 in them, so they must be ingested (redacted) with no error line; an empty file is a hostile
-file, so it gets its one error line and no chunks; a NUL inside text may be refused as binary
+file that is not an error (an editor's new file, a placeholder): one warning line naming it,
+a document row that is not failed (so it is not parsed again) and no chunks; a NUL inside text may be refused as binary
 or kept as partial; deeply nested HTML may be ingested or refused, but once and without a
 hang; each link of the symlink loop is a file name of its own and gets its own error line.
 The 50 MB file is made of short paragraphs as a real export is (each paragraph is compared
@@ -319,7 +321,7 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
         Case("encrypted-pdf", "hostile/encrypted.pdf", "fail", "a PDF under the standard security handler"),
         Case("zip-bomb-docx", "hostile/bomb.docx", "fail", "a ~100 KB .docx whose document.xml inflates to 200 MB"),
         Case("binary-as-md", "hostile/image.md", "fail", "PNG bytes named .md"),
-        Case("empty-file", "hostile/empty.md", "fail", "a file of 0 bytes"),
+        Case("empty-file", "hostile/empty.md", "empty", "a file of 0 bytes"),
         Case("nul-in-text", "hostile/nul-inside.md", "fail|partial", "20 KB of text with a NUL byte at 12 KB"),
         Case("deep-html", "hostile/deep.html", "ok|fail", "50,000 nested <div> elements around one sentence"),
         Case("long-line", "hostile/long-line.md", "ok", "one 400,000-character line (one 60,000-character word)"),
@@ -643,6 +645,19 @@ def judge_partial(f: DocFacts | None, lines: list[str]) -> list[str]:
     return bad
 
 
+def judge_empty(f: DocFacts | None, lines: list[str]) -> list[str]:
+    bad = []
+    if len(lines) != 1:
+        bad.append(f"{len(lines)} report lines (want 1)" + (f": {_short(lines[0])}" if lines else ""))
+    if f is None:
+        return bad + ["no document row"]
+    if f.status == "failed":
+        bad.append("status failed (an empty file is not an error)")
+    if f.chunks:
+        bad.append(f"{f.chunks} chunks")
+    return bad
+
+
 def observed(f: DocFacts | None, lines: list[str]) -> str:
     if f is None:
         doc = "no doc row"
@@ -705,6 +720,8 @@ def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: li
                 outcomes.append(judge_ok(f, lines, c.min_chunks))
             elif want == "fail":
                 outcomes.append(judge_fail(f, lines, c.has_stat))
+            elif want == "empty":
+                outcomes.append(judge_empty(f, lines))
             else:
                 outcomes.append(judge_partial(f, lines))
         ok = any(not bad for bad in outcomes)

@@ -276,3 +276,28 @@ def test_a_folder_that_cannot_be_listed_is_an_error_record_unless_ignored(tmp_pa
     assert "cannot list the folder: Permission denied" in err["message"] and ".kgrignore" in err["message"]
     (root / ".kgrignore").write_text("locked/\n")
     assert [f.rel_path for f in discover([str(root)], root=str(root))] == ["a.md"]
+
+
+def test_a_nul_past_the_binary_sniff_and_an_empty_file_are_said_not_silent(runner, tmp_path):
+    # a NUL after the first 8,000 bytes was removed without a word, and an empty file was
+    # stored as an ordinary document of no chunks: both are now warnings (exit 0) and partial
+    root = tmp_path / "kb"
+    root.mkdir()
+    body = "A plain paragraph of notes about the service and its owners.\n\n" * 250
+    (root / "nul.md").write_text(body[:12000] + "\x00" + body[12000:], encoding="utf-8")
+    (root / "empty.md").write_bytes(b"")
+    (root / "blank.md").write_text("---\ntitle: Only front matter\n---\n\n   \n", encoding="utf-8")
+    (root / "fine.md").write_text("# Fine\n\nNothing odd here.\n", encoding="utf-8")
+    result = runner.invoke(cli, ["normalize", str(root)])
+    assert result.exit_code == 0, result.stderr
+    docs = {d["path"]: d for d in records(result.stdout_bytes)}
+    assert set(docs) == {"nul.md", "empty.md", "blank.md", "fine.md"}
+    [nul] = docs["nul.md"]["meta"]["partial"]
+    assert nul["reason"] == "nul_removed" and nul["count"] == 1 and "\x00" not in docs["nul.md"]["text"]
+    assert [p["reason"] for p in docs["empty.md"]["meta"]["partial"]] == ["empty"]
+    assert [p["reason"] for p in docs["blank.md"]["meta"]["partial"]] == ["empty"]
+    assert "partial" not in docs["fine.md"]["meta"]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, result.stderr
+    assert any("nul.md" in ln and "1 NUL character removed" in ln for ln in lines)
+    assert any("empty.md" in ln and "no text to index" in ln for ln in lines)
