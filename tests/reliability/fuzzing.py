@@ -160,6 +160,11 @@ def _minimal_pdf(text: str = "Hello fuzz") -> bytes:
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    return pdf_from_objects(objs)
+
+
+def pdf_from_objects(objs: list[bytes]) -> bytes:
+    """A PDF of the numbered object bodies ``objs`` (1 is the catalog), with a correct xref."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, body in enumerate(objs, 1):

@@ -13,6 +13,8 @@ import orjson
 
 import pytest
 
+from fuzzing import pdf_from_objects
+
 from kgr.parsers import Limits, _inflate, parse_pdf
 from kgr.errors import ParseFailure
 
@@ -37,17 +39,7 @@ def pdf_with_stream(data: bytes, filters: str) -> bytes:
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
         b"<< /Length %d /Filter %s >>\nstream\n" % (len(data), filters.encode()) + data + b"\nendstream",
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    for off in offsets:
-        out += b"%010d 00000 n \n" % off
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
+    return pdf_from_objects(objs)
 
 
 def test_zeros_deflate_is_a_real_zlib_stream_of_that_size():
