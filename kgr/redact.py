@@ -55,6 +55,9 @@ RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
     ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})\b", 1, ("aiza",), 3.0),
     ("jwt", r"\b(ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})", 1, ("eyj",), 3.0),
     ("url-credentials", r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.-]+", 1, ("://",), 0.0),
+    # A YAML block scalar ("db_password: >-" with the value indented on the next line): its first line.
+    ("generic-secret", r"(?i)" + SECRET_NAME + r"[|>][-+0-9]{0,2}[ \t]*\r?\n[ \t]+([^\s][^\r\n]{6,148}[^\s])",
+     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
     # A quoted value, spaces and all ("correct horse battery staple"): the group holds the quotes, which stay.
     ("generic-secret", r"(?i)" + SECRET_NAME + r"(\"[^\"\r\n]{8,150}\"|'[^'\r\n]{8,150}'|`[^`\r\n]{8,150}`)",
      1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),

@@ -135,3 +135,21 @@ def test_quoted_passphrases_with_spaces_are_redacted_whole():
             assert word not in out, (text, out)
         tagged = out[out.index("[REDACTED:") - 1: out.index("]", out.index("[REDACTED:")) + 2]
         assert tagged[0] == tagged[-1] and tagged[0] in "\"'", out  # the quotes stay: the value stays a string
+
+
+def test_a_secret_in_a_yaml_block_scalar_is_redacted_and_stays_a_string():
+    # "db_password: >-" with the value on the next line leaked through every rule (found by
+    # tests/bench/bench_hostile.py in the database bytes)
+    import yaml
+
+    text = "---\ntitle: Runbook\ndatabase_password: >-\n  Tr0ub4dor&3-billing-prod\ntags: [billing]\n---\n\nBody.\n"
+    out, counts = redact(text, key=b"k")
+    assert "Tr0ub4dor" not in out and counts == {"generic-secret": 1}
+    front = yaml.safe_load(out.split("---")[1])
+    assert isinstance(front["database_password"], str) and front["database_password"].startswith("[REDACTED:")
+    assert front["tags"] == ["billing"]
+    literal, _ = redact("api_token: |\n    amber falcon 77 midnight\n", key=b"k")
+    assert "amber falcon" not in literal
+    # a reference in a block scalar is still a placeholder, and prose under another key stays
+    assert redact("password: >\n  <your-password-here>\n", key=b"k")[0] == "password: >\n  <your-password-here>\n"
+    assert redact("note: >\n  a long folded text\n", key=b"k")[0] == "note: >\n  a long folded text\n"
