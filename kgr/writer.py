@@ -207,6 +207,7 @@ class Writer:
         self.idle_since = time.time()
         self.last_file: str | None = None
         self.last_error: str | None = None
+        self._logged_errors: set[tuple[str, str | None]] = set()  # see _on_error
         self.jobs_done = 0
         self.files_done = 0
         self.busy_seconds = 0.0
@@ -367,9 +368,18 @@ class Writer:
         return {"docs": self.store.scalar("SELECT count(*) FROM docs"),
                 "chunks": self.store.scalar("SELECT count(*) FROM chunks")}
 
+    # Errors about a path that never becomes a document (a symlink loop, a broken link, a name
+    # that cannot be stored): every reconcile meets them again, with nothing changed. Each is
+    # logged once per writer; a failed document is not, since it is parsed again only when it changed.
+    _REPEATING = frozenset({"symlink_loop", "broken_symlink", "unreadable", "bad_filename"})
+
     def _on_error(self, rec: dict) -> None:
         where = rec.get("path") or "?"
         self.last_error = f"{where}: {rec.get('message', 'error')}"
+        if rec.get("reason") in self._REPEATING:
+            if (where, rec.get("message")) in self._logged_errors:
+                return
+            self._logged_errors.add((where, rec.get("message")))
         log.warning("%s: %s", rec.get("stage", "ingest"), self.last_error)
 
     def _on_partial(self, doc: dict) -> None:

@@ -40,6 +40,23 @@ def wait_for_lock(db, proc, timeout=30):
 # -- the Writer --------------------------------------------------------------------------------
 
 
+def test_a_symlink_loop_is_logged_once_however_often_the_root_is_reconciled(tmp_path, caplog):
+    # the hostile-folder bench saw each loop link reported again by the periodic reconcile
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\nalpha\n")
+    os.symlink("y.md", root / "x.md")
+    os.symlink("x.md", root / "y.md")
+    db = tmp_path / "kb.sqlite"
+    with caplog.at_level("WARNING", logger="kgr.writer"):
+        with Writer(db, root=root, config=kb_config(), graph=False, embed=False) as w:
+            for _ in range(3):
+                w.ingest().result(60)
+            assert "symlink loop" in w.status()["last_error"]
+    loops = [r.getMessage() for r in caplog.records if "symlink loop" in r.getMessage()]
+    assert len(loops) == 2 and {("x.md" in m, "y.md" in m) for m in loops} == {(True, False), (False, True)}, loops
+
+
 def test_writer_runs_jobs_in_order_on_one_thread_and_survives_a_failing_job(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
