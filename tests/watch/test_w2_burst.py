@@ -48,7 +48,9 @@ def test_w2_burst_turns_into_a_directory_scan(tmp_path, live, counters, caplog):
     root.mkdir()
     db = tmp_path / "kb.sqlite"
     caplog.set_level(logging.INFO, logger="kgr.watch")
-    h = live(root, db, embed=False, debounce_ms=300)
+    # a debounce long enough that the extracted paths pile up even when a loaded machine
+    # extracts slowly (at 300 ms the dispatcher drained them as they came: no burst, a flake)
+    h = live(root, db, embed=False, debounce_ms=2000)
     h.idle()
     with _PeakRss() as rss:
         started = time.monotonic()
