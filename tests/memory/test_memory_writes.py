@@ -18,8 +18,19 @@ def test_two_servers_writing_one_database_lose_nothing(memory_db):
     """Two `kgr serve --profile memory` processes (two MCP clients) write at the same time."""
     from mcp import Client
 
+    connected = 0
+    both_connected = anyio.Event()
+
     async def writer(tag):
+        nonlocal connected
         async with Client(kgr_params(memory_db)) as c:
+            # start writing only once both servers are up: one server starting seconds before
+            # the other on a loaded machine would otherwise finish alone (no concurrency tested)
+            connected += 1
+            if connected == 2:
+                both_connected.set()
+            with anyio.fail_after(300):
+                await both_connected.wait()
             for i in range(N):
                 r = await c.call_tool("create_entities", {"entities": [
                     {"name": f"{tag}-{i}", "entityType": "note", "observations": [f"{tag} made {i}"]},
