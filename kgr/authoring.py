@@ -41,28 +41,44 @@ class AuthoringError(KgrError):
 
 
 def relation_types(store: Store) -> list[dict[str, Any]]:
-    return [{"name": n, "description": d, "directionality": dr, "source_types": loads(s, []), "target_types": loads(t, [])}
-            for n, d, dr, s, t in store.query(
-                "SELECT name, description, directionality, source_types, target_types FROM relation_types ORDER BY name")]
+    return [
+        {"name": n, "description": d, "directionality": dr, "source_types": loads(s, []), "target_types": loads(t, [])}
+        for n, d, dr, s, t in store.query(
+            "SELECT name, description, directionality, source_types, target_types FROM relation_types ORDER BY name"
+        )
+    ]
 
 
-def save_relation_type(store: Store, name: str, *, description: str | None = None, directionality: str | None = None,
-                       source_types: list[str] | None = None, target_types: list[str] | None = None) -> dict[str, Any]:
+def save_relation_type(
+    store: Store,
+    name: str,
+    *,
+    description: str | None = None,
+    directionality: str | None = None,
+    source_types: list[str] | None = None,
+    target_types: list[str] | None = None,
+) -> dict[str, Any]:
     """Create or update a relation type (inside ``store.write()``)."""
     if not isinstance(name, str) or not _REL_NAME.match(name):
         raise AuthoringError(f"bad relation type name {name!r}", hint="letters, digits and _, starting with a letter")
     if directionality is not None and directionality not in DIRECTIONALITY:
         raise AuthoringError(f"directionality must be strong, weak or balanced, not {directionality!r}")
-    old = store.conn.execute("SELECT description, directionality, source_types, target_types FROM relation_types "
-                             "WHERE name=?", (name,)).fetchone()
-    vals = (description if description is not None else (old[0] if old else None),
-            directionality or (old[1] if old else "balanced"),
-            dumps(source_types) if source_types is not None else (old[2] if old else "[]"),
-            dumps(target_types) if target_types is not None else (old[3] if old else "[]"))
-    store.execute("INSERT INTO relation_types(name, description, directionality, source_types, target_types) "
-                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET description=excluded.description, "
-                  "directionality=excluded.directionality, source_types=excluded.source_types, "
-                  "target_types=excluded.target_types", (name, *vals))
+    old = store.conn.execute(
+        "SELECT description, directionality, source_types, target_types FROM relation_types WHERE name=?", (name,)
+    ).fetchone()
+    vals = (
+        description if description is not None else (old[0] if old else None),
+        directionality or (old[1] if old else "balanced"),
+        dumps(source_types) if source_types is not None else (old[2] if old else "[]"),
+        dumps(target_types) if target_types is not None else (old[3] if old else "[]"),
+    )
+    store.execute(
+        "INSERT INTO relation_types(name, description, directionality, source_types, target_types) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET description=excluded.description, "
+        "directionality=excluded.directionality, source_types=excluded.source_types, "
+        "target_types=excluded.target_types",
+        (name, *vals),
+    )
     return next(t for t in relation_types(store) if t["name"] == name)
 
 
@@ -70,7 +86,9 @@ def delete_relation_type(store: Store, name: str) -> dict[str, Any]:
     """Delete an unused relation type (inside ``store.write()``); one still in use is refused."""
     used = store.scalar("SELECT count(*) FROM relations WHERE rel=?", (name,))
     if used:
-        raise AuthoringError(f"relation type {name!r} is used by {used} relationships", hint="delete or retype them first")
+        raise AuthoringError(
+            f"relation type {name!r} is used by {used} relationships", hint="delete or retype them first"
+        )
     if not store.scalar("SELECT count(*) FROM relation_types WHERE name=?", (name,)):
         raise AuthoringError(f"no relation type {name!r}")
     store.execute("DELETE FROM relation_types WHERE name=?", (name,))
@@ -78,8 +96,10 @@ def delete_relation_type(store: Store, name: str) -> dict[str, Any]:
 
 
 def _weights(store: Store) -> dict[str, tuple[float, float]]:
-    return {n: DIRECTIONALITY.get(d, UNKNOWN_DIRECTIONALITY) for n, d in store.query(
-        "SELECT name, directionality FROM relation_types")}
+    return {
+        n: DIRECTIONALITY.get(d, UNKNOWN_DIRECTIONALITY)
+        for n, d in store.query("SELECT name, directionality FROM relation_types")
+    }
 
 
 def edge_strength(relevance: str | None, directionality_weights: tuple[float, float], forward: bool) -> float:
@@ -93,7 +113,11 @@ def path_strength(edge_strengths: list[float]) -> dict[str, float]:
     for s in edge_strengths:
         raw *= s
     penalty = 1.0 / len(edge_strengths) if edge_strengths else 1.0
-    return {"raw_strength": round(raw, 6), "length_penalty": round(penalty, 6), "final_strength": round(raw * penalty, 6)}
+    return {
+        "raw_strength": round(raw, 6),
+        "length_penalty": round(penalty, 6),
+        "final_strength": round(raw * penalty, 6),
+    }
 
 
 # -- nodes -----------------------------------------------------------------------------------------
@@ -126,8 +150,12 @@ def _node_ref(store: Store, ref: Any) -> int:
         if store.scalar("SELECT 1 FROM entities WHERE id=?", (int(ref),)):
             return int(ref)
     if isinstance(ref, str) and ref.strip():
-        row = store.conn.execute("SELECT id FROM entities WHERE key=?", (ref.strip(),)).fetchone() or \
-            store.conn.execute("SELECT id FROM entities WHERE name=? COLLATE NOCASE ORDER BY id", (ref.strip(),)).fetchall()
+        row = (
+            store.conn.execute("SELECT id FROM entities WHERE key=?", (ref.strip(),)).fetchone()
+            or store.conn.execute(
+                "SELECT id FROM entities WHERE name=? COLLATE NOCASE ORDER BY id", (ref.strip(),)
+            ).fetchall()
+        )
         if isinstance(row, list):
             if len(row) > 1:
                 raise AuthoringError(f"{ref!r} names {len(row)} nodes", hint="use the node id")
@@ -147,8 +175,14 @@ def manage_nodes(store: Store, operation: str, nodes: list[dict[str, Any]]) -> d
             with store.write():
                 results.append(_node_op(store, operation, spec))
         except (AuthoringError, NodeNotFound, KgrError) as exc:
-            results.append({"node_id": spec.get("id"), "operation": operation, "status": "error",
-                            "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else "")})
+            results.append(
+                {
+                    "node_id": spec.get("id"),
+                    "operation": operation,
+                    "status": "error",
+                    "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else ""),
+                }
+            )
     return {"results": results}
 
 
@@ -160,8 +194,12 @@ def _node_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, An
         rels = store.scalar("SELECT count(*) FROM relations WHERE src_id=?1 OR dst_id=?1", (eid,))
         store.execute("UPDATE mentions SET entity_id=NULL WHERE entity_id=?", (eid,))
         store.execute("DELETE FROM entities WHERE id=?", (eid,))
-        return {"node_id": eid, "operation": operation, "status": "success",
-                "message": f"deleted {name!r} and its {rels} relationships"}
+        return {
+            "node_id": eid,
+            "operation": operation,
+            "status": "success",
+            "message": f"deleted {name!r} and its {rels} relationships",
+        }
     template = spec.get("template_id")
     if template is not None:
         from .templates import get_template
@@ -178,8 +216,11 @@ def _node_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, An
         meta = {"properties": props or {}}
         if template:
             meta["template"] = template
-        store.execute("INSERT INTO entities(key, name, type, norm, description, origin, meta, created_ms, updated_ms) "
-                      "VALUES (?, ?, ?, ?, ?, 'manual', ?, ?, ?)", (key, name, typ, n, summary, dumps(meta), ts, ts))
+        store.execute(
+            "INSERT INTO entities(key, name, type, norm, description, origin, meta, created_ms, updated_ms) "
+            "VALUES (?, ?, ?, ?, ?, 'manual', ?, ?, ?)",
+            (key, name, typ, n, summary, dumps(meta), ts, ts),
+        )
         eid = store.conn.last_insert_rowid()
     else:
         eid = _node_ref(store, spec.get("id") if spec.get("id") is not None else spec.get("name"))
@@ -195,8 +236,10 @@ def _node_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, An
             meta["template"] = template
         from .link import norm
 
-        store.execute("UPDATE entities SET name=?, norm=?, description=?, type=?, meta=?, updated_ms=? WHERE id=?",
-                      (name, norm(name) or name.lower(), summary, typ, dumps(meta), ts, eid))
+        store.execute(
+            "UPDATE entities SET name=?, norm=?, description=?, type=?, meta=?, updated_ms=? WHERE id=?",
+            (name, norm(name) or name.lower(), summary, typ, dumps(meta), ts, eid),
+        )
     created = 0
     for rel in spec.get("relationships") or []:
         rel = dict(rel)
@@ -214,9 +257,11 @@ def _create_relation(store: Store, spec: dict[str, Any]) -> int:
     if not isinstance(rtype, str) or not _REL_NAME.match(rtype):
         raise AuthoringError(f"bad relationship_type {rtype!r}")
     if not store.scalar("SELECT 1 FROM relation_types WHERE name=?", (rtype,)):
-        raise AuthoringError(f"unknown relationship type {rtype!r}",
-                             hint="register it with manage_relationship_types (kgr relation-type add), or use one of: "
-                                  + ", ".join(t["name"] for t in relation_types(store)))
+        raise AuthoringError(
+            f"unknown relationship type {rtype!r}",
+            hint="register it with manage_relationship_types (kgr relation-type add), or use one of: "
+            + ", ".join(t["name"] for t in relation_types(store)),
+        )
     strength = spec.get("relevance_strength") or "medium"
     if strength not in RELEVANCE:
         raise AuthoringError(f"relevance_strength must be weak, medium or strong, not {strength!r}")
@@ -233,8 +278,11 @@ def _create_relation(store: Store, spec: dict[str, Any]) -> int:
         raise AuthoringError("a relationship needs two different nodes")
     if store.scalar("SELECT 1 FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (a, b, rtype)):
         raise AuthoringError(f"the relationship {a} -[{rtype}]-> {b} already exists", hint="update it instead")
-    store.execute("INSERT INTO relations(src_id, dst_id, rel, confidence, strength, origin, meta, created_ms) "
-                  "VALUES (?, ?, ?, 1.0, ?, 'manual', ?, ?)", (a, b, rtype, strength, dumps(props), now_ms()))
+    store.execute(
+        "INSERT INTO relations(src_id, dst_id, rel, confidence, strength, origin, meta, created_ms) "
+        "VALUES (?, ?, ?, 1.0, ?, 'manual', ?, ?)",
+        (a, b, rtype, strength, dumps(props), now_ms()),
+    )
     return store.conn.last_insert_rowid()
 
 
@@ -248,16 +296,23 @@ def manage_relationships(store: Store, operation: str, relationships: list[dict[
             with store.write():
                 results.append(_relation_op(store, operation, spec))
         except KgrError as exc:
-            results.append({"relationship_id": spec.get("id"), "operation": operation, "status": "error",
-                            "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else "")})
+            results.append(
+                {
+                    "relationship_id": spec.get("id"),
+                    "operation": operation,
+                    "status": "error",
+                    "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else ""),
+                }
+            )
     return {"results": results}
 
 
 def _relation_id(store: Store, spec: dict[str, Any]) -> int:
     rid = spec.get("id")
     if rid is not None:
-        if not (isinstance(rid, int) or (isinstance(rid, str) and rid.isdigit())) or \
-                not store.scalar("SELECT 1 FROM relations WHERE id=?", (int(rid),)):
+        if not (isinstance(rid, int) or (isinstance(rid, str) and rid.isdigit())) or not store.scalar(
+            "SELECT 1 FROM relations WHERE id=?", (int(rid),)
+        ):
             raise AuthoringError(f"no relationship {rid!r}")
         return int(rid)
     if spec.get("source_id") is None or spec.get("target_id") is None or not spec.get("relationship_type"):
@@ -265,8 +320,9 @@ def _relation_id(store: Store, spec: dict[str, Any]) -> int:
     a, b = _node_ref(store, spec["source_id"]), _node_ref(store, spec["target_id"])
     if (spec.get("direction") or "forward") == "reverse":
         a, b = b, a
-    row = store.conn.execute("SELECT id FROM relations WHERE src_id=? AND dst_id=? AND rel=?",
-                             (a, b, spec["relationship_type"])).fetchone()
+    row = store.conn.execute(
+        "SELECT id FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (a, b, spec["relationship_type"])
+    ).fetchone()
     if row is None:
         raise AuthoringError(f"no relationship {a} -[{spec['relationship_type']}]-> {b}")
     return row[0]
@@ -281,7 +337,8 @@ def _relation_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str
         store.execute("DELETE FROM relations WHERE id=?", (rid,))
         return {"relationship_id": rid, "operation": operation, "status": "success"}
     src, dst, rel, strength, meta = store.conn.execute(
-        "SELECT src_id, dst_id, rel, strength, meta FROM relations WHERE id=?", (rid,)).fetchone()
+        "SELECT src_id, dst_id, rel, strength, meta FROM relations WHERE id=?", (rid,)
+    ).fetchone()
     new_rel = spec.get("relationship_type") or rel
     if new_rel != rel and not store.scalar("SELECT 1 FROM relation_types WHERE name=?", (new_rel,)):
         raise AuthoringError(f"unknown relationship type {new_rel!r}")
@@ -293,8 +350,10 @@ def _relation_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str
         raise AuthoringError("properties must be an object")
     new_meta = {**(loads(meta, {}) or {}), **(props or {})}
     # An edited edge is the author's now: re-ingest must not collect it.
-    store.execute("UPDATE relations SET rel=?, strength=?, meta=?, origin='manual' WHERE id=?",
-                  (new_rel, new_strength, dumps(new_meta), rid))
+    store.execute(
+        "UPDATE relations SET rel=?, strength=?, meta=?, origin='manual' WHERE id=?",
+        (new_rel, new_strength, dumps(new_meta), rid),
+    )
     return {"relationship_id": rid, "operation": operation, "status": "success"}
 
 
@@ -314,8 +373,9 @@ class _Graph:
         if node_id not in self._adj:
             out = []
             for rid, s, d, rel, strength, meta in self.store.query(
-                    "SELECT id, src_id, dst_id, rel, strength, meta FROM relations WHERE src_id=?1 OR dst_id=?1 ORDER BY id",
-                    (node_id,)):
+                "SELECT id, src_id, dst_id, rel, strength, meta FROM relations WHERE src_id=?1 OR dst_id=?1 ORDER BY id",
+                (node_id,),
+            ):
                 w = self.weights.get(rel, UNKNOWN_DIRECTIONALITY)
                 if s == node_id and d != node_id:
                     out.append((d, rid, rel, True, edge_strength(strength, w, True), s, d, meta))
@@ -329,14 +389,22 @@ def _distances_to(store: Store, target: int, max_depth: int) -> tuple[dict[int, 
     """Each node's distance to ``target`` (at most MAX_VISITED nodes), and whether that cap cut it."""
     from .graph import bfs
 
-    rows = bfs(store.conn, target, max_depth=max_depth, direction="both", max_nodes=MAX_VISITED + 1,
-               check=store.check_deadline)
+    rows = bfs(
+        store.conn, target, max_depth=max_depth, direction="both", max_nodes=MAX_VISITED + 1, check=store.check_deadline
+    )
     return {n: d for n, _, d in rows[:MAX_VISITED]}, len(rows) > MAX_VISITED
 
 
-def find_paths(store: Store, source: Any, target: Any, *, max_length: int = MAX_PATH_LENGTH,
-               max_paths: int = MAX_PATHS_PER_PAIR, min_strength: float = MIN_PATH_STRENGTH,
-               max_expansions: int = MAX_EXPANSIONS) -> dict[str, Any]:
+def find_paths(
+    store: Store,
+    source: Any,
+    target: Any,
+    *,
+    max_length: int = MAX_PATH_LENGTH,
+    max_paths: int = MAX_PATHS_PER_PAIR,
+    min_strength: float = MIN_PATH_STRENGTH,
+    max_expansions: int = MAX_EXPANSIONS,
+) -> dict[str, Any]:
     """The strongest simple paths from ``source`` to ``target`` (edges walked either way), at most
     ``max_length`` long and at least ``min_strength`` strong, each with a narrative; plus a summary."""
     if not 1 <= max_length <= 8:
@@ -381,26 +449,45 @@ def find_paths(store: Store, source: Any, target: Any, *, max_length: int = MAX_
     names = {}
     ids = {i for _, ns, _ in found[:max_paths] for i in ns}
     if ids:
-        names = dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})", sorted(ids)))
+        names = dict(
+            store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})", sorted(ids))
+        )
     paths = []
     for i, (_, ns, steps) in enumerate(found[:max_paths], 1):
-        rels = [{"type": rel, "direction": "forward" if fwd else "backward", "edge_strength": round(s, 6),
-                 "source": a, "target": b, "relationship_id": rid, "properties": loads(meta, {}) or {}}
-                for _, rid, rel, fwd, s, a, b, meta in steps]
+        rels = [
+            {
+                "type": rel,
+                "direction": "forward" if fwd else "backward",
+                "edge_strength": round(s, 6),
+                "source": a,
+                "target": b,
+                "relationship_id": rid,
+                "properties": loads(meta, {}) or {},
+            }
+            for _, rid, rel, fwd, s, a, b, meta in steps
+        ]
         breakdown = path_strength([r["edge_strength"] for r in rels])
-        paths.append({
-            "path_id": i, "length": len(steps), "strength": breakdown["final_strength"],
-            "nodes": [{"id": n, "name": names.get(n)} for n in ns],
-            "relationships": rels,
-            "narrative": narrative(ns, rels, names, breakdown["final_strength"]),
-            "strength_breakdown": breakdown,
-        })
+        paths.append(
+            {
+                "path_id": i,
+                "length": len(steps),
+                "strength": breakdown["final_strength"],
+                "nodes": [{"id": n, "name": names.get(n)} for n in ns],
+                "relationships": rels,
+                "narrative": narrative(ns, rels, names, breakdown["final_strength"]),
+                "strength_breakdown": breakdown,
+            }
+        )
     strengths = [p["strength"] for p in paths]
     return {
-        "source_node_id": src["id"], "target_node_id": dst["id"], "source_name": src["name"], "target_name": dst["name"],
+        "source_node_id": src["id"],
+        "target_node_id": dst["id"],
+        "source_name": src["name"],
+        "target_name": dst["name"],
         "paths": paths,
         "summary": {
-            "total_paths_found": len(found), "paths_returned": len(paths),
+            "total_paths_found": len(found),
+            "paths_returned": len(paths),
             "strongest_path_strength": max(strengths, default=0.0),
             "average_path_strength": round(sum(strengths) / len(strengths), 6) if strengths else 0.0,
             "relationship_types_used": sorted({r["type"] for p in paths for r in p["relationships"]}),
@@ -426,24 +513,52 @@ def narrative(nodes: list[int], rels: list[dict[str, Any]], names: dict[int, str
     else:
         lead = f"{first} reaches {last} in {hops} steps"
     weakest = min(rels, key=lambda r: r["edge_strength"])
-    return (f"{lead}: " + "; ".join(parts) + f". Path strength {strength:.3f}"
-            + (f" (weakest link: {_words(weakest['type'])}, {weakest['edge_strength']:.2f})." if hops > 1 else "."))
+    return (
+        f"{lead}: "
+        + "; ".join(parts)
+        + f". Path strength {strength:.3f}"
+        + (f" (weakest link: {_words(weakest['type'])}, {weakest['edge_strength']:.2f})." if hops > 1 else ".")
+    )
 
 
-def find_relationship_paths(store: Store, pairs: Iterable[dict[str, Any]], *, max_path_length: int = MAX_PATH_LENGTH,
-                            max_paths_per_pair: int = MAX_PATHS_PER_PAIR,
-                            min_path_strength: float = MIN_PATH_STRENGTH) -> dict[str, Any]:
+def find_relationship_paths(
+    store: Store,
+    pairs: Iterable[dict[str, Any]],
+    *,
+    max_path_length: int = MAX_PATH_LENGTH,
+    max_paths_per_pair: int = MAX_PATHS_PER_PAIR,
+    min_path_strength: float = MIN_PATH_STRENGTH,
+) -> dict[str, Any]:
     """Paths for each pair; a pair whose node is unknown reports its error in place."""
     out = []
     for pair in pairs:
         try:
-            out.append(find_paths(store, pair["source_node_id"], pair["target_node_id"], max_length=max_path_length,
-                                  max_paths=max_paths_per_pair, min_strength=min_path_strength))
+            out.append(
+                find_paths(
+                    store,
+                    pair["source_node_id"],
+                    pair["target_node_id"],
+                    max_length=max_path_length,
+                    max_paths=max_paths_per_pair,
+                    min_strength=min_path_strength,
+                )
+            )
         except KgrError as exc:
-            out.append({"source_node_id": pair.get("source_node_id"), "target_node_id": pair.get("target_node_id"),
-                        "error": exc.message, "paths": [],
-                        "summary": {"total_paths_found": 0, "paths_returned": 0, "strongest_path_strength": 0.0,
-                                    "average_path_strength": 0.0, "relationship_types_used": []}})
+            out.append(
+                {
+                    "source_node_id": pair.get("source_node_id"),
+                    "target_node_id": pair.get("target_node_id"),
+                    "error": exc.message,
+                    "paths": [],
+                    "summary": {
+                        "total_paths_found": 0,
+                        "paths_returned": 0,
+                        "strongest_path_strength": 0.0,
+                        "average_path_strength": 0.0,
+                        "relationship_types_used": [],
+                    },
+                }
+            )
     return {"path_results": out}
 
 
@@ -452,8 +567,9 @@ def step_strengths(store: Store, steps: list[dict[str, Any]]) -> dict[str, float
     weights = _weights(store)
     edge = []
     for s in steps:
-        relevance = store.scalar("SELECT strength FROM relations WHERE src_id=? AND dst_id=? AND rel=?",
-                                 (s["from"], s["to"], s["rel"]))
+        relevance = store.scalar(
+            "SELECT strength FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (s["from"], s["to"], s["rel"])
+        )
         edge.append(edge_strength(relevance, weights.get(s["rel"], UNKNOWN_DIRECTIONALITY), s["forward"]))
     return path_strength(edge)
 
@@ -461,10 +577,18 @@ def step_strengths(store: Store, steps: list[dict[str, Any]]) -> dict[str, float
 # -- neighbourhoods ----------------------------------------------------------------------------------------
 
 
-def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strategy: str = "text",
-                          max_results_per_term: int = 3, neighborhood_depth: int = 2,
-                          include_relationship_types: bool = True, include_templates: bool = True,
-                          embed_query=None, max_nearby: int = 50) -> dict[str, Any]:
+def explore_neighborhoods(
+    store: Store,
+    search_terms: list[str],
+    *,
+    search_strategy: str = "text",
+    max_results_per_term: int = 3,
+    neighborhood_depth: int = 2,
+    include_relationship_types: bool = True,
+    include_templates: bool = True,
+    embed_query=None,
+    max_nearby: int = 50,
+) -> dict[str, Any]:
     """What the graph already holds around each term (seed 002's shape), with recommendations for
     where new information would attach, each with the reason it was made."""
     from collections import Counter
@@ -489,24 +613,47 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
         for eid, score in hits:
             store.check_deadline()
             n = node(store, eid)
-            primary.append({"id": eid, "name": n["name"], "type": n["type"], "summary": n["summary"],
-                            "similarity_score": round(score, 4)})
+            primary.append(
+                {
+                    "id": eid,
+                    "name": n["name"],
+                    "type": n["type"],
+                    "summary": n["summary"],
+                    "similarity_score": round(score, 4),
+                }
+            )
             tmpls[_template_name(store, n)] += 1
             for rid, s, d, rel, strength, meta, sname, tname in store.query(
-                    "SELECT r.id, r.src_id, r.dst_id, r.rel, r.strength, r.meta, a.name, b.name FROM relations r "
-                    "JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
-                    "WHERE r.src_id = ?1 OR r.dst_id = ?1 ORDER BY r.id LIMIT 100", (eid,)):
-                rels.append({"type": rel, "source": s, "target": d, "source_name": sname, "target_name": tname,
-                             "relationship_id": rid,
-                             "properties": {**(loads(meta, {}) or {}), "relevance_strength": strength}})
+                "SELECT r.id, r.src_id, r.dst_id, r.rel, r.strength, r.meta, a.name, b.name FROM relations r "
+                "JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
+                "WHERE r.src_id = ?1 OR r.dst_id = ?1 ORDER BY r.id LIMIT 100",
+                (eid,),
+            ):
+                rels.append(
+                    {
+                        "type": rel,
+                        "source": s,
+                        "target": d,
+                        "source_name": sname,
+                        "target_name": tname,
+                        "relationship_id": rid,
+                        "properties": {**(loads(meta, {}) or {}), "relevance_strength": strength},
+                    }
+                )
                 rtypes[rel] += 1
                 if s == eid and rel in ("part_of", "located_in", "owned_by", "CHILD_OF"):
                     parent_votes[d] += score
                     parent_why.setdefault(d, []).append(f"{n['name']} {_words(rel)} it")
             # Rows come in (distance, id) order and the loop below keeps at most max_nearby of them
             # after skipping the root and those already kept: max_nearby + 1 rows give the same nodes.
-            rows = bfs(store.conn, eid, max_depth=neighborhood_depth, direction="both", max_nodes=max_nearby + 1,
-                       check=store.check_deadline)
+            rows = bfs(
+                store.conn,
+                eid,
+                max_depth=neighborhood_depth,
+                direction="both",
+                max_nodes=max_nearby + 1,
+                check=store.check_deadline,
+            )
             parents[eid] = {nid: parent for nid, parent, _ in rows}
             for nid, parent, dist in rows:
                 if dist == 0 or nid in seen_nearby or len(nearby) >= max_nearby:
@@ -516,7 +663,7 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
         names: dict[int, str] = {}
         on_paths = sorted({p for walk in parents.values() for p in walk})
         for i in range(0, len(on_paths), 500):
-            part = on_paths[i:i + 500]
+            part = on_paths[i : i + 500]
             names.update(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(part))})", part))
         for x in nearby:
             x["name"] = names.get(x["id"])
@@ -533,38 +680,59 @@ def explore_neighborhoods(store: Store, search_terms: list[str], *, search_strat
     total = sum(parent_votes.values()) or 1.0
     suggested_parents = []
     for pid, votes in parent_votes.most_common(5):
-        suggested_parents.append({"node_id": pid, "node_name": store.scalar("SELECT name FROM entities WHERE id=?", (pid,)),
-                                  "confidence": round(min(1.0, votes / total), 4),
-                                  "reason": "found nodes point to it as their container or owner: "
-                                            + "; ".join(parent_why[pid][:3])})
+        suggested_parents.append(
+            {
+                "node_id": pid,
+                "node_name": store.scalar("SELECT name FROM entities WHERE id=?", (pid,)),
+                "confidence": round(min(1.0, votes / total), 4),
+                "reason": "found nodes point to it as their container or owner: " + "; ".join(parent_why[pid][:3]),
+            }
+        )
     known = {t["name"]: t for t in relation_types(store)}
     type_reasons = {}
     for rel, count in type_votes.most_common(5):
         desc = (known.get(rel) or {}).get("description")
-        type_reasons[rel] = (f"used {count} time{'s' if count != 1 else ''} around the nodes found"
-                             + (f"; it means: {desc}" if desc else "; not a registered relation type"))
+        type_reasons[rel] = f"used {count} time{'s' if count != 1 else ''} around the nodes found" + (
+            f"; it means: {desc}" if desc else "; not a registered relation type"
+        )
     # Terms found far apart (no path within twice the depth) probably lack a node between them.
     found = [(t, neighborhoods[t]["primary_nodes"][0]) for t in search_terms if neighborhoods[t]["primary_nodes"]]
     reach, cut = {}, set()
     for t, p in found:
         store.check_deadline()
-        rows = bfs(store.conn, p["id"], max_depth=neighborhood_depth, direction="both", max_nodes=MAX_VISITED + 1,
-                   check=store.check_deadline)
+        rows = bfs(
+            store.conn,
+            p["id"],
+            max_depth=neighborhood_depth,
+            direction="both",
+            max_nodes=MAX_VISITED + 1,
+            check=store.check_deadline,
+        )
         reach[t] = {nid for nid, _, _ in rows[:MAX_VISITED]}
         if len(rows) > MAX_VISITED:
             cut.add(t)  # a reach cut short cannot show that two terms are apart
     for i, (t1, p1) in enumerate(found):
-        for t2, p2 in found[i + 1:]:
+        for t2, p2 in found[i + 1 :]:
             if p1["id"] != p2["id"] and t1 not in cut and t2 not in cut and not (reach[t1] & reach[t2]):
-                missing.append({"name": f"{p1['name']} … {p2['name']}",
-                                "reason": f"{p1['name']} and {p2['name']} are not connected within "
-                                          f"{2 * neighborhood_depth} hops: a node linking them may be missing"})
-    return {"neighborhoods": neighborhoods,
-            "recommendations": {"suggested_parents": suggested_parents,
-                                "suggested_relationship_types": list(type_reasons),
-                                "missing_intermediate_nodes": [m["name"] for m in missing],
-                                "explanations": {"suggested_relationship_types": type_reasons,
-                                                 "missing_intermediate_nodes": {m["name"]: m["reason"] for m in missing}}}}
+                missing.append(
+                    {
+                        "name": f"{p1['name']} … {p2['name']}",
+                        "reason": f"{p1['name']} and {p2['name']} are not connected within "
+                        f"{2 * neighborhood_depth} hops: a node linking them may be missing",
+                    }
+                )
+    return {
+        "neighborhoods": neighborhoods,
+        "recommendations": {
+            "suggested_parents": suggested_parents,
+            "suggested_relationship_types": list(type_reasons),
+            "missing_intermediate_nodes": [m["name"] for m in missing],
+            "explanations": {
+                "suggested_relationship_types": type_reasons,
+                "missing_intermediate_nodes": {m["name"]: m["reason"] for m in missing},
+            },
+        },
+    }
 
 
 def _walk_path(parents: dict[int, int | None], nid: int) -> list[int]:

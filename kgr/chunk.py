@@ -114,8 +114,9 @@ def chunk(
     """Yield each doc record followed by its chunk records; pass other kinds through."""
     _check_options(max_tokens, overlap, budgets, max_chunks_per_doc)
     counter = tokenizer if tokenizer is not None else get_counter(model)
-    chunker = Chunker(counter, max_tokens=max_tokens, overlap=overlap, budgets=budgets,
-                      max_chunks_per_doc=max_chunks_per_doc)
+    chunker = Chunker(
+        counter, max_tokens=max_tokens, overlap=overlap, budgets=budgets, max_chunks_per_doc=max_chunks_per_doc
+    )
     for batch in _batches(iter(records_in), max(1, int(batch_docs))):
         yield from chunker.run_batch(batch)
 
@@ -182,8 +183,18 @@ _SPACES = re.compile(r"\s+")
 class _Block:
     __slots__ = ("kind", "start", "end", "level", "title", "ordered", "indent", "content")
 
-    def __init__(self, kind: str, start: int, end: int, *, level: int = 0, title: str = "",
-                 ordered: bool = False, indent: int = 0, content: int = 0):
+    def __init__(
+        self,
+        kind: str,
+        start: int,
+        end: int,
+        *,
+        level: int = 0,
+        title: str = "",
+        ordered: bool = False,
+        indent: int = 0,
+        content: int = 0,
+    ):
         self.kind = kind  # heading, para, item, code, table
         self.start = start
         self.end = end
@@ -265,10 +276,10 @@ def _parse_blocks(text: str) -> list[_Block]:
         if first in "=-" and indent <= 3 and cur is not None and cur.kind == "para" and not was_blank:
             # only a one-line paragraph: "---" under several lines closes front matter more often
             # than it underlines a heading
-            if _SETEXT.match(line) and "\n" not in text[cur.start:cur.end]:
+            if _SETEXT.match(line) and "\n" not in text[cur.start : cur.end]:
                 cur.kind = "heading"
                 cur.level = 1 if first == "=" else 2
-                cur.title = _clean_title(text[cur.start:cur.end])
+                cur.title = _clean_title(text[cur.start : cur.end])
                 cur.end = end
                 cur = None
                 continue
@@ -382,7 +393,7 @@ def _classify(path: str, title: str, text: str, blocks: list[_Block]) -> str:
         definitions = 0
         lines = 0
         for b in body:
-            for line in text[b.start:b.end].split("\n"):
+            for line in text[b.start : b.end].split("\n"):
                 if line.strip():
                     lines += 1
                     if _DEF_LINE.match(line):
@@ -479,8 +490,15 @@ class _Plan:
 
 
 class Chunker:
-    def __init__(self, counter: TokenCounter, *, max_tokens: int = 256, overlap: float = 0.15,
-                 budgets: dict | None = None, max_chunks_per_doc: int = 20000):
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_tokens: int = 256,
+        overlap: float = 0.15,
+        budgets: dict | None = None,
+        max_chunks_per_doc: int = 20000,
+    ):
         self.counter = counter
         self.text_limit = counter.text_limit  # prelude + text, special tokens already removed
         self.max_tokens = min(max_tokens, self.text_limit)
@@ -538,7 +556,9 @@ class Chunker:
             yield records.error(
                 STAGE,
                 f"{plan.doc.path}: more than {self.max_chunks} chunks (chunk.max_chunks_per_doc); the document is not stored",
-                path=plan.doc.path, reason="too_many_chunks", **fields,
+                path=plan.doc.path,
+                reason="too_many_chunks",
+                **fields,
             )
             return
         yield plan.doc.rec
@@ -566,9 +586,11 @@ class Chunker:
             cache = self._part_tokens
             if len(cache) > 200_000:
                 cache.clear()
-            missing = list(dict.fromkeys(
-                x for plan in plans for parts in plan.parts for part in parts for x in part if x not in cache
-            ))
+            missing = list(
+                dict.fromkeys(
+                    x for plan in plans for parts in plan.parts for part in parts for x in part if x not in cache
+                )
+            )
             missing += [sep.strip() for sep in (PRELUDE_SEP, HEADING_SEP) if sep.strip() not in cache]
             cache.update(zip(missing, self.counter.count_batch(missing)))
             sep_tokens = cache[PRELUDE_SEP.strip()]
@@ -583,9 +605,11 @@ class Chunker:
                         + heading_sep_tokens * sum(len(part) - 1 for part in parts)
                     )
         else:
-            unique = list(dict.fromkeys(
-                PRELUDE_SEP.join(HEADING_SEP.join(part) for part in parts) for plan in plans for parts in plan.parts
-            ))
+            unique = list(
+                dict.fromkeys(
+                    PRELUDE_SEP.join(HEADING_SEP.join(part) for part in parts) for plan in plans for parts in plan.parts
+                )
+            )
             counts = dict(zip(unique, self.counter.count_batch(unique)))
         for plan in plans:
             preludes = [PRELUDE_SEP.join(HEADING_SEP.join(part) for part in parts) for parts in plan.parts]
@@ -625,20 +649,22 @@ class Chunker:
             section = sections[i]
             body = text[start:end]
             prelude = preludes[i]
-            out.append({
-                "kind": records.CHUNK,
-                "doc": doc.path,
-                "ord": ord_,
-                "text": body,
-                "prelude": prelude,
-                "section": section.title,
-                "headings": list(section.headings),
-                "start": start,
-                "end": end,
-                "tokens": tokens,
-                "hash": records.text_hash(prelude + "\n" + body),
-                "chunk_kind": kind,
-            })
+            out.append(
+                {
+                    "kind": records.CHUNK,
+                    "doc": doc.path,
+                    "ord": ord_,
+                    "text": body,
+                    "prelude": prelude,
+                    "section": section.title,
+                    "headings": list(section.headings),
+                    "start": start,
+                    "end": end,
+                    "tokens": tokens,
+                    "hash": records.text_hash(prelude + "\n" + body),
+                    "chunk_kind": kind,
+                }
+            )
         return out
 
     def _shorten_prelude(self, path: str, section: str) -> str:
@@ -715,8 +741,9 @@ class Chunker:
             i += 1
         return atoms
 
-    def _split(self, doc: _Doc, a: int, b: int, limit: int, strength: int, out: list[_Atom],
-               heading: bool = False) -> None:
+    def _split(
+        self, doc: _Doc, a: int, b: int, limit: int, strength: int, out: list[_Atom], heading: bool = False
+    ) -> None:
         """Append atoms covering text[a:b]: whole if it fits, else cut at lines, sentences, words."""
         tokens = doc.ntok(a, b)
         cap = limit * CHARS_PER_TOKEN
@@ -947,8 +974,9 @@ class Chunker:
                 while True:
                     body = text[pos:end]
                     tokens = self.counter.count(body)
-                    if (tokens <= limit and self.counter.count(preludes[i] + "\n" + body) <= self.text_limit) \
-                            or end - pos <= 1:
+                    if (
+                        tokens <= limit and self.counter.count(preludes[i] + "\n" + body) <= self.text_limit
+                    ) or end - pos <= 1:
                         break
                     end = pos + (end - pos) // 2
                 out.append((i, pos, end, tokens))

@@ -7,7 +7,6 @@ that need them, so `kgr status` and `kgr --help` start instantly.
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import sys
@@ -50,7 +49,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 input_argument = click.argument("input", type=click.File("rb"), default="-", required=False)
 
 null_option = click.option(
-    "-0", "--null", "null", is_flag=True,
+    "-0",
+    "--null",
+    "null",
+    is_flag=True,
     help="Paths on stdin end with NUL, not newline (as find -print0 and xargs -0 use them).",
 )
 
@@ -215,7 +217,11 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
-@click.option("--dedup-threshold", type=click.FloatRange(0, 1), help="Jaccard similarity above which a paragraph is a near-duplicate.")
+@click.option(
+    "--dedup-threshold",
+    type=click.FloatRange(0, 1),
+    help="Jaccard similarity above which a paragraph is a near-duplicate.",
+)
 @click.option("--max-file-bytes", type=click.IntRange(1), help="Skip files larger than this.")
 @click.option("--workers", type=click.IntRange(0), help="Parser processes (0: one per core).")
 @null_option
@@ -252,7 +258,9 @@ def normalize(paths, root, dedup_threshold, max_file_bytes, workers, null, confi
 
 @cli.command()
 @input_argument
-@click.option("--max-tokens", type=click.IntRange(16), help="Token budget per chunk (never above the model's maximum input).")
+@click.option(
+    "--max-tokens", type=click.IntRange(16), help="Token budget per chunk (never above the model's maximum input)."
+)
 @click.option("--overlap", type=click.FloatRange(0, 0.5), help="Share of a chunk repeated at the start of the next.")
 @config_option
 def chunk(input, max_tokens, overlap, config_path):
@@ -275,7 +283,12 @@ def chunk(input, max_tokens, overlap, config_path):
 @cli.command()
 @input_argument
 @db_option()
-@click.option("--prune", "prune_root", type=click.Path(file_okay=False), help="Also purge documents whose files are gone from ROOT.")
+@click.option(
+    "--prune",
+    "prune_root",
+    type=click.Path(file_okay=False),
+    help="Also purge documents whose files are gone from ROOT.",
+)
 @config_option
 def load(input, db, prune_root, config_path):
     """Store records in the database, one transaction per document.
@@ -289,7 +302,6 @@ def load(input, db, prune_root, config_path):
     """
     from . import load as loading
     from .store import Store
-
     from .writer import WriterLock
 
     counter = Counter("load")
@@ -383,7 +395,9 @@ def mine(db, top_k, min_freq, as_json, config_path):
 
     path = resolve_db(db, config_path)
     with WriterLock(path), Store(path) as store:  # one writer process per database
-        terms = mine_terms(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+        terms = mine_terms(
+            store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"]
+        )
     if as_json:
         emit({"kind": "term", "term": t.term, "type": t.type, "freq": t.freq, "source": t.source} for t in terms)
     else:
@@ -491,7 +505,9 @@ def review(db, limit, as_json, config_path):
         click.echo(f"  {link_['link_score']:.2f}  {link_['surface']!r} -> {link_['entity']}  ({link_['path']})")
     click.echo("edges:")
     for e in info["edges"]:
-        click.echo(f"  {e['confidence']:.2f}  {e['src']} --{e['rel']}--> {e['dst']}  ({e['path']}: {(e['sentence'] or '')[:80]})")
+        click.echo(
+            f"  {e['confidence']:.2f}  {e['src']} --{e['rel']}--> {e['dst']}  ({e['path']}: {(e['sentence'] or '')[:80]})"
+        )
 
 
 @cli.command()
@@ -511,9 +527,8 @@ def path(source, target, db, max_hops, rels, limit, as_json, config_path):
         kgr path "Settlement Engine" "Core Infrastructure" --db kb.sqlite
     """
     from . import entities as ents
-    from .store import Store
-
     from .authoring import step_strengths
+    from .store import Store
 
     rel_list = [r.strip() for r in rels.split(",") if r.strip()] if rels else None
     with Store(resolve_db(db, config_path), readonly=True) as store:
@@ -601,9 +616,16 @@ def template_group():
 
 @template_group.command(name="add")
 @click.argument("name")
-@click.option("--body", "body_file", type=click.File("r"), required=True, help="The Mustache body (a file; - for stdin).")
-@click.option("--var", "variables", multiple=True, metavar="NAME=SQL",
-              help="A variable: one read-only SELECT; :id, :name, :type and :key are the node's. Repeatable.")
+@click.option(
+    "--body", "body_file", type=click.File("r"), required=True, help="The Mustache body (a file; - for stdin)."
+)
+@click.option(
+    "--var",
+    "variables",
+    multiple=True,
+    metavar="NAME=SQL",
+    help="A variable: one read-only SELECT; :id, :name, :type and :key are the node's. Repeatable.",
+)
 @click.option("--type", "node_types", multiple=True, help="Node types this template is for. Repeatable.")
 @click.option("--description", help="What the template is for.")
 @click.option("--replace", is_flag=True, help="Replace a template of this name.")
@@ -624,8 +646,16 @@ def template_add(name, body_file, variables, node_types, description, replace, d
     body = body_file.read()
     path = resolve_db(db, config_path)
     with WriterLock(path), Store(path) as store, store.write():
-        saved = tm.save_template(store, name=name, structure=body, variables=vars_, description=description,
-                                 node_types=list(node_types) or None, create=True, update=replace)
+        saved = tm.save_template(
+            store,
+            name=name,
+            structure=body,
+            variables=vars_,
+            description=description,
+            node_types=list(node_types) or None,
+            create=True,
+            update=replace,
+        )
     emit([{"kind": "template", "id": saved["id"], "name": saved["name"], "variables": sorted(saved["variables"])}])
 
 
@@ -712,7 +742,6 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
         raise click.UsageError("--reembed needs --pending (it rewrites the database's vectors)")
     if pending:
         from . import pipeline, vectors
-
         from .writer import WriterLock
 
         path = resolve_db(db, config_path)
@@ -762,9 +791,16 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
     rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else r["rels"]
     with Store(resolve_db(db, config_path), readonly=True) as store:
         embed_query = query_mod.query_embedder(store, cfg) if mode != "bm25" else None
-        result = query_mod.hybrid_query(store, text, k=k or r["k"], hops=r["hops"] if hops is None else hops,
-                                        rels=rel_list, mode=mode, embed_query=embed_query,
-                                        weights=query_mod.Weights.from_config(cfg))
+        result = query_mod.hybrid_query(
+            store,
+            text,
+            k=k or r["k"],
+            hops=r["hops"] if hops is None else hops,
+            rels=rel_list,
+            mode=mode,
+            embed_query=embed_query,
+            weights=query_mod.Weights.from_config(cfg),
+        )
     if as_json:
         emit([{"kind": "result", "query": text, "mode": mode, **row} for row in result["results"]])
     else:
@@ -794,7 +830,11 @@ def _as_of_ms(value: str | None) -> int | None:
 @cli.command()
 @click.argument("text")
 @db_option()
-@click.option("--importance", type=click.FloatRange(0, 1), help="How much it matters, 0 to 1 [default: memory.default_importance].")
+@click.option(
+    "--importance",
+    type=click.FloatRange(0, 1),
+    help="How much it matters, 0 to 1 [default: memory.default_importance].",
+)
 @click.option("--tag", "tags", multiple=True, help="A label (repeatable).")
 @click.option("--source", "label", help="Where the memory came from (conversation, import, ...).")
 @json_option
@@ -822,8 +862,10 @@ def remember(text, db, importance, tags, label, as_json, config_path):
         emit([{"kind": "memory", **out}])
     else:
         names = ", ".join(e["name"] for e in out["entities"]) or "none"
-        click.echo(f"{'remembered' if out['created'] else 'already remembered'} {out['id']} "
-                   f"(importance {out['importance']:g}; entities: {names})")
+        click.echo(
+            f"{'remembered' if out['created'] else 'already remembered'} {out['id']} "
+            f"(importance {out['importance']:g}; entities: {names})"
+        )
 
 
 @cli.command()
@@ -831,11 +873,23 @@ def remember(text, db, importance, tags, label, as_json, config_path):
 @db_option()
 @click.option("--k", "k", type=click.IntRange(1, 100), default=5, show_default=True, help="How many memories.")
 @click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable: all of them).")
-@click.option("--as-of", help="Recall as of this time (ISO date or milliseconds): later memories and observations closed by then are left out.")
+@click.option(
+    "--as-of",
+    help="Recall as of this time (ISO date or milliseconds): later memories and observations closed by then are left out.",
+)
 @click.option("--history", "include_history", is_flag=True, help="Follow observations no longer valid too.")
-@click.option("--graph/--no-graph", default=True, show_default=True, help="Also follow entities named in the query to their memories.")
-@click.option("--touch/--no-touch", default=True, show_default=True,
-              help="Count an access of each memory returned (--no-touch reads only, beside a running writer).")
+@click.option(
+    "--graph/--no-graph",
+    default=True,
+    show_default=True,
+    help="Also follow entities named in the query to their memories.",
+)
+@click.option(
+    "--touch/--no-touch",
+    default=True,
+    show_default=True,
+    help="Count an access of each memory returned (--no-touch reads only, beside a running writer).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per memory (JSON Lines).")
 @config_option
 def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, config_path):
@@ -860,9 +914,18 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         raise StoreError(f"database not found: {path}", hint="store a memory first: kgr remember TEXT --db PATH")
 
     def run(store):
-        return recall_mod.recall(store, query, cfg, k=k, embed_query=query_mod.query_embedder(store, cfg),
-                                 include_graph=graph, as_of=when, include_history=include_history, tags=list(tags),
-                                 touch=touch)
+        return recall_mod.recall(
+            store,
+            query,
+            cfg,
+            k=k,
+            embed_query=query_mod.query_embedder(store, cfg),
+            include_graph=graph,
+            as_of=when,
+            include_history=include_history,
+            tags=list(tags),
+            touch=touch,
+        )
 
     if touch:
         from .writer import WriterBusy
@@ -897,7 +960,11 @@ def memories_group():
 
 @memories_group.command(name="consolidate")
 @db_option()
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), help="Cosine similarity from which two memories merge [default: memory.consolidate_threshold, 0.9].")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Cosine similarity from which two memories merge [default: memory.consolidate_threshold, 0.9].",
+)
 @click.option("--dry-run", is_flag=True, help="Only report what would merge.")
 @json_option
 @config_option
@@ -924,8 +991,10 @@ def memories_consolidate(db, threshold, dry_run, as_json, config_path):
     else:
         for m in out["merged"]:
             click.echo(f"{m['into']} <- {', '.join(m['from'])}")
-        warn(f"{'would merge' if dry_run else 'merged'} {out['absorbed']} memories into {out['groups']} "
-             f"(threshold {out['threshold']:g})")
+        warn(
+            f"{'would merge' if dry_run else 'merged'} {out['absorbed']} memories into {out['groups']} "
+            f"(threshold {out['threshold']:g})"
+        )
 
 
 @memories_group.command(name="history")
@@ -951,7 +1020,13 @@ def memories_history(entity, db, as_of, config_path):
 
 @memories_group.command(name="export")
 @db_option()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-", help="Write to FILE instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    help="Write to FILE instead of stdout.",
+)
 @config_option
 def memories_export(db, output, config_path):
     """Write every memory, with its attributes and observations, as JSON Lines.
@@ -1011,8 +1086,12 @@ def eval_group():
 
 
 @eval_group.command(name="extraction")
-@click.option("--golden", required=True, type=click.Path(exists=True, file_okay=False), help="Folder with docs/ and annotations/.")
-@click.option("--db", type=click.Path(dir_okay=False), help="Keep the scratch database here (default: a temporary file).")
+@click.option(
+    "--golden", required=True, type=click.Path(exists=True, file_okay=False), help="Folder with docs/ and annotations/."
+)
+@click.option(
+    "--db", type=click.Path(dir_okay=False), help="Keep the scratch database here (default: a temporary file)."
+)
 @json_option
 @config_option
 def eval_extraction(golden, db, as_json, config_path):
@@ -1032,14 +1111,24 @@ def eval_extraction(golden, db, as_json, config_path):
 
 
 @eval_group.command(name="retrieval")
-@click.option("--dataset", required=True, type=click.Path(exists=True, file_okay=False),
-              help="An eval folder (corpus.json + gold.json), a BEIR folder, or a golden folder.")
-@click.option("--db", required=True, type=click.Path(dir_okay=False),
-              help="The database to query; ingested from the dataset's corpus when it does not exist.")
+@click.option(
+    "--dataset",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="An eval folder (corpus.json + gold.json), a BEIR folder, or a golden folder.",
+)
+@click.option(
+    "--db",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The database to query; ingested from the dataset's corpus when it does not exist.",
+)
 @click.option("--modes", default="bm25,vector,hybrid,graph", show_default=True, help="Comma-separated retrieval modes.")
 @click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
 @click.option("--limit", type=click.IntRange(1), help="Ask only the first N questions.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
+)
 @json_option
 @config_option
 def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_path):
@@ -1054,8 +1143,9 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     bad = [m for m in mode_list if m not in ("bm25", "vector", "hybrid", "graph")]
     if bad or not mode_list:
-        raise click.BadParameter(f"unknown mode {', '.join(bad) or '(none)'}; choose from bm25, vector, hybrid, graph",
-                                 param_hint="--modes")
+        raise click.BadParameter(
+            f"unknown mode {', '.join(bad) or '(none)'}; choose from bm25, vector, hybrid, graph", param_hint="--modes"
+        )
     cfg = load_config(config_path)
     ds = evalret.load_dataset(dataset, split=split)
     show = sys.stderr.isatty() if progress is None else progress
@@ -1072,9 +1162,18 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @db_option()
 @click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Purge documents whose files are gone.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
-@click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
-@click.option("--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet.")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
+)
+@click.option(
+    "--graph/--no-graph",
+    default=True,
+    show_default=True,
+    help="Extract and link the knowledge graph of new and changed documents.",
+)
+@click.option(
+    "--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet."
+)
 @null_option
 @json_option
 @config_option
@@ -1102,9 +1201,18 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
     path = resolve_db(db, config_path)
     # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
     with WriterLock(path), Store(path) as store:
-        summary = pipeline.ingest(paths, store, root=root, config=cfg, prune=prune, progress=show, graph=graph,
-                                  embed=embed, on_error=lambda r: warn(error_line(r)),
-                                  on_partial=lambda r: warn(partial_line(r)))
+        summary = pipeline.ingest(
+            paths,
+            store,
+            root=root,
+            config=cfg,
+            prune=prune,
+            progress=show,
+            graph=graph,
+            embed=embed,
+            on_error=lambda r: warn(error_line(r)),
+            on_partial=lambda r: warn(partial_line(r)),
+        )
     if as_json:
         emit([summary.as_dict()])
     else:
@@ -1116,7 +1224,13 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
 @cli.command()
 @db_option()
 @click.option("--wait-idle", is_flag=True, help="First wait until the writer (kgr watch) is idle, or none runs.")
-@click.option("--timeout", type=click.FloatRange(0), default=60, show_default=True, help="With --wait-idle: give up (exit 1) after this many seconds.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0),
+    default=60,
+    show_default=True,
+    help="With --wait-idle: give up (exit 1) after this many seconds.",
+)
 @json_option
 @config_option
 def status(db, wait_idle, timeout, as_json, config_path):
@@ -1140,14 +1254,24 @@ def status(db, wait_idle, timeout, as_json, config_path):
 
         idle, info = wait_for_idle(path, timeout)
         if not idle and not os.path.exists(path):
-            raise KgrError(f"{path} still does not exist after {timeout:g}s",
-                           hint=f"start the writer that makes it (`kgr watch DIR --db {path}` or "
-                                f"`kgr ingest DIR --db {path}`), or raise --timeout")
+            raise KgrError(
+                f"{path} still does not exist after {timeout:g}s",
+                hint=f"start the writer that makes it (`kgr watch DIR --db {path}` or "
+                f"`kgr ingest DIR --db {path}`), or raise --timeout",
+            )
         if not idle:
-            what = (f"queue {info.get('queue_depth', 0)}, pending {info.get('pending', 0)}, "
-                    f"last file {info.get('last_file') or '-'}") if info else "no state published yet"
-            raise KgrError(f"the writer of {path} is still busy after {timeout:g}s ({what})",
-                           hint="raise --timeout, or see `kgr status` for its last error")
+            what = (
+                (
+                    f"queue {info.get('queue_depth', 0)}, pending {info.get('pending', 0)}, "
+                    f"last file {info.get('last_file') or '-'}"
+                )
+                if info
+                else "no state published yet"
+            )
+            raise KgrError(
+                f"the writer of {path} is still busy after {timeout:g}s ({what})",
+                hint="raise --timeout, or see `kgr status` for its last error",
+            )
     with Store(path, readonly=True) as store:
         info = status_mod.status(store)
     if as_json:
@@ -1156,16 +1280,35 @@ def status(db, wait_idle, timeout, as_json, config_path):
         status_mod.print_status(info)
 
 
-
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 @db_option()
-@click.option("--debounce-ms", type=click.IntRange(0, 60000), help="Quiet time a path needs before it is looked at [default: watch.debounce_ms, 300].")
-@click.option("--scan-interval", type=click.FloatRange(0), default=600, show_default=True,
-              help="Seconds between full reconciling scans (0: only at start-up and after lost events).")
-@click.option("--polling", is_flag=True, help="Poll the folder every second instead of using inotify (network or FUSE filesystems).")
-@click.option("--graph/--no-graph", default=True, show_default=True, help="Extract and link the knowledge graph of new and changed documents.")
-@click.option("--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet.")
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(0, 60000),
+    help="Quiet time a path needs before it is looked at [default: watch.debounce_ms, 300].",
+)
+@click.option(
+    "--scan-interval",
+    type=click.FloatRange(0),
+    default=600,
+    show_default=True,
+    help="Seconds between full reconciling scans (0: only at start-up and after lost events).",
+)
+@click.option(
+    "--polling",
+    is_flag=True,
+    help="Poll the folder every second instead of using inotify (network or FUSE filesystems).",
+)
+@click.option(
+    "--graph/--no-graph",
+    default=True,
+    show_default=True,
+    help="Extract and link the knowledge graph of new and changed documents.",
+)
+@click.option(
+    "--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet."
+)
 @config_option
 def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, config_path):
     """Keep DIRECTORY ingested into the database as files change, until stopped.
@@ -1196,16 +1339,39 @@ def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, conf
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started from a shell that ignores it
-    watch_mod.watch(directory, resolve_db(db, config_path), config=cfg, debounce_ms=int(cfg["watch"]["debounce_ms"]),
-                    scan_interval=scan_interval or None, embed=embed, graph=graph, stop=stop, polling=polling)
+    watch_mod.watch(
+        directory,
+        resolve_db(db, config_path),
+        config=cfg,
+        debounce_ms=int(cfg["watch"]["debounce_ms"]),
+        scan_interval=scan_interval or None,
+        embed=embed,
+        graph=graph,
+        stop=stop,
+        polling=polling,
+    )
 
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False))
 @db_option()
-@click.option("--fix", is_flag=True, help="Re-ingest what differs and finish incomplete documents (takes the writer lock: not while kgr watch runs).")
-@click.option("--graph/--no-graph", default=True, show_default=True, help="Expect every document to have its graph (with --fix: build it).")
-@click.option("--embed/--no-embed", default=True, show_default=True, help="Expect every chunk to have its vector (with --fix: embed it).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Re-ingest what differs and finish incomplete documents (takes the writer lock: not while kgr watch runs).",
+)
+@click.option(
+    "--graph/--no-graph",
+    default=True,
+    show_default=True,
+    help="Expect every document to have its graph (with --fix: build it).",
+)
+@click.option(
+    "--embed/--no-embed",
+    default=True,
+    show_default=True,
+    help="Expect every chunk to have its vector (with --fix: embed it).",
+)
 @json_option
 @config_option
 def verify(directory, db, fix, graph, embed, as_json, config_path):
@@ -1233,8 +1399,16 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
         report = verify_mod.check(store, directory, graph=graph, embed=embed)
     if fix and not report["ok"]:
         with WriterLock(path), Store(path) as store:
-            summary = verify_mod.fix(store, directory, report, config=cfg, graph=graph, embed=embed,
-                                     on_error=lambda r: warn(error_line(r)), on_partial=lambda r: warn(partial_line(r)))
+            summary = verify_mod.fix(
+                store,
+                directory,
+                report,
+                config=cfg,
+                graph=graph,
+                embed=embed,
+                on_error=lambda r: warn(error_line(r)),
+                on_partial=lambda r: warn(partial_line(r)),
+            )
             report["fixed"] = summary.as_dict()
             after = verify_mod.check(store, directory, graph=graph, embed=embed)
         report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale", "incomplete", "extract_failed")}
@@ -1250,30 +1424,57 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
             click.echo(f"failed\t{printable(item['path'])}\t{printable(item['error'] or 'extraction failed')}")
         idx, sto = report["index"], report.get("storage", {})
         if not idx["ok"]:
-            click.echo(f"index\t{idx['chunks']} chunks, {idx['fts_rows']} full-text rows, {idx['fts_orphans']} full-text "
-                       f"and {idx['vec_orphans']} vector orphans")
+            click.echo(
+                f"index\t{idx['chunks']} chunks, {idx['fts_rows']} full-text rows, {idx['fts_orphans']} full-text "
+                f"and {idx['vec_orphans']} vector orphans"
+            )
         if sto and not sto["ok"]:
-            click.echo(f"storage\t{'; '.join(sto['integrity_check'])}, {sto['foreign_key_errors']} foreign key errors, "
-                       f"FTS: {sto['fts_integrity']}")
-        warn(f"{report['files']} files, {report['docs']} documents: "
-             + ("consistent" if report["ok"] else f"{len(report['missing'])} missing, {len(report['extra'])} extra, "
+            click.echo(
+                f"storage\t{'; '.join(sto['integrity_check'])}, {sto['foreign_key_errors']} foreign key errors, "
+                f"FTS: {sto['fts_integrity']}"
+            )
+        warn(
+            f"{report['files']} files, {report['docs']} documents: "
+            + (
+                "consistent"
+                if report["ok"]
+                else f"{len(report['missing'])} missing, {len(report['extra'])} extra, "
                 f"{len(report['stale'])} stale, {len(report['incomplete'])} incomplete, "
-                f"{len(report['extract_failed'])} failed extraction")
-             + (f"; fixed: {report['fixed']['ingested']} ingested, {report['fixed']['pruned']} purged, "
-                f"{report['fixed']['extracted']} graphed, {report['fixed']['embedded']} vectors" if "fixed" in report else ""))
+                f"{len(report['extract_failed'])} failed extraction"
+            )
+            + (
+                f"; fixed: {report['fixed']['ingested']} ingested, {report['fixed']['pruned']} purged, "
+                f"{report['fixed']['extracted']} graphed, {report['fixed']['embedded']} vectors"
+                if "fixed" in report
+                else ""
+            )
+        )
         if not report["ok"] and not fix and (report["incomplete"] or report["extract_failed"]):
-            warn(f"hint: `kgr verify {printable(directory)} --db {printable(str(path))} --fix` builds the missing graphs "
-                 "and vectors and tries failed extractions again")
+            warn(
+                f"hint: `kgr verify {printable(directory)} --db {printable(str(path))} --fix` builds the missing graphs "
+                "and vectors and tries failed extractions again"
+            )
     still = report.get("after", report)
     if not still["ok"]:
         raise click.exceptions.Exit(ExitStatus.ERROR)
 
+
 @cli.command()
 @db_option()
-@click.option("--port", type=click.IntRange(0, 65535), default=8766, show_default=True,
-              help="Port on 127.0.0.1 (0: any free port).")
-@click.option("--open/--no-open", "open_browser", default=True, show_default=True,
-              help="Open the page in the default web browser.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8766,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port).",
+)
+@click.option(
+    "--open/--no-open",
+    "open_browser",
+    default=True,
+    show_default=True,
+    help="Open the page in the default web browser.",
+)
 @config_option
 def viz(db, port, open_browser, config_path):
     """Serve a live page of the knowledge graph on 127.0.0.1.
@@ -1312,8 +1513,13 @@ def _export_formats() -> list[str]:
 @cli.command(name="export")
 @db_option()
 @click.option("--format", "fmt", type=click.Choice(_export_formats()), required=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="Write to FILE instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default="-",
+    help="Write to FILE instead of stdout.",
+)
 @click.option("--type", "types", multiple=True, help="Only entities of this type (repeatable, or comma-separated).")
 @click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
 @config_option
@@ -1375,23 +1581,59 @@ def import_cmd(file, db, fmt, config_path):
         warn("waiting for a memory.jsonl on stdin")
     with Store(resolve_db(db, config_path)) as store:
         counts = memory.import_jsonl(store, file)
-    warn(f"imported {counts['entities']} entities, {counts['observations']} observations and "
-         f"{counts['relations']} relations ({counts['skipped_entities']} entities and "
-         f"{counts['skipped_relations']} relations already present)")
+    warn(
+        f"imported {counts['entities']} entities, {counts['observations']} observations and "
+        f"{counts['relations']} relations ({counts['skipped_entities']} entities and "
+        f"{counts['skipped_relations']} relations already present)"
+    )
 
 
 @cli.command()
 @db_option()
-@click.option("--profile", type=click.Choice(["graphrag", "kb", "memory", "authoring", "all"]), default="graphrag",
-              show_default=True, help="The tool set to expose (see the README's profile table).")
+@click.option(
+    "--profile",
+    type=click.Choice(["graphrag", "kb", "memory", "authoring", "all"]),
+    default="graphrag",
+    show_default=True,
+    help="The tool set to expose (see the README's profile table).",
+)
 @click.option("--http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="With --http: the address to bind (not loopback needs a token).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="With --http: the port (0: any free one).")
-@click.option("--token-env", metavar="VAR", help="With --http: require this environment variable's value as the bearer token.")
-@click.option("--token", envvar="KGR_SERVE_TOKEN", show_envvar=True, help="With --http: the bearer token itself (prefer --token-env).")
-@click.option("--allow-host", multiple=True, metavar="NAME", help="With --http: another Host name to accept (repeatable).")
-@click.option("--root", type=click.Path(file_okay=False), help="The knowledge root for ingest_docs [default: the one the database records].")
-@click.option("--watch", "watch_dir", type=click.Path(file_okay=False), help="Also keep this folder ingested (it becomes the root).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="With --http: the address to bind (not loopback needs a token).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="With --http: the port (0: any free one).",
+)
+@click.option(
+    "--token-env", metavar="VAR", help="With --http: require this environment variable's value as the bearer token."
+)
+@click.option(
+    "--token",
+    envvar="KGR_SERVE_TOKEN",
+    show_envvar=True,
+    help="With --http: the bearer token itself (prefer --token-env).",
+)
+@click.option(
+    "--allow-host", multiple=True, metavar="NAME", help="With --http: another Host name to accept (repeatable)."
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False),
+    help="The knowledge root for ingest_docs [default: the one the database records].",
+)
+@click.option(
+    "--watch",
+    "watch_dir",
+    type=click.Path(file_okay=False),
+    help="Also keep this folder ingested (it becomes the root).",
+)
 @config_option
 def serve(db, profile, http, host, port, token_env, token, allow_host, root, watch_dir, config_path):
     """Serve the knowledge base to MCP clients (stdio by default, or streamable HTTP).
@@ -1407,12 +1649,23 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
     if token_env:
         token = os.environ.get(token_env)
         if not token:
-            raise click.BadParameter(f"the environment variable {token_env} is empty or unset", param_hint="--token-env")
+            raise click.BadParameter(
+                f"the environment variable {token_env} is empty or unset", param_hint="--token-env"
+            )
     if (token or allow_host or host != "127.0.0.1") and not http:
         raise click.UsageError("--host, --token, --token-env and --allow-host need --http")
     cfg = load_config(config_path)
-    opts = serve_mod.Options(db=resolve_db(db, config_path), profile=profile, http=http, host=host, port=port,
-                             token=token, root=root, watch=watch_dir, allow_hosts=tuple(allow_host))
+    opts = serve_mod.Options(
+        db=resolve_db(db, config_path),
+        profile=profile,
+        http=http,
+        host=host,
+        port=port,
+        token=token,
+        root=root,
+        watch=watch_dir,
+        allow_hosts=tuple(allow_host),
+    )
     serve_mod.run(opts, cfg)
 
 
@@ -1421,8 +1674,12 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
 
 @cli.command("man")
 @click.argument("command", nargs=-1)
-@click.option("--write", "write_dir", type=click.Path(file_okay=False),
-              help="Write every page into DIR/man1 instead, for man(1) (e.g. ~/.local/share/man).")
+@click.option(
+    "--write",
+    "write_dir",
+    type=click.Path(file_okay=False),
+    help="Write every page into DIR/man1 instead, for man(1) (e.g. ~/.local/share/man).",
+)
 def man_cmd(command, write_dir):
     """Show the manual page of kgr, or of one of its commands.
 

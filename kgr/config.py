@@ -64,8 +64,18 @@ DEFAULTS: dict[str, Any] = {
         "rels": ["defines", "depends_on", "uses", "cites", "part_of", "owned_by", "refers_to"],
         # seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
         # (hipporag_musique_train100, hipporag_hotpotqa_train100): tests/bench/tune_retrieval.py
-        "weights": {"semantic": 0.75, "hop": 0.2, "rel": 0.05, "cosine_share": 0.3, "seed_chunks": 3,
-                    "entity_sim": 0.75, "specificity": 0.0, "pin": 1, "feedback": 3.0, "graph": None},
+        "weights": {
+            "semantic": 0.75,
+            "hop": 0.2,
+            "rel": 0.05,
+            "cosine_share": 0.3,
+            "seed_chunks": 3,
+            "entity_sim": 0.75,
+            "specificity": 0.0,
+            "pin": 1,
+            "feedback": 3.0,
+            "graph": None,
+        },
     },
     # remember and recall (seed 003): recency half-life, seed 003's weights, consolidation
     "memory": {
@@ -211,7 +221,6 @@ def load(
         if value is not None:
             _set(cfg, dotted, value)
     return cfg
-
 
 
 def db_path(cfg: Config) -> str:

@@ -1,7 +1,7 @@
 """Generate man pages and shell completions from the CLI, and check they are current.
 
-    python -m kgr.docs --write    # regenerate man/ and completions/
-    python -m kgr.docs --check    # exit 1 listing stale files (the test suite does this)
+python -m kgr.docs --write    # regenerate man/ and completions/
+python -m kgr.docs --check    # exit 1 listing stale files (the test suite does this)
 """
 
 from __future__ import annotations
@@ -22,26 +22,28 @@ REPO = Path(__file__).resolve().parent.parent
 
 RECORD_FIELDS = {
     "doc": "path (relative to the knowledge root), source (file, memory, url), format, mtime_ms, size, file_hash "
-           "(sha256 of the file), hash (sha256 of the normalized text), title, lang, text (normalized Markdown), "
-           "meta (breadcrumbs, tags, front_matter, redactions, dedup_removed, truncated, and partial when the document "
-           "is kept but not whole: a list of reasons, truncated or invalid_encoding, each with a message)",
+    "(sha256 of the file), hash (sha256 of the normalized text), title, lang, text (normalized Markdown), "
+    "meta (breadcrumbs, tags, front_matter, redactions, dedup_removed, truncated, and partial when the document "
+    "is kept but not whole: a list of reasons, truncated or invalid_encoding, each with a message)",
     "chunk": "doc (path), ord, text, prelude (path \\(bu section \\(bu last headings), section, headings, start and end "
-             "(offsets into the doc text), tokens, hash, chunk_kind",
+    "(offsets into the doc text), tokens, hash, chunk_kind",
     "mention": "chunk (doc path#ord), surface, type, start and end (in the chunk), score, source (regex, code, gazetteer, "
-               "name, ner, coref), features, refers_to (coref); after link: entity (key), link_score",
+    "name, ner, coref), features, refers_to (coref); after link: entity (key), link_score",
     "entity": "key (stable), name, type, norm, aliases, description, popularity",
     "relation": "src, dst (surfaces; entity keys after link), rel (defines, refers_to, part_of, uses, depends_on, precedes, "
-                "owned_by, located_in, cites, same_as), confidence, pattern, evidence (chunk, doc, start, end, sentence)",
+    "owned_by, located_in, cites, same_as), confidence, pattern, evidence (chunk, doc, start, end, sentence)",
     "vector fields": "embedding (base64 of little-endian float32), model, dim, added to chunk and entity records by embed",
     "error": "stage, message, path or line, reason (a short class such as binary, timeout, encrypted, too_large, "
-             "symlink_loop, bad_path)",
+    "symlink_loop, bad_path)",
 }
 
 EXIT_TEXT = {
     ExitStatus.OK: "success; a document kept but not whole (meta.partial) is a warning on stderr and in kgr status, not an error",
-    ExitStatus.ERROR: ("bad input or a runtime error, among them a --db file that is not a kgr database, "
-                       "a read-only database, and a database another program keeps locked for more than 5 s; "
-                       "a stage that emitted error records exits 1 at the end"),
+    ExitStatus.ERROR: (
+        "bad input or a runtime error, among them a --db file that is not a kgr database, "
+        "a read-only database, and a database another program keeps locked for more than 5 s; "
+        "a stage that emitted error records exits 1 at the end"
+    ),
     ExitStatus.USAGE: "usage error (unknown option, missing argument)",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
 }
@@ -85,7 +87,9 @@ def command_page(path: tuple[str, ...], cmd: click.Command, parent: click.Contex
     name = "kgr-" + "-".join(path)
     from .cli import CONTEXT_SETTINGS
 
-    ctx = click.Context(cmd, info_name=" ".join(("kgr",) + path), help_option_names=CONTEXT_SETTINGS["help_option_names"])
+    ctx = click.Context(
+        cmd, info_name=" ".join(("kgr",) + path), help_option_names=CONTEXT_SETTINGS["help_option_names"]
+    )
     summary, body, example = _help_parts(cmd)
     out = [
         f'.TH "{name.upper()}" "1" "" "kgr {__version__}" "kgr manual"',
@@ -147,18 +151,33 @@ def main_page(group: click.Group) -> str:
         out += [".TP", f".B {int(status)}", esc(EXIT_TEXT[status])]
     out += [".PP", "A closed pipe (kgr ... | head) exits quietly with status 0."]
     out.append(".SH ENVIRONMENT")
-    out += [".TP", ".B KGR_CONFIG", "the YAML configuration file", ".TP", ".B KGR_TRACEBACK",
-            "1 to show full tracebacks", ".TP", ".B KGR_REDACT_KEY", "the key of the stable redaction tags"]
+    out += [
+        ".TP",
+        ".B KGR_CONFIG",
+        "the YAML configuration file",
+        ".TP",
+        ".B KGR_TRACEBACK",
+        "1 to show full tracebacks",
+        ".TP",
+        ".B KGR_REDACT_KEY",
+        "the key of the stable redaction tags",
+    ]
     for alias, dotted in sorted(ENV_ALIASES.items()):
         out += [".TP", f".B {esc(alias)}", esc(f"sets {dotted}")]
     for dotted, default in _leaves(DEFAULTS):
         out += [".TP", f".B {esc(env_name(dotted))}", esc(f"sets {dotted} (default: {default!r})")]
     out += [
         ".SH FILES",
-        ".TP", ".B kb.sqlite", "the knowledge base (with its \\-wal and \\-shm files while open): an SQLite file "
+        ".TP",
+        ".B kb.sqlite",
+        "the knowledge base (with its \\-wal and \\-shm files while open): an SQLite file "
         f"whose application_id is 0x{APPLICATION_ID:08x} (kgr1); kgr writes into no other SQLite file",
-        ".TP", ".B .kgrignore", "gitignore\\-style patterns at the knowledge root that normalize skips",
-        ".TP", ".B ~/.local/share/kgr/redact.key", "the per\\-user key of the redaction tags, unless KGR_REDACT_KEY is set",
+        ".TP",
+        ".B .kgrignore",
+        "gitignore\\-style patterns at the knowledge root that normalize skips",
+        ".TP",
+        ".B ~/.local/share/kgr/redact.key",
+        "the per\\-user key of the redaction tags, unless KGR_REDACT_KEY is set",
         ".SH EXAMPLES",
         ".nf",
         "kgr ingest docs/ \\-\\-db kb.sqlite",

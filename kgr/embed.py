@@ -39,8 +39,9 @@ def text_of(rec: dict) -> str | None:
     if kind == records.CHUNK:
         return vectors.chunk_text(rec.get("prelude"), rec.get("text") or "")
     if kind == records.ENTITY:
-        return vectors.entity_text(rec.get("name") or rec.get("key") or "", rec.get("type"), rec.get("aliases"),
-                                   rec.get("description"))
+        return vectors.entity_text(
+            rec.get("name") or rec.get("key") or "", rec.get("type"), rec.get("aliases"), rec.get("description")
+        )
     return None
 
 

@@ -62,7 +62,6 @@ ONNX_FORMAT = 1
 ONNX_MIN_COSINE = 0.9999
 
 
-
 class EmbeddingError(KgrError):
     """An embedder could not be set up or could not embed."""
 
@@ -419,14 +418,12 @@ def onnx_export_dir(model_dir: Path | None = None, *, name: str = DEFAULT_MODEL,
 
 def _export_is_complete(path: Path) -> bool:
     meta = read_json(path / "meta.json") if (path / "meta.json").is_file() else {}
-    return (
-        meta.get("format") == ONNX_FORMAT
-        and (path / "model.onnx").is_file()
-        and (path / "tokenizer.json").is_file()
-    )
+    return meta.get("format") == ONNX_FORMAT and (path / "model.onnx").is_file() and (path / "tokenizer.json").is_file()
 
 
-def find_onnx_export(model_dir: Path | None = None, *, name: str = DEFAULT_MODEL, root: Path | None = None) -> Path | None:
+def find_onnx_export(
+    model_dir: Path | None = None, *, name: str = DEFAULT_MODEL, root: Path | None = None
+) -> Path | None:
     """The directory of a complete ONNX export of the model, or None."""
     path = onnx_export_dir(model_dir, name=name, root=root)
     return path if _export_is_complete(path) else None
@@ -617,8 +614,11 @@ def _load_tokenizer(path: Path, max_length: int) -> Any:
     # transformers truncates at max_seq_length (256) and pads to the longest in a batch.
     padding = read_json(path).get("padding") or {}
     tokenizer.enable_truncation(max_length=max_length)
-    tokenizer.enable_padding(pad_id=int(padding.get("pad_id", 0)), pad_token=str(padding.get("pad_token", "[PAD]")),
-                             pad_type_id=int(padding.get("pad_type_id", 0)))
+    tokenizer.enable_padding(
+        pad_id=int(padding.get("pad_id", 0)),
+        pad_token=str(padding.get("pad_token", "[PAD]")),
+        pad_type_id=int(padding.get("pad_type_id", 0)),
+    )
     return tokenizer
 
 
@@ -808,7 +808,7 @@ class HttpEmbedder:
                 f"HTTP {response.status_code}" + (f": {body}" if body else ""),
                 f"the server refused the request for model {self.model!r}; check embed.model and the server's log",
             )
-        shape_hint = "the server must speak the OpenAI embeddings API: {\"data\": [{\"embedding\": [...]}, ...]}"
+        shape_hint = 'the server must speak the OpenAI embeddings API: {"data": [{"embedding": [...]}, ...]}'
         try:
             payload = response.json()
         except ValueError:
@@ -914,8 +914,13 @@ def get_embedder(cfg: Mapping[str, Any] | None, *, purpose: str = "document") ->
     if embed.get("endpoint"):
         chunk = (cfg or {}).get("chunk") or {}
         max_tokens = int(embed.get("max_tokens") or chunk.get("max_tokens") or 512)
-        return HttpEmbedder(str(embed["endpoint"]), model=str(embed.get("model") or DEFAULT_MODEL), dim=dim,
-                            batch_size=batch_size, max_tokens=max_tokens)
+        return HttpEmbedder(
+            str(embed["endpoint"]),
+            model=str(embed.get("model") or DEFAULT_MODEL),
+            dim=dim,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+        )
 
     if embed.get("model_path"):
         model_dir = _local_model_dir(str(embed["model_path"]))

@@ -60,8 +60,17 @@ def lookup(store: Store, q: str, *, type_: str | None = None, limit: int = 10) -
     out = []
     for eid in sorted(scores, key=lambda i: (-scores[i], -rows[i][5], rows[i][2])):
         _, key, name, typ, aliases, pop, status = rows[eid]
-        out.append({"id": eid, "key": key, "name": name, "type": typ, "aliases": loads(aliases, []),
-                    "popularity": pop, "score": round(scores[eid], 4)})
+        out.append(
+            {
+                "id": eid,
+                "key": key,
+                "name": name,
+                "type": typ,
+                "aliases": loads(aliases, []),
+                "popularity": pop,
+                "score": round(scores[eid], 4),
+            }
+        )
     return out[:limit]
 
 
@@ -86,8 +95,17 @@ def entity(store: Store, eid: int) -> dict[str, Any]:
     ).fetchone()
     if row is None:
         raise EntityNotFound(f"no entity with id {eid}")
-    return {"id": row[0], "key": row[1], "name": row[2], "type": row[3], "aliases": loads(row[4], []),
-            "description": row[5], "popularity": row[6], "origin": row[7], "status": row[8]}
+    return {
+        "id": row[0],
+        "key": row[1],
+        "name": row[2],
+        "type": row[3],
+        "aliases": loads(row[4], []),
+        "description": row[5],
+        "popularity": row[6],
+        "origin": row[7],
+        "status": row[8],
+    }
 
 
 def relations_of(store: Store, eid: int, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -103,11 +121,19 @@ def relations_of(store: Store, eid: int, *, limit: int = 20) -> list[dict[str, A
             "WHERE e.relation_id = ? ORDER BY e.confidence DESC LIMIT 3",
             (rid,),
         ).fetchall()
-        out.append({
-            "id": rid, "src": src, "src_name": sname, "rel": rel, "dst": dst, "dst_name": dname,
-            "confidence": round(conf, 4), "origin": origin,
-            "evidence": [{"path": p, "sentence": s, "start": a, "end": b, "confidence": c} for p, s, a, b, c in ev],
-        })
+        out.append(
+            {
+                "id": rid,
+                "src": src,
+                "src_name": sname,
+                "rel": rel,
+                "dst": dst,
+                "dst_name": dname,
+                "confidence": round(conf, 4),
+                "origin": origin,
+                "evidence": [{"path": p, "sentence": s, "start": a, "end": b, "confidence": c} for p, s, a, b, c in ev],
+            }
+        )
     return out
 
 
@@ -133,14 +159,16 @@ def definition_of(store: Store, ent: dict[str, Any]) -> str | None:
         "AND m.source != 'coref' ORDER BY m.id LIMIT 200",
         (ent["id"],),
     ):
-        tail = text[start:start + 400]
+        tail = text[start : start + 400]
         for name in names:
             if not tail.startswith(name):
                 continue
             m = re.match(re.escape(name) + r"\**\s*(?:\([^)]*\))?\s*\**\s*:\s*(.+?[.!?])(?:\s|$)", tail, re.S)
             if m:
                 return re.sub(r"\s+", " ", f"{name}: {m.group(1)}").strip()
-            m = re.match(re.escape(name) + r"\s+(?:\([^)]*\)\s+)?(is|are|was)\s+((?:a|an|the|our)\s.+?[.!?])(?:\s|$)", tail, re.S)
+            m = re.match(
+                re.escape(name) + r"\s+(?:\([^)]*\)\s+)?(is|are|was)\s+((?:a|an|the|our)\s.+?[.!?])(?:\s|$)", tail, re.S
+            )
             if m:
                 return re.sub(r"\s+", " ", f"{name} {m.group(1)} {m.group(2)}").strip()
     return None
@@ -158,19 +186,30 @@ def explain(store: Store, ref: str | int, *, hops: int = 2, max_nodes: int = 50)
     }
 
 
-def neighbourhood(store: Store, eid: int, *, hops: int = 2, max_nodes: int = 50, rels: list[str] | None = None) -> dict[str, Any]:
+def neighbourhood(
+    store: Store, eid: int, *, hops: int = 2, max_nodes: int = 50, rels: list[str] | None = None
+) -> dict[str, Any]:
     """Entities within ``hops`` (edges followed both ways), through bfsvtab when loaded."""
     from . import graph
 
-    rows = graph.bfs(store.conn, eid, max_depth=hops, direction="both", rels=rels, max_nodes=max_nodes + 1,
-                     check=store.check_deadline)
+    rows = graph.bfs(
+        store.conn,
+        eid,
+        max_depth=hops,
+        direction="both",
+        rels=rels,
+        max_nodes=max_nodes + 1,
+        check=store.check_deadline,
+    )
     truncated = len(rows) > max_nodes
     rows = rows[:max_nodes]
     names = {}
     ids = [r[0] for r in rows]
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        names.update(dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(part))})", part)))
+        part = ids[i : i + 500]
+        names.update(
+            dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(part))})", part))
+        )
     return {
         "method": graph.bfs_method(store.conn),
         "nodes": [{"id": i, "name": names.get(i), "parent": p, "distance": d} for i, p, d in rows],
@@ -196,15 +235,33 @@ def review(store: Store, *, limit: int = 20) -> dict[str, Any]:
         (limit,),
     ):
         ev = store.conn.execute(
-            "SELECT d.path, e.sentence FROM relation_evidence e JOIN docs d ON d.id = e.doc_id WHERE e.relation_id = ? LIMIT 1", (rid,)
+            "SELECT d.path, e.sentence FROM relation_evidence e JOIN docs d ON d.id = e.doc_id WHERE e.relation_id = ? LIMIT 1",
+            (rid,),
         ).fetchone()
-        edges.append({"relation": rid, "src": a, "rel": rel, "dst": b, "confidence": round(conf, 4),
-                      "path": ev[0] if ev else None, "sentence": ev[1] if ev else None})
+        edges.append(
+            {
+                "relation": rid,
+                "src": a,
+                "rel": rel,
+                "dst": b,
+                "confidence": round(conf, 4),
+                "path": ev[0] if ev else None,
+                "sentence": ev[1] if ev else None,
+            }
+        )
     return {"links": links, "edges": edges}
 
 
-def paths(store: Store, a: str | int, b: str | int, *, max_hops: int = 4, rels: list[str] | None = None,
-          limit: int = 5, max_visited: int = 10000) -> dict[str, Any]:
+def paths(
+    store: Store,
+    a: str | int,
+    b: str | int,
+    *,
+    max_hops: int = 4,
+    rels: list[str] | None = None,
+    limit: int = 5,
+    max_visited: int = 10000,
+) -> dict[str, Any]:
     """Shortest typed paths between two entities (edges followed both ways), at most ``max_hops`` long."""
     src, dst = resolve(store, a), resolve(store, b)
     rel_filter = ""
@@ -214,8 +271,14 @@ def paths(store: Store, a: str | int, b: str | int, *, max_hops: int = 4, rels: 
         params = list(rels)
 
     def neighbours(node: int) -> list[tuple[int, str, bool]]:
-        out = [(d, r, True) for d, r in store.query(f"SELECT dst_id, rel FROM relations WHERE src_id = ?{rel_filter}", (node, *params))]
-        out += [(s, r, False) for s, r in store.query(f"SELECT src_id, rel FROM relations WHERE dst_id = ?{rel_filter}", (node, *params))]
+        out = [
+            (d, r, True)
+            for d, r in store.query(f"SELECT dst_id, rel FROM relations WHERE src_id = ?{rel_filter}", (node, *params))
+        ]
+        out += [
+            (s, r, False)
+            for s, r in store.query(f"SELECT src_id, rel FROM relations WHERE dst_id = ?{rel_filter}", (node, *params))
+        ]
         return sorted(out)
 
     # BFS keeping every shortest predecessor, then enumerate paths
@@ -253,7 +316,11 @@ def paths(store: Store, a: str | int, b: str | int, *, max_hops: int = 4, rels: 
     if dst["id"] in dist:
         walk(dst["id"], [])
     ids = {x for p in found for s in p for x in (s["from"], s["to"])}
-    names = dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})", list(ids))) if ids else {}
+    names = (
+        dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})", list(ids)))
+        if ids
+        else {}
+    )
     for p in found:
         for s in p:
             s["from_name"], s["to_name"] = names.get(s["from"]), names.get(s["to"])

@@ -75,15 +75,19 @@ def load_dataset(path: str | Path, *, split: str = "test") -> Dataset:
         return _beir(root, split)
     if (root / "gold.json").exists():
         return _eval_folder(root)
-    raise KgrError(f"{root}: no dataset found",
-                   hint="expected corpus.json + gold.json, a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), "
-                        "or docs/ + annotations/queries.jsonl")
+    raise KgrError(
+        f"{root}: no dataset found",
+        hint="expected corpus.json + gold.json, a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), "
+        "or docs/ + annotations/queries.jsonl",
+    )
 
 
 def _eval_folder(root: Path) -> Dataset:
     corpus_file = root / "corpus.json"
     if not corpus_file.exists():
-        lists = [p for p in sorted(root.glob("*_corpus.json")) if p.read_text(encoding="utf-8").lstrip().startswith("[")]
+        lists = [
+            p for p in sorted(root.glob("*_corpus.json")) if p.read_text(encoding="utf-8").lstrip().startswith("[")
+        ]
         if len(lists) != 1:
             raise KgrError(f"{root}: expected corpus.json or exactly one *_corpus.json list, found {len(lists)}")
         corpus_file = lists[0]
@@ -98,8 +102,14 @@ def _eval_folder(root: Path) -> Dataset:
         idx = q.get("gold_corpus_idx") or []
         if not idx:
             continue
-        questions.append(Question(str(q.get("id", len(questions))), q["question"], {passage_path(i) for i in idx},
-                                  str(q.get("type") or "all")))
+        questions.append(
+            Question(
+                str(q.get("id", len(questions))),
+                q["question"],
+                {passage_path(i) for i in idx},
+                str(q.get("type") or "all"),
+            )
+        )
 
     def write(folder: Path) -> None:
         _write_all(folder, ((str(i), p.get("title", ""), p.get("text", "")) for i, p in enumerate(corpus)))
@@ -192,8 +202,15 @@ def doc_ranking(result: dict[str, Any], depth: int = 10) -> list[str]:
     return seen
 
 
-def evaluate(ds: Dataset, db: str | Path, cfg, *, modes: list[str], limit: int | None = None,
-             on_question: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+def evaluate(
+    ds: Dataset,
+    db: str | Path,
+    cfg,
+    *,
+    modes: list[str],
+    limit: int | None = None,
+    on_question: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
     from . import query as query_mod
     from . import vectors
 
@@ -219,9 +236,17 @@ def evaluate(ds: Dataset, db: str | Path, cfg, *, modes: list[str], limit: int |
             totals: dict[str, float] = defaultdict(float)
             by_type: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             for q in questions:
-                res = query_mod.hybrid_query(store, q.text, k=30, hops=r["hops"], rels=r["rels"], mode=mode,
-                                             embed_query=embed_query if embedder else None, weights=weights,
-                                             vectors_in_memory=True)
+                res = query_mod.hybrid_query(
+                    store,
+                    q.text,
+                    k=30,
+                    hops=r["hops"],
+                    rels=r["rels"],
+                    mode=mode,
+                    embed_query=embed_query if embedder else None,
+                    weights=weights,
+                    vectors_in_memory=True,
+                )
                 s = score_ranking(doc_ranking(res), q.gold)
                 for key, v in s.items():
                     totals[key] += v
@@ -231,8 +256,10 @@ def evaluate(ds: Dataset, db: str | Path, cfg, *, modes: list[str], limit: int |
                     on_question()
             n = len(questions)
             row = {"mode": mode, **{key: round(v / n, 4) for key, v in totals.items()}, "n": n}
-            row["by_type"] = {t: {**{key: round(v / d["n"], 4) for key, v in d.items() if key != "n"}, "n": int(d["n"])}
-                              for t, d in sorted(by_type.items())}
+            row["by_type"] = {
+                t: {**{key: round(v / d["n"], 4) for key, v in d.items() if key != "n"}, "n": int(d["n"])}
+                for t, d in sorted(by_type.items())
+            }
             out.append(row)
     return out
 
@@ -248,6 +275,9 @@ def format_table(name: str, rows: list[dict[str, Any]]) -> str:
         lines.append(f"{'R@5 by type':<18}" + "".join(f"{row['mode']:>9}" for row in rows) + f"{'n':>6}")
         for t in types:
             n = next(row["by_type"][t]["n"] for row in rows if t in row["by_type"])
-            lines.append(f"{t[:18]:<18}" + "".join(f"{100 * row['by_type'].get(t, {}).get('recall@5', 0):>9.1f}" for row in rows)
-                         + f"{n:>6}")
+            lines.append(
+                f"{t[:18]:<18}"
+                + "".join(f"{100 * row['by_type'].get(t, {}).get('recall@5', 0):>9.1f}" for row in rows)
+                + f"{n:>6}"
+            )
     return "\n".join(lines)

@@ -52,7 +52,14 @@ def prf(tp: int, npred: int, ngold: int) -> dict[str, float]:
     p = tp / npred if npred else 0.0
     r = tp / ngold if ngold else 0.0
     f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp, "predicted": npred, "gold": ngold}
+    return {
+        "precision": round(p, 4),
+        "recall": round(r, 4),
+        "f1": round(f, 4),
+        "tp": tp,
+        "predicted": npred,
+        "gold": ngold,
+    }
 
 
 def eval_extraction(golden: str | Path, *, db: str | Path | None = None, config=None) -> dict[str, Any]:

@@ -34,6 +34,7 @@ def dumps(value: Any) -> str:
 def loads(text: str | None, default: Any = None) -> Any:
     return default if text is None else orjson.loads(text)
 
+
 # Colours by entity type, shared by the viz page, DOT and Mermaid so a type looks the
 # same everywhere. Known kgr types get fixed, distinct colours; any other type gets one
 # of the same palette by a stable hash of its name.
@@ -85,8 +86,17 @@ class GraphSource:
             params,
         ):
             self.counts["nodes"] += 1
-            yield {"id": row[0], "key": row[1], "name": row[2], "type": row[3], "aliases": loads(row[4], []),
-                   "description": row[5], "popularity": row[6], "origin": row[7], "status": row[8]}
+            yield {
+                "id": row[0],
+                "key": row[1],
+                "name": row[2],
+                "type": row[3],
+                "aliases": loads(row[4], []),
+                "description": row[5],
+                "popularity": row[6],
+                "origin": row[7],
+                "status": row[8],
+            }
 
     def edges(self) -> Iterator[dict]:
         src_where, src_params = self._type_filter("a")
@@ -101,8 +111,15 @@ class GraphSource:
             [*src_params, *dst_params, *rel_params],
         ):
             self.counts["edges"] += 1
-            yield {"id": row[0], "src": row[1], "dst": row[2], "rel": row[3], "confidence": row[4],
-                   "strength": row[5], "origin": row[6]}
+            yield {
+                "id": row[0],
+                "src": row[1],
+                "dst": row[2],
+                "rel": row[3],
+                "confidence": row[4],
+                "strength": row[5],
+                "origin": row[6],
+            }
 
 
 Writer = Callable[[GraphSource, TextIO], None]
@@ -131,8 +148,9 @@ def exporter(name: str, *, suffix: str, help: str) -> Callable[[Writer], Writer]
     return register
 
 
-def export(store: "Store", fmt: str, out: TextIO, *, types: set[str] | None = None,
-           rels: set[str] | None = None) -> dict[str, int]:
+def export(
+    store: "Store", fmt: str, out: TextIO, *, types: set[str] | None = None, rels: set[str] | None = None
+) -> dict[str, int]:
     """Write the graph of ``store`` to ``out`` in format ``fmt``; return the node and edge counts."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}", hint=f"choose from {', '.join(sorted(FORMATS))}")
@@ -163,27 +181,44 @@ def xml_text(value: object) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-_GRAPHML_NODE_KEYS = [("label", "string"), ("key", "string"), ("type", "string"), ("aliases", "string"),
-                      ("description", "string"), ("popularity", "double"), ("origin", "string"), ("status", "string")]
+_GRAPHML_NODE_KEYS = [
+    ("label", "string"),
+    ("key", "string"),
+    ("type", "string"),
+    ("aliases", "string"),
+    ("description", "string"),
+    ("popularity", "double"),
+    ("origin", "string"),
+    ("status", "string"),
+]
 _GRAPHML_EDGE_KEYS = [("rel", "string"), ("confidence", "double"), ("strength", "string"), ("origin", "string")]
 
 
 @exporter("graphml", suffix=".graphml", help="GraphML (Gephi, yEd, networkx); aliases as a JSON list")
 def write_graphml(graph: GraphSource, out: TextIO) -> None:
-    out.write('<?xml version="1.0" encoding="UTF-8"?>\n'
-              '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
-              'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-              'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
-              'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n')
+    out.write(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+        'xsi:schemaLocation="http://graphml.graphdrawing.org/xmlns '
+        'http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd">\n'
+    )
     for name, kind in _GRAPHML_NODE_KEYS:
         out.write(f'  <key id="n_{name}" for="node" attr.name="{name}" attr.type="{kind}"/>\n')
     for name, kind in _GRAPHML_EDGE_KEYS:
         out.write(f'  <key id="e_{name}" for="edge" attr.name="{name}" attr.type="{kind}"/>\n')
     out.write('  <graph id="kgr" edgedefault="directed">\n')
     for n in graph.nodes():
-        values = {"label": n["name"], "key": n["key"], "type": n["type"], "aliases": dumps(n["aliases"]),
-                  "description": n["description"], "popularity": n["popularity"], "origin": n["origin"],
-                  "status": n["status"]}
+        values = {
+            "label": n["name"],
+            "key": n["key"],
+            "type": n["type"],
+            "aliases": dumps(n["aliases"]),
+            "description": n["description"],
+            "popularity": n["popularity"],
+            "origin": n["origin"],
+            "status": n["status"],
+        }
         out.write(f'    <node id="n{n["id"]}">')
         out.write("".join(f'<data key="n_{k}">{xml_text(v)}</data>' for k, v in values.items() if v is not None))
         out.write("</node>\n")
@@ -207,13 +242,17 @@ def dot_string(value: object) -> str:
 
 @exporter("dot", suffix=".dot", help="Graphviz DOT (dot -Tsvg); nodes coloured by type")
 def write_dot(graph: GraphSource, out: TextIO) -> None:
-    out.write("digraph kgr {\n"
-              "  graph [overlap=false, splines=true];\n"
-              '  node [shape=box, style="rounded,filled", fontname="Helvetica"];\n'
-              '  edge [fontname="Helvetica", fontsize=10];\n')
+    out.write(
+        "digraph kgr {\n"
+        "  graph [overlap=false, splines=true];\n"
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica"];\n'
+        '  edge [fontname="Helvetica", fontsize=10];\n'
+    )
     for n in graph.nodes():
-        out.write(f"  n{n['id']} [label={dot_string(n['name'])}, tooltip={dot_string(n['type'] + ': ' + n['key'])}, "
-                  f"fillcolor={dot_string(type_color(n['type']))}];\n")
+        out.write(
+            f"  n{n['id']} [label={dot_string(n['name'])}, tooltip={dot_string(n['type'] + ': ' + n['key'])}, "
+            f"fillcolor={dot_string(type_color(n['type']))}];\n"
+        )
     for e in graph.edges():
         out.write(f"  n{e['src']} -> n{e['dst']} [label={dot_string(e['rel'])}];\n")
     out.write("}\n")
@@ -225,8 +264,7 @@ def write_dot(graph: GraphSource, out: TextIO) -> None:
 def mermaid_text(value: object) -> str:
     """Text inside a quoted Mermaid label: quotes and markup as entity codes, one line."""
     text = re.sub(r"[\s\x00-\x1f\x7f]+", " ", str(value)).strip()
-    for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
-                     ("`", "#96;")):
+    for ch, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"), ("`", "#96;")):
         text = text.replace(ch, code)
     return text
 
@@ -252,8 +290,11 @@ def write_mermaid(graph: GraphSource, out: TextIO) -> None:
 # -- the reference MCP memory server's memory.jsonl ----------------------------------------------
 
 
-@exporter("mcp-memory", suffix=".jsonl",
-          help="the memory graph as the reference MCP memory server's memory.jsonl (kgr import reads it back)")
+@exporter(
+    "mcp-memory",
+    suffix=".jsonl",
+    help="the memory graph as the reference MCP memory server's memory.jsonl (kgr import reads it back)",
+)
 def write_mcp_memory(graph: GraphSource, out: TextIO) -> None:
     from . import memory
 

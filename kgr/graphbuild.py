@@ -43,8 +43,12 @@ def mine(store: Store, *, topk: int = 2000, min_freq: int = 3) -> list:
 def load_gazetteer(store: Store):
     from .extract import Gazetteer, GazTerm
 
-    return Gazetteer(GazTerm(term, typ, freq, source) for term, typ, freq, source in
-                     store.query("SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"))
+    return Gazetteer(
+        GazTerm(term, typ, freq, source)
+        for term, typ, freq, source in store.query(
+            "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
+        )
+    )
 
 
 # The entities a document's new graph is linked against: those something other than the
@@ -72,8 +76,16 @@ def seed_entities(store: Store, pending_ids: list[int]) -> list[dict]:
     their popularity without those documents' mentions (linking them adds them again)."""
     rows = store.query(SUPPORTED_ELSEWHERE, {"pending": orjson.dumps(pending_ids).decode()})
     return [
-        {"key": k, "name": n, "type": t, "norm": nm, "aliases": loads(a, []), "description": d,
-         "popularity": max(0.0, (p or 0.0) - own), "origin": o}
+        {
+            "key": k,
+            "name": n,
+            "type": t,
+            "norm": nm,
+            "aliases": loads(a, []),
+            "description": d,
+            "popularity": max(0.0, (p or 0.0) - own),
+            "origin": o,
+        }
         for k, n, t, nm, a, d, p, o, own in rows
     ]
 
@@ -88,9 +100,11 @@ def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[
         surfaces: dict[str, int] = {}
         types: dict[str, float] = {}
         for surface, typ, score in store.query(
-                "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
-                "WHERE e.key = :key AND m.source != 'coref' "
-                "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))", {"key": key, "pending": pending}):
+            "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
+            "WHERE e.key = :key AND m.source != 'coref' "
+            "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))",
+            {"key": key, "pending": pending},
+        ):
             surfaces[surface] = surfaces.get(surface, 0) + 1
             typ = typ or "CONCEPT"
             types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
@@ -101,7 +115,16 @@ def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[
 
 def stored_entities(store: Store) -> list[dict]:
     return [
-        {"key": k, "name": n, "type": t, "norm": nm, "aliases": loads(a, []), "description": d, "popularity": p, "origin": o}
+        {
+            "key": k,
+            "name": n,
+            "type": t,
+            "norm": nm,
+            "aliases": loads(a, []),
+            "description": d,
+            "popularity": p,
+            "origin": o,
+        }
         for k, n, t, nm, a, d, p, o in store.query(
             "SELECT key, name, type, norm, aliases, description, popularity, origin FROM entities ORDER BY id"
         )
@@ -115,7 +138,9 @@ class EntityVectors:
 
     def __init__(self, store: Store, cfg):
         self.store, self.cfg = store, cfg
-        self.ids = dict(store.query("SELECT e.key, e.id FROM entities e JOIN vec_src v ON v.kind = 'entity' AND v.id = e.id"))
+        self.ids = dict(
+            store.query("SELECT e.key, e.id FROM entities e JOIN vec_src v ON v.kind = 'entity' AND v.id = e.id")
+        )
         self._embedder = None
         self._surfaces: dict[str, object] = {}
         self._refs: dict[int, float | None] = {}
@@ -132,7 +157,9 @@ class EntityVectors:
 
                 self._embedder = get_embedder(self.cfg, purpose="query")
                 vectors.check_spec(self.store, vectors.VectorSpec(self._embedder.model, self._embedder.dim))
-            self._surfaces[surface] = self._embedder.embed_documents([vectors.entity_text(surface, None, None, None)])[0]
+            self._surfaces[surface] = self._embedder.embed_documents([vectors.entity_text(surface, None, None, None)])[
+                0
+            ]
         return self._surfaces[surface]
 
     def _cos(self, text: str, eid: int) -> float | None:
@@ -148,8 +175,9 @@ class EntityVectors:
         if eid is None or not surface:
             return string_sim
         if eid not in self._refs:
-            self._refs[eid] = max((c for c in (self._cos(n, eid) for n in [ent.name, *ent.aliases[:4]]) if c is not None),
-                                  default=None)
+            self._refs[eid] = max(
+                (c for c in (self._cos(n, eid) for n in [ent.name, *ent.aliases[:4]]) if c is not None), default=None
+            )
         sim, ref = self._cos(surface, eid), self._refs[eid]
         if sim is None or not ref or ref <= 0:
             return string_sim
@@ -193,18 +221,26 @@ GRAPH_FAILED = "failed"  # docs.graph_sig of a document whose extraction failed 
 MAX_ERROR_CHARS = 300
 
 
-def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = None, use_vectors: bool = True,
-                  on_error: Callable[[dict], None] | None = None) -> int:
+def build_pending(
+    store: Store,
+    cfg,
+    *,
+    on_doc: Callable[[str], None] | None = None,
+    use_vectors: bool = True,
+    on_error: Callable[[dict], None] | None = None,
+) -> int:
     """Extract and link every document without a current graph; return how many got one.
     With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
     A document that cannot be extracted is recorded as failed (see the module docstring)
     and reported to ``on_error`` as an error record; the others go on."""
-    pending = store.query("SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path")
+    pending = store.query(
+        "SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"
+    )
     if not pending:
         return 0
     from .extract import extract_doc, extractor_from_config
-    from .textmodel import parse_document
     from .link import Linker
+    from .textmodel import parse_document
 
     declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
@@ -228,7 +264,7 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
     for at in range(0, len(pending), PARSE_BATCH):
         batch = []
         failed: dict[int, str] = {}
-        for doc_id, path, title, text, hash_ in pending[at:at + PARSE_BATCH]:
+        for doc_id, path, title, text, hash_ in pending[at : at + PARSE_BATCH]:
             doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
             try:
                 parsed = parse_document(doc["text"], title=title, path=path)
@@ -251,7 +287,9 @@ def build_pending(store: Store, cfg, *, on_doc: Callable[[str], None] | None = N
                     raise ExtractionFailed(failed[doc_id])
                 chunks = [
                     {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
-                    for o, s, e, t in store.query('SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,))
+                    for o, s, e, t in store.query(
+                        'SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,)
+                    )
                 ]
                 derived = extract_doc(extractor, doc, chunks, parsed)
                 errors = [r for r in derived if r["kind"] == "error"]
@@ -282,7 +320,7 @@ class ExtractionFailed(Exception):
 def _message(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     text = f"cannot extract: {text}" if not text.startswith("cannot extract") else text
-    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
@@ -293,8 +331,10 @@ def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
 
     message = _message(reason)
     with store.write() as conn:
-        conn.execute("UPDATE docs SET graph_sig=?, error=?, updated_ms=? WHERE id=?",
-                     (GRAPH_FAILED, f"extract: {message}", now_ms(), doc_id))
+        conn.execute(
+            "UPDATE docs SET graph_sig=?, error=?, updated_ms=? WHERE id=?",
+            (GRAPH_FAILED, f"extract: {message}", now_ms(), doc_id),
+        )
         store.set_meta("last_error", f"{path}: extract: {message}")
         store.log_event("error", path, f"extract: {message}")
     return records.error("extract", message, path=path)

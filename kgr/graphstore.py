@@ -15,8 +15,15 @@ from .store import Store, dumps, now_ms
 def upsert_entity(store: Store, rec: dict) -> int:
     conn = store.conn
     row = conn.execute("SELECT id FROM entities WHERE key=?", (rec["key"],)).fetchone()
-    values = (rec["name"], rec["type"], rec.get("norm") or "", dumps(rec.get("aliases") or []),
-              rec.get("description"), rec.get("popularity") or 0.0, now_ms())
+    values = (
+        rec["name"],
+        rec["type"],
+        rec.get("norm") or "",
+        dumps(rec.get("aliases") or []),
+        rec.get("description"),
+        rec.get("popularity") or 0.0,
+        now_ms(),
+    )
     if row is None:
         conn.execute(
             "INSERT INTO entities(key, name, type, norm, aliases, description, popularity, updated_ms, created_ms) "
@@ -48,7 +55,12 @@ def entity_id(store: Store, key: str, cache: dict[str, int]) -> int | None:
 def doc_graph(store: Store, doc_id: int) -> tuple[set[int], set[int]]:
     """The entities and relations a document's mentions and evidence touch (for targeted collection)."""
     conn = store.conn
-    ents = {r[0] for r in conn.execute("SELECT DISTINCT entity_id FROM mentions WHERE doc_id=? AND entity_id IS NOT NULL", (doc_id,))}
+    ents = {
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT entity_id FROM mentions WHERE doc_id=? AND entity_id IS NOT NULL", (doc_id,)
+        )
+    }
     rels = set()
     for rid, src, dst in conn.execute(
         "SELECT DISTINCT r.id, r.src_id, r.dst_id FROM relation_evidence e JOIN relations r ON r.id = e.relation_id WHERE e.doc_id=?",
@@ -66,7 +78,9 @@ def replace_derived(store: Store, doc_id: int, derived: list[dict], graph_sig: s
     conn.execute("DELETE FROM mentions WHERE doc_id=?", (doc_id,))
     conn.execute("DELETE FROM relation_evidence WHERE doc_id=?", (doc_id,))
     path = conn.execute("SELECT path FROM docs WHERE id=?", (doc_id,)).fetchone()[0]
-    chunk_ids = {f"{path}#{ord_}": cid for cid, ord_ in conn.execute("SELECT id, ord FROM chunks WHERE doc_id=?", (doc_id,))}
+    chunk_ids = {
+        f"{path}#{ord_}": cid for cid, ord_ in conn.execute("SELECT id, ord FROM chunks WHERE doc_id=?", (doc_id,))
+    }
     ids: dict[str, int] = {}
     for rec in derived:
         if rec.get("kind") == "entity":
@@ -82,8 +96,21 @@ def replace_derived(store: Store, doc_id: int, derived: list[dict], graph_sig: s
         features = dict(rec.get("features") or {})
         if rec.get("refers_to"):
             features["refers_to"] = rec["refers_to"]
-        mention_rows.append((eid, doc_id, cid, rec.get("start"), rec.get("end"), rec["surface"], rec.get("type"),
-                             rec.get("score"), rec.get("source"), rec.get("link_score"), dumps(features)))
+        mention_rows.append(
+            (
+                eid,
+                doc_id,
+                cid,
+                rec.get("start"),
+                rec.get("end"),
+                rec["surface"],
+                rec.get("type"),
+                rec.get("score"),
+                rec.get("source"),
+                rec.get("link_score"),
+                dumps(features),
+            )
+        )
     conn.executemany(
         'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, type, score, source, link_score, features) '
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -102,13 +129,23 @@ def replace_derived(store: Store, doc_id: int, derived: list[dict], graph_sig: s
             "ON CONFLICT(src_id, dst_id, rel) DO UPDATE SET confidence=max(confidence, excluded.confidence)",
             (src, dst, rec["rel"], conf, now_ms()),
         )
-        rid = conn.execute("SELECT id FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (src, dst, rec["rel"])).fetchone()[0]
+        rid = conn.execute(
+            "SELECT id FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (src, dst, rec["rel"])
+        ).fetchone()[0]
         ev = rec.get("evidence") or {}
         conn.execute(
             'INSERT INTO relation_evidence(relation_id, doc_id, chunk_id, start, "end", sentence, pattern, confidence) '
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (rid, doc_id, chunk_ids.get(ev.get("chunk")), ev.get("start"), ev.get("end"), ev.get("sentence"),
-             rec.get("pattern"), conf),
+            (
+                rid,
+                doc_id,
+                chunk_ids.get(ev.get("chunk")),
+                ev.get("start"),
+                ev.get("end"),
+                ev.get("sentence"),
+                rec.get("pattern"),
+                conf,
+            ),
         )
     conn.execute("UPDATE docs SET graph_sig=? WHERE id=?", (graph_sig, doc_id))
     collect_garbage(store, old_entities, old_relations)
@@ -121,13 +158,17 @@ def collect_garbage(store: Store, entity_ids: set[int] | None = None, relation_i
     document touched); without, the whole graph is scanned.
     """
     conn = store.conn
-    rel_sql = ("DELETE FROM relations WHERE {where} origin != 'manual' AND NOT EXISTS "
-               "(SELECT 1 FROM relation_evidence e WHERE e.relation_id = relations.id)")
-    ent_sql = ("DELETE FROM entities WHERE {where} origin != 'manual' "
-               "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = entities.id) "
-               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = entities.id) "
-               "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = entities.id) "
-               "AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = entities.id)")
+    rel_sql = (
+        "DELETE FROM relations WHERE {where} origin != 'manual' AND NOT EXISTS "
+        "(SELECT 1 FROM relation_evidence e WHERE e.relation_id = relations.id)"
+    )
+    ent_sql = (
+        "DELETE FROM entities WHERE {where} origin != 'manual' "
+        "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = entities.id) "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = entities.id) "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = entities.id) "
+        "AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = entities.id)"
+    )
     if relation_ids is None and entity_ids is None:
         conn.execute(rel_sql.format(where=""))
         conn.execute(ent_sql.format(where=""))

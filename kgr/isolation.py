@@ -76,7 +76,9 @@ class ParserPool:
             self._pool = None
 
 
-def ordered(items: Iterable[Any], start: Callable[[Any], Any], finish: Callable[[Any, Any], Any], window: int) -> Iterator[Any]:
+def ordered(
+    items: Iterable[Any], start: Callable[[Any], Any], finish: Callable[[Any, Any], Any], window: int
+) -> Iterator[Any]:
     """Run ``start`` on up to ``window`` items ahead, yield ``finish(item, started)`` in input order."""
     pending: deque = deque()
     for item in items:

@@ -33,8 +33,24 @@ from . import records
 THRESHOLD = 0.72
 STRUCTURAL = 0.9  # string similarity of the matches the linker trusts without vectors
 GENERIC_HEADS = {
-    "service", "services", "svc", "engine", "adapter", "team", "api", "hub", "system", "platform", "server",
-    "tool", "cluster", "database", "db", "policy", "office", "the",
+    "service",
+    "services",
+    "svc",
+    "engine",
+    "adapter",
+    "team",
+    "api",
+    "hub",
+    "system",
+    "platform",
+    "server",
+    "tool",
+    "cluster",
+    "database",
+    "db",
+    "policy",
+    "office",
+    "the",
 }
 
 
@@ -60,11 +76,13 @@ def _tokens(surface: str) -> tuple[str, ...]:
 
 # ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
 # not "ISO 27001" or "SOC 2", where the number is the name).
-VERSION_TAIL = re.compile(r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$")
+VERSION_TAIL = re.compile(
+    r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$"
+)
 
 
 def unversioned(surface: str) -> str:
-    """"ISO/IEC 27001:2022" -> "ISO/IEC 27001", "PCI DSS v4.0" -> "PCI DSS", "PostgreSQL 15" -> "PostgreSQL"."""
+    """ "ISO/IEC 27001:2022" -> "ISO/IEC 27001", "PCI DSS v4.0" -> "PCI DSS", "PostgreSQL 15" -> "PostgreSQL"."""
     core = VERSION_TAIL.sub("", surface).strip()
     core = core.replace("ISO/IEC ", "ISO ")
     return core if core and len(core) >= 2 else surface
@@ -123,7 +141,7 @@ def _abbrev(s: str, words: list[str]) -> bool:
             if k > j and j == 0:
                 return False
             n = 1
-            while n <= len(w) and i + n <= len(s) and s[i:i + n] == w[:n]:
+            while n <= len(w) and i + n <= len(s) and s[i : i + n] == w[:n]:
                 if go(i + n, k + 1):
                     return True
                 n += 1
@@ -165,13 +183,21 @@ class Entity:
 
 ALIAS_PATTERNS = [
     # "Long Name (Short)" / "Long Name (`short`)"
-    re.compile(r"(?P<long>[A-Z][\w'-]*(?:[ -](?:of |and |for )?[A-Za-z][\w'-]*){0,5})\s+\(\s*`?(?P<short>[A-Za-z][\w.-]{1,24})`?\s*(?:[,;)]|\s+for\s)"),
+    re.compile(
+        r"(?P<long>[A-Z][\w'-]*(?:[ -](?:of |and |for )?[A-Za-z][\w'-]*){0,5})\s+\(\s*`?(?P<short>[A-Za-z][\w.-]{1,24})`?\s*(?:[,;)]|\s+for\s)"
+    ),
     # "Short: Short for Long" / "Short is short for Long"
-    re.compile(r"\**`?(?P<short>[A-Za-z][\w.-]{1,24})`?\**\s*(?::|is|stands\s+for)\s*(?:[Ss]hort\s+for|[Aa]bbreviation\s+(?:of|for))\s+(?:the\s+)?(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5})"),
+    re.compile(
+        r"\**`?(?P<short>[A-Za-z][\w.-]{1,24})`?\**\s*(?::|is|stands\s+for)\s*(?:[Ss]hort\s+for|[Aa]bbreviation\s+(?:of|for))\s+(?:the\s+)?(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5})"
+    ),
     # "Long, usually written Short" / "Long, also called Short" / "Long (also known as Short)"
-    re.compile(r"(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5}),?\s+(?:usually|often|commonly|also)\s+(?:written|called|known\s+as|abbreviated(?:\s+as)?|referred\s+to\s+as)\s+\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"),
+    re.compile(
+        r"(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5}),?\s+(?:usually|often|commonly|also)\s+(?:written|called|known\s+as|abbreviated(?:\s+as)?|referred\s+to\s+as)\s+\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"
+    ),
 ]
-ID_AFTER_NAME = re.compile(r"(?P<long>(?:[A-Z][\w'-]*\s+){1,5}(?:Policy|Standard|Procedure|Policies|Guideline|Guidelines|Plan|Agreement|Charter))\s+\((?P<id>[A-Z][A-Z0-9]{1,9}-\d{1,6})\)")
+ID_AFTER_NAME = re.compile(
+    r"(?P<long>(?:[A-Z][\w'-]*\s+){1,5}(?:Policy|Standard|Procedure|Policies|Guideline|Guidelines|Plan|Agreement|Charter))\s+\((?P<id>[A-Z][A-Z0-9]{1,9}-\d{1,6})\)"
+)
 SUBJECT_ALIAS = re.compile(
     r"(?:[Ss]hort\s+name|[Aa]bbreviation|[Aa]lso\s+known\s+as|[Aa]ka|[Rr]epository|[Rr]epo|[Cc]ode\s+name|[Ss]ervice\s+id|[Ii]d)\s*:?\**\s*:?\s*\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"
 )
@@ -180,8 +206,8 @@ SUBJECT_ALIAS = re.compile(
 def declared_short_form(short: str, long: str) -> bool:
     """Looser than is_abbreviation, for forms the text declares ("SETL: short for Settlement Engine"):
     same first letter, and the letters of the short form appear in order in the long one."""
-    s, l = norm(short), norm(long)
-    return bool(s) and len(s) < len(l) and s[0] == l[0] and _subseq(s, l)
+    s, full = norm(short), norm(long)
+    return bool(s) and len(s) < len(full) and s[0] == full[0] and _subseq(s, full)
 
 
 def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
@@ -206,7 +232,7 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
 
 
 def _trim_long(long: str, short: str, check=None) -> str:
-    """"Recently the Payments Platform" -> the longest tail that the short form abbreviates."""
+    """ "Recently the Payments Platform" -> the longest tail that the short form abbreviates."""
     check = check or is_abbreviation
     words = long.split()
     for i in range(len(words)):
@@ -235,9 +261,16 @@ class Linker:
         self.aliases: dict[str, str] = {}  # norm of a learned alias -> norm of its long form
         self.pending_long: dict[str, str] = {}  # long forms declared before any mention of them
         for rec in entities:
-            ent = Entity(rec["key"], rec["name"], rec["type"], rec.get("norm") or norm(rec["name"]),
-                         list(rec.get("aliases") or []), rec.get("description"), rec.get("popularity") or 0.0,
-                         origin=rec.get("origin", "extracted"))
+            ent = Entity(
+                rec["key"],
+                rec["name"],
+                rec["type"],
+                rec.get("norm") or norm(rec["name"]),
+                list(rec.get("aliases") or []),
+                rec.get("description"),
+                rec.get("popularity") or 0.0,
+                origin=rec.get("origin", "extracted"),
+            )
             self._index(ent)
             if votes is not None:
                 self._unvoted.add(ent.key)
@@ -307,7 +340,11 @@ class Linker:
                     if jac >= 0.6:
                         best = max(best, 0.5 + 0.4 * jac)
                     # "Ledger" for "Ledger Service": the rest is a generic head noun
-                    if toks < et and (et - toks) <= GENERIC_HEADS and list(tokens(name))[: len(toks)] == tokens(surface):
+                    if (
+                        toks < et
+                        and (et - toks) <= GENERIC_HEADS
+                        and list(tokens(name))[: len(toks)] == tokens(surface)
+                    ):
                         best = max(best, 0.85)
             if best:
                 out[key] = best
@@ -325,13 +362,23 @@ class Linker:
                     fits.append(key)
         elif len(words) == 1 and surface[:1].isupper() and surface[1:].islower():
             n = norm(surface)
-            fits = [k for k, e in self.entities.items() if e.type == "PERSON" and len(e.name.split()) >= 2 and norm(e.name.split()[0]) == n]
+            fits = [
+                k
+                for k, e in self.entities.items()
+                if e.type == "PERSON" and len(e.name.split()) >= 2 and norm(e.name.split()[0]) == n
+            ]
         if len(fits) == 1:
             return [(fits[0], 0.9)]
         return []
 
     def score(self, ent: Entity, string_sim: float, mtype: str, doc_path: str, surface: str = "") -> float:
-        tp = 1.0 if mtype == ent.type else 0.5 if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"} else 0.0
+        tp = (
+            1.0
+            if mtype == ent.type
+            else 0.5
+            if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"}
+            else 0.0
+        )
         ctx = 1.0 if doc_path in ent.docs else 0.0
         pop = min(1.0, math.log1p(ent.popularity) / math.log(50))
         # The cosine term comes from entity vectors for the loose string matches (shared words,
@@ -393,7 +440,9 @@ class Linker:
         by_surface: dict[str, Entity] = {}
         out_mentions = []
         # names before pronouns, long surfaces before short ones: full names found the entities
-        order = sorted(range(len(mentions)), key=lambda i: (mentions[i].get("source") == "coref", -len(mentions[i]["surface"]), i))
+        order = sorted(
+            range(len(mentions)), key=lambda i: (mentions[i].get("source") == "coref", -len(mentions[i]["surface"]), i)
+        )
         linked: dict[int, tuple[Entity, float]] = {}
         for i in order:
             m = mentions[i]
@@ -420,7 +469,9 @@ class Linker:
                 if self._add_alias(ent, m["surface"]):
                     touched[ent.key] = ent
                 ent.surface_votes[m["surface"]] = ent.surface_votes.get(m["surface"], 0) + 1
-                ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get("score", 0.5)
+                ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get(
+                    "score", 0.5
+                )
             ent.popularity += 1
             ent.docs.add(path)
             touched[ent.key] = ent
@@ -435,7 +486,9 @@ class Linker:
             touched[src.key], touched[dst.key] = src, dst
             if src.key == dst.key:
                 continue
-            out_relations.append({**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]})
+            out_relations.append(
+                {**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]}
+            )
         for ent in touched.values():
             self._settle(ent)
         entity_records = [self.entities[k].record() for k in sorted(touched) if k in self.entities]
@@ -459,6 +512,7 @@ class Linker:
                 votes = ent.surface_votes.get(s, 0)
                 full = len(s.split()) > 1 and s[:1].isupper() and 2 * votes >= most
                 return (full, votes, len(s), s)
+
             best = max(ent.surface_votes, key=rank)
             if best != ent.name and (ent.name not in ent.surface_votes or rank(best) > rank(ent.name)):
                 if ent.name not in ent.aliases:
@@ -489,7 +543,11 @@ def _subject_surface(doc: dict | None, mentions: list[dict]) -> str | None:
     if doc is None:
         return None
     title = (doc.get("title") or "").lower()
-    names = [m["surface"] for m in mentions if m.get("source") != "coref" and m["surface"].lower() in title and len(m["surface"]) > 2]
+    names = [
+        m["surface"]
+        for m in mentions
+        if m.get("source") != "coref" and m["surface"].lower() in title and len(m["surface"]) > 2
+    ]
     return max(names, key=len) if names else None
 
 

@@ -22,8 +22,8 @@ from typing import Iterable, Iterator
 import orjson
 
 from . import graphstore as graph
-from .errors import BadPath, BadRecord
 from . import records
+from .errors import BadPath, BadRecord
 from .store import Store, dumps, now_ms
 
 FILE_STAGES = ("normalize", "chunk")
@@ -105,7 +105,9 @@ def group_records(recs: Iterable[dict], summary: LoadSummary) -> Iterator[DocGro
                 current.chunks.append(_take_vector(current, rec, "chunk", rec.get("ord")))
             else:
                 summary.orphans += 1
-                yield records.error("load", f"chunk of {rec.get('doc')!r} does not follow its doc record", path=rec.get("doc"))
+                yield records.error(
+                    "load", f"chunk of {rec.get('doc')!r} does not follow its doc record", path=rec.get("doc")
+                )
         else:
             if current is not None:
                 if kind == records.ENTITY:
@@ -164,14 +166,19 @@ def write_vectors(store: Store, group: DocGroup) -> None:
 
     specs = {(model, dim) for _, model, dim in group.vectors.values()}
     if len(specs) != 1 or None in next(iter(specs)):
-        raise BadRecord(None, f"{group.doc['path']}: embedded records need one model and dim each",
-                        hint="embed the whole stream with one kgr embed")
+        raise BadRecord(
+            None,
+            f"{group.doc['path']}: embedded records need one model and dim each",
+            hint="embed the whole stream with one kgr embed",
+        )
     model, dim = next(iter(specs))
     spec = vectors.VectorSpec(model, int(dim))
     vectors.ensure_tables(store, spec)
     doc_id = store.scalar("SELECT id FROM docs WHERE path=?", (group.doc["path"],))
-    chunk_ids = {str(o): (cid, prelude, text) for cid, o, prelude, text in
-                 store.query("SELECT id, ord, prelude, text FROM chunks WHERE doc_id=?", (doc_id,))}
+    chunk_ids = {
+        str(o): (cid, prelude, text)
+        for cid, o, prelude, text in store.query("SELECT id, ord, prelude, text FROM chunks WHERE doc_id=?", (doc_id,))
+    }
     rows = {"chunk": [], "entity": []}
     for (kind, key), (emb, _, _) in group.vectors.items():
         try:
@@ -196,7 +203,9 @@ def _write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
     path = doc["path"]
     sig = group.signature()
     graph_sig = group.graph_signature()
-    row = store.conn.execute("SELECT id, sig, status, mtime_ms, size, file_hash, graph_sig FROM docs WHERE path=?", (path,)).fetchone()
+    row = store.conn.execute(
+        "SELECT id, sig, status, mtime_ms, size, file_hash, graph_sig FROM docs WHERE path=?", (path,)
+    ).fetchone()
     if row is not None and row[1] == sig and row[2] == "ok":
         stat_changed = (row[3], row[4], row[5]) != (doc.get("mtime_ms"), doc.get("size"), doc.get("file_hash"))
         graph_changed = graph_sig is not None and graph_sig != row[6]
@@ -275,14 +284,29 @@ def record_failure(store: Store, err: dict, summary: LoadSummary) -> None:
             conn.execute(
                 "INSERT INTO docs(path, source, format, mtime_ms, size, file_hash, meta, status, error, updated_ms) "
                 "VALUES (?, 'file', ?, ?, ?, ?, ?, 'failed', ?, ?)",
-                (path, err.get("format"), err.get("mtime_ms"), err.get("size"), err.get("file_hash"),
-                 dumps({"reason": reason}), f"{reason}: {message}", now_ms()),
+                (
+                    path,
+                    err.get("format"),
+                    err.get("mtime_ms"),
+                    err.get("size"),
+                    err.get("file_hash"),
+                    dumps({"reason": reason}),
+                    f"{reason}: {message}",
+                    now_ms(),
+                ),
             )
         elif row[1] != "ok":
             conn.execute(
                 "UPDATE docs SET mtime_ms=?, size=?, file_hash=?, meta=?, status='failed', error=?, updated_ms=? WHERE id=?",
-                (err.get("mtime_ms"), err.get("size"), err.get("file_hash"), dumps({"reason": reason}),
-                 f"{reason}: {message}", now_ms(), row[0]),
+                (
+                    err.get("mtime_ms"),
+                    err.get("size"),
+                    err.get("file_hash"),
+                    dumps({"reason": reason}),
+                    f"{reason}: {message}",
+                    now_ms(),
+                    row[0],
+                ),
             )
         else:
             # Keep what is stored; the file is retried next run because its stat is not updated.

@@ -90,8 +90,10 @@ def _match_sql(column: str) -> tuple[str, int]:
     query) are checked in Python with str.lower (Unicode's default case mapping, as
     JavaScript's)."""
     folds = " OR ".join(f"instr({column}, '{c}')" for c in _FOLDS_TO_ASCII)
-    return (f"(CASE WHEN ?1 THEN instr(lower({column}), ?2) > 0 OR (({folds}) AND kgr_icontains({column}, ?2)) "
-            f"ELSE kgr_icontains({column}, ?2) END)"), 0
+    return (
+        f"(CASE WHEN ?1 THEN instr(lower({column}), ?2) > 0 OR (({folds}) AND kgr_icontains({column}, ?2)) "
+        f"ELSE kgr_icontains({column}, ?2) END)"
+    ), 0
 
 
 # -- reads -------------------------------------------------------------------------------------------
@@ -104,10 +106,11 @@ def _now() -> int:
 def _observations(store: Store, ids: Sequence[int], at: int) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {i: [] for i in ids}
     for i in range(0, len(ids), _CHUNK):
-        part = list(ids[i:i + _CHUNK])
+        part = list(ids[i : i + _CHUNK])
         for eid, content in store.conn.execute(
             f"SELECT o.entity_id, o.content FROM observations o WHERE o.entity_id IN ({','.join('?' * len(part))}) "
-            f"AND {VALID} ORDER BY o.id", (*part, at),
+            f"AND {VALID} ORDER BY o.id",
+            (*part, at),
         ):
             out[eid].append(content)
     return out
@@ -118,19 +121,28 @@ def _relations_touching(store: Store, ids: Sequence[int], *, from_only: bool = F
     found: dict[int, tuple[str, str, str]] = {}
     ends = ("r.src_id",) if from_only else ("r.src_id", "r.dst_id")
     for i in range(0, len(ids), _CHUNK):
-        part = list(ids[i:i + _CHUNK])
+        part = list(ids[i : i + _CHUNK])
         marks = ",".join("?" * len(part))
         for end in ends:  # one indexed lookup per end (an OR of the two is slower)
             for rid, a, b, rel in store.conn.execute(
                 "SELECT r.id, a.name, b.name, r.rel FROM relations r JOIN entities a ON a.id = r.src_id "
                 f"JOIN entities b ON b.id = r.dst_id WHERE {end} IN ({marks}) AND r.origin = 'manual' "
-                "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;'", part):
+                "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;'",
+                part,
+            ):
                 found[rid] = (a, b, rel)
     return [{"from": a, "to": b, "relationType": rel} for _, (a, b, rel) in sorted(found.items())]
 
 
-def _graph(store: Store, rows: list[tuple[int, str, str]], *, names_only: bool, from_only: bool,
-           at: int, max_bytes: int | None = None) -> tuple[dict[str, Any], int]:
+def _graph(
+    store: Store,
+    rows: list[tuple[int, str, str]],
+    *,
+    names_only: bool,
+    from_only: bool,
+    at: int,
+    max_bytes: int | None = None,
+) -> tuple[dict[str, Any], int]:
     """The page of ``rows`` and how many of them it holds: with ``max_bytes``, the longest
     prefix whose JSON fits (at least one entity), so a page is shortened, never cut inside."""
     if names_only:
@@ -177,8 +189,10 @@ def _page_args(limit: int | None, cursor: str | None) -> tuple[int, int]:
         try:
             after = int(cursor)
         except ValueError:
-            raise UsageError(f"not a cursor from this server: {cursor!r}",
-                             hint="pass the nextCursor of the previous page, or none for the first") from None
+            raise UsageError(
+                f"not a cursor from this server: {cursor!r}",
+                hint="pass the nextCursor of the previous page, or none for the first",
+            ) from None
     return limit, after
 
 
@@ -189,8 +203,14 @@ def _paged(rows: list[tuple[int, str, str]], limit: int, kept: int) -> str | Non
     return None
 
 
-def read_graph(store: Store, *, limit: int | None = None, cursor: str | None = None,
-               names_only: bool = False, max_bytes: int | None = None) -> dict[str, Any]:
+def read_graph(
+    store: Store,
+    *,
+    limit: int | None = None,
+    cursor: str | None = None,
+    names_only: bool = False,
+    max_bytes: int | None = None,
+) -> dict[str, Any]:
     """One page of the memory graph, entities in insertion order.
 
     A page holds up to ``limit`` entities and the relations that start at them, so the pages
@@ -202,15 +222,23 @@ def read_graph(store: Store, *, limit: int | None = None, cursor: str | None = N
         at = _now()
         rows = store.conn.execute(
             f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
-            (after, limit + 1)).fetchall()
+            (after, limit + 1),
+        ).fetchall()
         out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=True, at=at, max_bytes=max_bytes)
         nxt = _paged(rows, limit, kept)
     out["nextCursor"] = nxt
     return out
 
 
-def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: str | None = None,
-                 names_only: bool = False, max_bytes: int | None = None) -> dict[str, Any]:
+def search_nodes(
+    store: Store,
+    query: str,
+    *,
+    limit: int | None = None,
+    cursor: str | None = None,
+    names_only: bool = False,
+    max_bytes: int | None = None,
+) -> dict[str, Any]:
     """Entities whose name, type or a current observation contains ``query`` (any case), a page
     at a time in insertion order, with the relations that touch them."""
     limit, after = _page_args(limit, cursor)
@@ -223,22 +251,28 @@ def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: 
     with _read(store):
         at = _now()
         params: tuple = (ascii_q, needle, after, at, limit + 1)
-        exact = (f"({name_m} OR {type_m} OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id "
-                 f"AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?4) AND {obs_m}))")
+        exact = (
+            f"({name_m} OR {type_m} OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id "
+            f"AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?4) AND {obs_m}))"
+        )
         if ascii_q and len(needle) >= 3 and _has_trigram(store):
             # candidates from the trigram indexes (ASCII case folding) and the rows they cannot
             # fold, each checked exactly
-            sql = (f"SELECT e.id, e.name, e.type FROM entities e WHERE e.id IN ("
-                   f"SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ?6 "
-                   f"UNION SELECT entity_id FROM entities_folding "
-                   f"UNION SELECT o.entity_id FROM observations o WHERE o.id IN ("
-                   f"SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?6 "
-                   f"UNION ALL SELECT observation_id FROM observations_folding)) "
-                   f"AND {IN_MEMORY} AND e.id > ?3 AND {exact} ORDER BY e.id LIMIT ?5")
+            sql = (
+                f"SELECT e.id, e.name, e.type FROM entities e WHERE e.id IN ("
+                f"SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ?6 "
+                f"UNION SELECT entity_id FROM entities_folding "
+                f"UNION SELECT o.entity_id FROM observations o WHERE o.id IN ("
+                f"SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?6 "
+                f"UNION ALL SELECT observation_id FROM observations_folding)) "
+                f"AND {IN_MEMORY} AND e.id > ?3 AND {exact} ORDER BY e.id LIMIT ?5"
+            )
             params += ('"' + needle.replace('"', '""') + '"',)
         else:
-            sql = (f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
-                   f"ORDER BY e.id LIMIT ?5")
+            sql = (
+                f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
+                f"ORDER BY e.id LIMIT ?5"
+            )
         rows = store.conn.execute(sql, params).fetchall()
         out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=False, at=at, max_bytes=max_bytes)
         nxt = _paged(rows, limit, kept)
@@ -249,8 +283,7 @@ def search_nodes(store: Store, query: str, *, limit: int | None = None, cursor: 
 def _has_trigram(store: Store) -> bool:
     """Whether the database has migration m002_memory's index (a read-only open of an older
     database does not migrate it: search then scans)."""
-    return store.conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'entities_folding'").fetchone() is not None
+    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'entities_folding'").fetchone() is not None
 
 
 def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
@@ -261,10 +294,10 @@ def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
         rows: list[tuple[int, str, str]] = []
         keys = list(dict.fromkeys(key(n) for n in names))
         for i in range(0, len(keys), _CHUNK):
-            part = keys[i:i + _CHUNK]
+            part = keys[i : i + _CHUNK]
             rows += store.conn.execute(
-                f"SELECT e.id, e.name, e.type FROM entities e WHERE e.key IN ({','.join('?' * len(part))})",
-                part).fetchall()
+                f"SELECT e.id, e.name, e.type FROM entities e WHERE e.key IN ({','.join('?' * len(part))})", part
+            ).fetchall()
         rows.sort()
         return _graph(store, rows, names_only=False, from_only=False, at=at)[0]
 
@@ -291,10 +324,11 @@ def _entity_ids(conn, names: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     names = list(dict.fromkeys(names))
     for i in range(0, len(names), _CHUNK):
-        part = names[i:i + _CHUNK]
-        for k, eid in conn.execute(f"SELECT key, id FROM entities WHERE key IN ({','.join('?' * len(part))})",
-                                   [key(n) for n in part]):
-            out[k[len(KEY_PREFIX):]] = eid
+        part = names[i : i + _CHUNK]
+        for k, eid in conn.execute(
+            f"SELECT key, id FROM entities WHERE key IN ({','.join('?' * len(part))})", [key(n) for n in part]
+        ):
+            out[k[len(KEY_PREFIX) :]] = eid
     return out
 
 
@@ -313,12 +347,14 @@ def _insert_entities(conn, entities: Sequence[dict], at: int) -> list[dict]:
             continue
         conn.execute(
             "INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key(name), name, typ, _norm(name), ORIGIN, at, at))
+            (key(name), name, typ, _norm(name), ORIGIN, at, at),
+        )
         eid = conn.last_insert_rowid()
         existing[name] = eid
         conn.executemany(
             "INSERT INTO observations(entity_id, content, source, valid_from_ms, created_ms) VALUES (?, ?, 'manual', ?, ?)",
-            [(eid, o, at, at) for o in ent.get("observations") or []])
+            [(eid, o, at, at) for o in ent.get("observations") or []],
+        )
         created.append({"name": name, "entityType": typ, "observations": list(ent.get("observations") or [])})
     return created
 
@@ -338,20 +374,28 @@ def _insert_relations(conn, relations: Sequence[dict], at: int, *, line_of: Sequ
         for end in ("from", "to"):
             if rel[end] not in ids:
                 if line_of is not None:
-                    raise BadRecord(line_of[n], f"relation {end} {rel[end]!r}: no entity of that name",
-                                    hint="every relation's ends must be entities of the file")
+                    raise BadRecord(
+                        line_of[n],
+                        f"relation {end} {rel[end]!r}: no entity of that name",
+                        hint="every relation's ends must be entities of the file",
+                    )
                 raise EntityNotFound(rel[end])
         src, dst, typ = ids[rel["from"]], ids[rel["to"]], rel["relationType"]
-        row = conn.execute("SELECT id, origin FROM relations WHERE src_id=? AND dst_id=? AND rel=?",
-                           (src, dst, typ)).fetchone()
+        row = conn.execute(
+            "SELECT id, origin FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (src, dst, typ)
+        ).fetchone()
         if row is not None and row[1] == ORIGIN:
             continue  # a duplicate: skipped
         if typ not in known_types:
-            conn.execute("INSERT OR IGNORE INTO relation_types(name, description) VALUES (?, ?)", (typ, NEW_RELATION_TYPE))
+            conn.execute(
+                "INSERT OR IGNORE INTO relation_types(name, description) VALUES (?, ?)", (typ, NEW_RELATION_TYPE)
+            )
             known_types.add(typ)
         if row is None:
-            conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence, origin, created_ms) VALUES (?, ?, ?, 1.0, ?, ?)",
-                         (src, dst, typ, ORIGIN, at))
+            conn.execute(
+                "INSERT INTO relations(src_id, dst_id, rel, confidence, origin, created_ms) VALUES (?, ?, ?, 1.0, ?, ?)",
+                (src, dst, typ, ORIGIN, at),
+            )
         else:  # an edge extraction found is now also stated by hand: it stays whatever documents say
             conn.execute("UPDATE relations SET origin=?, confidence=1.0 WHERE id=?", (ORIGIN, row[0]))
         created.append({"from": rel["from"], "to": rel["to"], "relationType": typ})
@@ -366,8 +410,12 @@ def create_relations(store: Store, relations: Sequence[dict]) -> list[dict]:
 
 
 def _current(conn, eid: int, at: int) -> list[str]:
-    return [r[0] for r in conn.execute(
-        f"SELECT o.content FROM observations o WHERE o.entity_id=? AND {VALID} ORDER BY o.id", (eid, at))]
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT o.content FROM observations o WHERE o.entity_id=? AND {VALID} ORDER BY o.id", (eid, at)
+        )
+    ]
 
 
 def add_observations(store: Store, observations: Sequence[dict]) -> list[dict]:
@@ -387,7 +435,8 @@ def add_observations(store: Store, observations: Sequence[dict]) -> list[dict]:
             new = [c for c in o["contents"] if c not in have]  # as the reference: duplicates within one call stay
             conn.executemany(
                 "INSERT INTO observations(entity_id, content, source, valid_from_ms, created_ms) VALUES (?, ?, 'manual', ?, ?)",
-                [(eid, c, at, at) for c in new])
+                [(eid, c, at, at) for c in new],
+            )
             if new:
                 conn.execute("UPDATE entities SET updated_ms=? WHERE id=?", (at, eid))
             results.append({"entityName": o["entityName"], "addedObservations": new})
@@ -420,11 +469,15 @@ def delete_observations(store: Store, deletions: Sequence[dict], *, hard: bool =
             contents = list(dict.fromkeys(d["observations"]))
             marks = ",".join("?" * len(contents))
             if hard:
-                conn.execute(f"DELETE FROM observations AS o WHERE o.entity_id=? AND o.content IN ({marks})",
-                             (eid, *contents))
+                conn.execute(
+                    f"DELETE FROM observations AS o WHERE o.entity_id=? AND o.content IN ({marks})", (eid, *contents)
+                )
             else:
-                conn.execute(f"UPDATE observations AS o SET valid_until_ms=? WHERE o.entity_id=? AND o.content IN ({marks}) "
-                             f"AND {VALID}", (at, eid, *contents, at))
+                conn.execute(
+                    f"UPDATE observations AS o SET valid_until_ms=? WHERE o.entity_id=? AND o.content IN ({marks}) "
+                    f"AND {VALID}",
+                    (at, eid, *contents, at),
+                )
             n = conn.changes()
             if n:
                 conn.execute("UPDATE entities SET updated_ms=? WHERE id=?", (at, eid))
@@ -440,8 +493,10 @@ def delete_relations(store: Store, relations: Sequence[dict]) -> int:
         ids = _entity_ids(conn, [x for r in relations for x in (r["from"], r["to"])])
         for r in relations:
             if r["from"] in ids and r["to"] in ids:
-                conn.execute("DELETE FROM relations WHERE src_id=? AND dst_id=? AND rel=? AND origin='manual'",
-                             (ids[r["from"]], ids[r["to"]], r["relationType"]))
+                conn.execute(
+                    "DELETE FROM relations WHERE src_id=? AND dst_id=? AND rel=? AND origin='manual'",
+                    (ids[r["from"]], ids[r["to"]], r["relationType"]),
+                )
                 n += conn.changes()
     return n
 
@@ -452,8 +507,12 @@ def observation_history(store: Store, name: str) -> list[dict]:
         eid = _entity_ids(store.conn, [name]).get(name)
         if eid is None:
             raise EntityNotFound(name)
-        return [{"content": c, "valid_from_ms": f, "valid_until_ms": u} for c, f, u in store.conn.execute(
-            "SELECT content, valid_from_ms, valid_until_ms FROM observations WHERE entity_id=? ORDER BY id", (eid,))]
+        return [
+            {"content": c, "valid_from_ms": f, "valid_until_ms": u}
+            for c, f, u in store.conn.execute(
+                "SELECT content, valid_from_ms, valid_until_ms FROM observations WHERE entity_id=? ORDER BY id", (eid,)
+            )
+        ]
 
 
 # -- argument checks (the tools' schemas check these too; the library is also called directly) ------
@@ -510,7 +569,8 @@ def jsonl_lines(store: Store) -> Iterator[str]:
         while True:
             rows = store.conn.execute(
                 f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
-                (after, _CHUNK)).fetchall()
+                (after, _CHUNK),
+            ).fetchall()
             if not rows:
                 break
             obs = _observations(store, [r[0] for r in rows], at)
@@ -520,7 +580,8 @@ def jsonl_lines(store: Store) -> Iterator[str]:
         for a, b, rel in store.conn.execute(
             "SELECT a.name, b.name, r.rel FROM relations r JOIN entities a ON a.id = r.src_id "
             "JOIN entities b ON b.id = r.dst_id WHERE r.origin = 'manual' "
-            "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;' ORDER BY r.id"):
+            "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;' ORDER BY r.id"
+        ):
             yield _js({"type": "relation", "from": a, "to": b, "relationType": rel})
 
 
@@ -584,9 +645,14 @@ def import_jsonl(store: Store, lines: Iterable[str | bytes]) -> dict[str, int]:
             new = [c for c in e["observations"] if c not in have]
             conn.executemany(
                 "INSERT INTO observations(entity_id, content, source, valid_from_ms, created_ms) VALUES (?, ?, 'manual', ?, ?)",
-                [(eid, c, at, at) for c in new])
+                [(eid, c, at, at) for c in new],
+            )
             added += len(new)
         rels = _insert_relations(conn, relations, at, line_of=rel_lines)
-    return {"entities": len(created), "observations": sum(len(e["observations"]) for e in created) + added,
-            "relations": len(rels), "skipped_entities": len(entities) - len(created),
-            "skipped_relations": len(relations) - len(rels)}
+    return {
+        "entities": len(created),
+        "observations": sum(len(e["observations"]) for e in created) + added,
+        "relations": len(rels),
+        "skipped_entities": len(entities) - len(created),
+        "skipped_relations": len(relations) - len(rels),
+    }

@@ -18,8 +18,8 @@ from __future__ import annotations
 import errno
 import fnmatch
 import glob
-import os
 import math
+import os
 import re
 import stat
 import time
@@ -31,10 +31,12 @@ import yaml
 
 from . import records
 from .errors import ParseFailure
-from .parsers import CHILD_FORMATS, FORMATS, TEXT_FORMATS, Limits, parse_text
+from .parsers import CHILD_FORMATS, FORMATS, Limits, parse_text
 from .redact import TAG_CORE
 
-IGNORED_NAMES = re.compile(r"(?:~$|^\.#|^#.*#$|\.sw[a-p]$|^4913$|\.tmp$|\.bak$|___jb_(?:tmp|old)___$|\.crdownload$|\.part$)")
+IGNORED_NAMES = re.compile(
+    r"(?:~$|^\.#|^#.*#$|\.sw[a-p]$|^4913$|\.tmp$|\.bak$|___jb_(?:tmp|old)___$|\.crdownload$|\.part$)"
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,12 @@ class NormalizeOptions:
         return cls(**{k: v for k, v in section.items() if k in names})
 
     def limits(self) -> Limits:
-        return Limits(max_pages=self.max_pages, max_chars=self.max_chars, max_zip_bytes=self.max_zip_bytes,
-                      max_zip_ratio=self.max_zip_ratio)
+        return Limits(
+            max_pages=self.max_pages,
+            max_chars=self.max_chars,
+            max_zip_bytes=self.max_zip_bytes,
+            max_zip_ratio=self.max_zip_ratio,
+        )
 
 
 # -- discovery -----------------------------------------------------------------------------
@@ -92,7 +98,12 @@ def _matches_ignore(rel: str, patterns: list[str]) -> bool:
     name = rel.rsplit("/", 1)[-1]
     for pat in patterns:
         p = pat.rstrip("/")
-        if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) or rel.startswith(p + "/") or fnmatch.fnmatch(rel, p + "/*"):
+        if (
+            fnmatch.fnmatch(rel, p)
+            or fnmatch.fnmatch(name, p)
+            or rel.startswith(p + "/")
+            or fnmatch.fnmatch(rel, p + "/*")
+        ):
             return True
     return False
 
@@ -114,7 +125,9 @@ def _ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
         return records.error("normalize", f"{shown}: file name is not valid UTF-8", reason="bad_filename")
     why = records.doc_path_problem(rel)
     if why is not None:  # e.g. "c:notes.md" at the root reads as a drive letter: load and the tools would refuse it
-        return records.error("normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_filename")
+        return records.error(
+            "normalize", f"{rel}: the path {why}, so it cannot be stored", path=rel, reason="bad_filename"
+        )
     return FileRef(str(path), rel, st.st_size, int(st.st_mtime * 1000))
 
 
@@ -138,7 +151,9 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
                 continue
             real = Path(os.path.realpath(p))  # never raises, even on a loop
             if not _inside(real, root_path):
-                yield records.error("normalize", f"{match}: outside the knowledge root {root_path}", path=match, reason="outside_root")
+                yield records.error(
+                    "normalize", f"{match}: outside the knowledge root {root_path}", path=match, reason="outside_root"
+                )
                 continue
             try:
                 st = os.stat(p)
@@ -154,7 +169,12 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
             else:
                 fmt = FORMATS.get(real.suffix.lower())
                 if fmt is None:
-                    yield records.error("normalize", f"{match}: unsupported file type {real.suffix or '(none)'}", path=match, reason="unsupported")
+                    yield records.error(
+                        "normalize",
+                        f"{match}: unsupported file type {real.suffix or '(none)'}",
+                        path=match,
+                        reason="unsupported",
+                    )
                     continue
                 item = _ref(real, root_path, st)
                 key = item.rel_path if isinstance(item, FileRef) else item["message"]
@@ -170,9 +190,13 @@ def _unreadable(shown: str, path: Path, exc: OSError) -> dict:
     except UnicodeEncodeError:  # a name that is not UTF-8 cannot be a JSON string
         shown = os.fsencode(shown).decode("utf-8", "backslashreplace")
     if exc.errno == errno.ELOOP:
-        return records.error("normalize", f"{shown}: symlink loop (the link never reaches a file)", path=shown, reason="symlink_loop")
+        return records.error(
+            "normalize", f"{shown}: symlink loop (the link never reaches a file)", path=shown, reason="symlink_loop"
+        )
     if exc.errno == errno.ENOENT and path.is_symlink():
-        return records.error("normalize", f"{shown}: broken symlink (its target does not exist)", path=shown, reason="broken_symlink")
+        return records.error(
+            "normalize", f"{shown}: broken symlink (its target does not exist)", path=shown, reason="broken_symlink"
+        )
     return records.error("normalize", f"{shown}: cannot read: {exc.strerror or exc}", path=shown, reason="unreadable")
 
 
@@ -190,7 +214,10 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
         except OSError as exc:
             shown = d.relative_to(root).as_posix() + "/"
             err = _unreadable(shown, d, exc)
-            err["message"] = err["message"].replace("cannot read:", "cannot list the folder:") + " (name it in .kgrignore to skip it)"
+            err["message"] = (
+                err["message"].replace("cannot read:", "cannot list the folder:")
+                + " (name it in .kgrignore to skip it)"
+            )
             out.append((shown, err, None))
             continue
         for entry in entries:
@@ -230,25 +257,34 @@ FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.S)
 FRONT_TAG = re.compile(
     r"(?m)^([ \t]*(?:-[ \t]+)*"  # indentation, list dashes
     r"(?:[^\s#'\"\[\]{},-][^\n]*?:[ \t]+|\"[^\"\n]*\"[ \t]*:[ \t]+|'[^'\n]*'[ \t]*:[ \t]+|-[ \t]+)(?:-[ \t]+)*)"  # key: or -
-    rf"(\[{TAG_CORE}\][^\n]*?)([ \t]+#[^\n]*)?[ \t]*$")  # the value to the end of the line, a comment
+    rf"(\[{TAG_CORE}\][^\n]*?)([ \t]+#[^\n]*)?[ \t]*$"
+)  # the value to the end of the line, a comment
 TAG_ITEM = re.compile(TAG_CORE)
 H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 
 
-def normalize(paths: Iterable[str], *, root: str | None = None, options: NormalizeOptions | None = None) -> Iterator[dict]:
+def normalize(
+    paths: Iterable[str], *, root: str | None = None, options: NormalizeOptions | None = None
+) -> Iterator[dict]:
     paths = list(paths)
     if root is None:
         root = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else os.getcwd()
     return normalize_files(discover(paths, root=root), options=options or NormalizeOptions(), root=root)
 
 
-def normalize_files(files: Iterable[FileRef | dict], *, options: NormalizeOptions, root: str | None = None) -> Iterator[dict]:
+def normalize_files(
+    files: Iterable[FileRef | dict], *, options: NormalizeOptions, root: str | None = None
+) -> Iterator[dict]:
     """Doc or error records, one per file, in input order (error dicts pass through)."""
     from .isolation import ParserPool, ordered
     from .redact import default_key
 
-    pool = ParserPool(workers=options.workers, timeout_s=options.parse_timeout_s, memory_mb=options.parse_memory_mb,
-                      cpu_s=options.parse_cpu_s)
+    pool = ParserPool(
+        workers=options.workers,
+        timeout_s=options.parse_timeout_s,
+        memory_mb=options.parse_memory_mb,
+        cpu_s=options.parse_cpu_s,
+    )
     key = options.redact_key if options.redact_key is not None else (default_key() if options.redact else b"")
     limits = options.limits()
 
@@ -321,8 +357,15 @@ def _hash_file(path: str) -> str | None:
     return h.hexdigest()
 
 
-def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options: NormalizeOptions, key: bytes,
-               file_hash: str | None) -> dict:
+def finish_doc(
+    ref: FileRef,
+    fmt: str,
+    text: str,
+    meta: dict[str, Any],
+    options: NormalizeOptions,
+    key: bytes,
+    file_hash: str | None,
+) -> dict:
     """Redact, read front matter, title, language, de-duplicate, truncate, hash."""
     meta = dict(meta)
     redactions: dict[str, int] = {}
@@ -349,7 +392,7 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
                 # PyYAML raises ValueError on an impossible date or escape, and anchors can
                 # build a list that contains itself (RecursionError when made JSON)
                 front = {}
-            text = text[m.end():]
+            text = text[m.end() :]
     if front:
         meta["front_matter"] = front_json
         tags = front.get("tags") or front.get("keywords")
@@ -363,12 +406,23 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
     invalid = meta.pop("invalid_sequences", None)
     if invalid:
         n, encoding = invalid["count"], invalid["encoding"]
-        partial.append({"reason": "invalid_encoding", "encoding": encoding, "count": n,
-                        "message": f"{n} invalid {encoding} byte sequence{'s' if n != 1 else ''} replaced with U+FFFD"})
+        partial.append(
+            {
+                "reason": "invalid_encoding",
+                "encoding": encoding,
+                "count": n,
+                "message": f"{n} invalid {encoding} byte sequence{'s' if n != 1 else ''} replaced with U+FFFD",
+            }
+        )
     nuls = meta.pop("nul_removed", None)
     if nuls:
-        partial.append({"reason": "nul_removed", "count": nuls,
-                        "message": f"{nuls} NUL character{'s' if nuls != 1 else ''} removed"})
+        partial.append(
+            {
+                "reason": "nul_removed",
+                "count": nuls,
+                "message": f"{nuls} NUL character{'s' if nuls != 1 else ''} removed",
+            }
+        )
     if not text.strip():
         # nothing to index: stored (so it is not parsed again until it changes), said on stderr
         # and in `kgr status`, but not an error (an editor's new file or a placeholder is empty)
@@ -378,9 +432,15 @@ def finish_doc(ref: FileRef, fmt: str, text: str, meta: dict[str, Any], options:
     if truncated:
         total = len(text)
         text = text[: options.max_chars]
-        partial.append({"reason": "truncated", "kept_chars": options.max_chars, "total_chars": total,
-                        "total_known": not stopped_early,
-                        "message": f"kept the first {options.max_chars} of {'more than ' if stopped_early else ''}{total} characters"})
+        partial.append(
+            {
+                "reason": "truncated",
+                "kept_chars": options.max_chars,
+                "total_chars": total,
+                "total_known": not stopped_early,
+                "message": f"kept the first {options.max_chars} of {'more than ' if stopped_early else ''}{total} characters",
+            }
+        )
     meta["truncated"] = truncated
     if partial:
         meta["partial"] = partial  # kept, but not whole: warned about on stderr and listed by `kgr status`
@@ -504,8 +564,10 @@ def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) 
     sets = []
     for i in candidates:
         words = re.findall(r"\w+", parts[i].lower())
-        sets.append([" ".join(words[j:j + 3]).encode("utf-8") for j in range(max(1, len(words) - 2))])
-    minhashes = MinHash.bulk(sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32", hashfunc=zlib.crc32)
+        sets.append([" ".join(words[j : j + 3]).encode("utf-8") for j in range(max(1, len(words) - 2))])
+    minhashes = MinHash.bulk(
+        sets, num_perm=NUM_PERM, permutations=_permutations(), scheme="affine32", hashfunc=zlib.crc32
+    )
     # A paragraph is dropped when its estimated Jaccard (share of equal MinHash values) with a
     # paragraph kept so far reaches the threshold. Comparing with every kept one is quadratic
     # (hours for a large export of short paragraphs), so only the kept paragraphs that share a

@@ -8,7 +8,6 @@ parent (kgr.normalize) redacts, de-duplicates and hashes what comes back.
 from __future__ import annotations
 
 import codecs
-import io
 import re
 import statistics
 import threading
@@ -24,9 +23,18 @@ CHILD_FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf", ".docx": "docx"
 FORMATS = {**TEXT_FORMATS, **CHILD_FORMATS}
 
 MAGIC = [
-    (b"\x89PNG", "png"), (b"\x7fELF", "elf"), (b"PK\x03\x04", "zip"), (b"SQLite format 3\x00", "sqlite"),
-    (b"%PDF-", "pdf"), (b"GIF8", "gif"), (b"\xff\xd8\xff", "jpeg"), (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole"),
-    (b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ", "xz"), (b"MZ", "exe"),
+    (b"\x89PNG", "png"),
+    (b"\x7fELF", "elf"),
+    (b"PK\x03\x04", "zip"),
+    (b"SQLite format 3\x00", "sqlite"),
+    (b"%PDF-", "pdf"),
+    (b"GIF8", "gif"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole"),
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ", "xz"),
+    (b"MZ", "exe"),
 ]
 
 
@@ -90,11 +98,15 @@ def decode_text_reporting(data: bytes) -> tuple[str, str, int]:
 
 def decode_text_full(data: bytes) -> tuple[str, str, int, int]:
     """(text, encoding name, invalid byte sequences replaced, NUL characters removed)."""
-    for bom, enc, name in ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
-                           (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
-                           (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16")):
+    for bom, enc, name in (
+        (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"),
+        (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
+        (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16"),
+        (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16"),
+    ):
         if data.startswith(bom):
-            body = data[len(bom):]
+            body = data[len(bom) :]
             break
     else:
         body, enc, name = data, "utf-8", "UTF-8"
@@ -134,15 +146,36 @@ def parse_text(data: bytes, fmt: str) -> tuple[str, dict[str, Any]]:
 
 # -- HTML ----------------------------------------------------------------------------
 
-BOILERPLATE_TAGS = ["script", "style", "template", "noscript", "nav", "header", "footer", "aside", "form", "iframe", "svg",
-                    "button", "dialog", "object", "embed", "canvas", "select"]
+BOILERPLATE_TAGS = [
+    "script",
+    "style",
+    "template",
+    "noscript",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "iframe",
+    "svg",
+    "button",
+    "dialog",
+    "object",
+    "embed",
+    "canvas",
+    "select",
+]
 HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 
 def _hidden(el) -> bool:
     attrs = getattr(el, "attrs", None) or {}
     style = attrs.get("style", "") or ""
-    return "hidden" in attrs or attrs.get("aria-hidden") == "true" or bool(HIDDEN_STYLE.search(style if isinstance(style, str) else ""))
+    return (
+        "hidden" in attrs
+        or attrs.get("aria-hidden") == "true"
+        or bool(HIDDEN_STYLE.search(style if isinstance(style, str) else ""))
+    )
 
 
 def parse_html(data: bytes, limits: Limits) -> tuple[str, dict[str, Any]]:
@@ -237,7 +270,7 @@ def _inflate(data: bytes, limits: Limits, *, lenient: bool = False) -> bytes:
         return b"".join(out)
     step = 1 << 14
     for pos in range(0, len(data), step):
-        block = data[pos:pos + step]
+        block = data[pos : pos + step]
         saved = d.copy()
         try:
             take(d.decompress(block))
@@ -246,7 +279,7 @@ def _inflate(data: bytes, limits: Limits, *, lenient: bool = False) -> bytes:
             d = saved  # find the failing byte, as pdfminer does, within this block only
         for i in range(len(block)):
             try:
-                take(d.decompress(block[i:i + 1]))
+                take(d.decompress(block[i : i + 1]))
             except zlib.error:
                 if pos + i < len(data) - 3:  # not in the checksum: pdfminer gives up on the stream
                     raise
@@ -333,6 +366,7 @@ def _pdf_pages(pdf, limits: Limits) -> tuple[str, dict[str, Any]]:
 
 def _pdf_markdown(pages: list[list[tuple[str, float]]]) -> str:
     """Drop running headers and footers, mark larger-type lines as headings, join paragraphs."""
+
     def key(line: str) -> str:
         return re.sub(r"\d+", "#", line.strip().lower())
 
@@ -362,11 +396,13 @@ def _pdf_markdown(pages: list[list[tuple[str, float]]]) -> str:
                     level = "#" if size >= body * 1.6 else "##"
                     blocks.append(f"{level} {text.strip()}")
                 elif bullet:
-                    para = ["- " + text[bullet.end():].strip()]
+                    para = ["- " + text[bullet.end() :].strip()]
                 else:
                     para = [text.strip()]
                 continue
-            if para and (para[-1].endswith((".", ":", "!", "?")) and text[:1].isupper() and not para[0].startswith("- ")):
+            if para and (
+                para[-1].endswith((".", ":", "!", "?")) and text[:1].isupper() and not para[0].startswith("- ")
+            ):
                 blocks.append(" ".join(para))
                 para = []
             para.append(text.strip())

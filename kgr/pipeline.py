@@ -115,7 +115,9 @@ def ingest(
     summary = IngestSummary()
     known = {
         path: (mtime, size, fhash)
-        for path, mtime, size, fhash in store.query("SELECT path, mtime_ms, size, file_hash FROM docs WHERE source='file'")
+        for path, mtime, size, fhash in store.query(
+            "SELECT path, mtime_ms, size, file_hash FROM docs WHERE source='file'"
+        )
     }
     found: list = [p for p in paths if isinstance(p, norm.FileRef)]  # already discovered (sync_paths)
     errors: list[dict] = []
@@ -179,8 +181,13 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
 
         return get_embedder(cfg, purpose="document")
 
-    counts = vectors.embed_pending(store, get, quantize=int(cfg["embed"]["quantize"]),
-                                   batch=max(32, int(cfg["embed"]["batch_size"]) * 8), on_batch=on_batch)
+    counts = vectors.embed_pending(
+        store,
+        get,
+        quantize=int(cfg["embed"]["quantize"]),
+        batch=max(32, int(cfg["embed"]["batch_size"]) * 8),
+        on_batch=on_batch,
+    )
     if counts["embedded"]:
         from .embedders import prepare_query_path
 
@@ -328,7 +335,7 @@ def sync_paths(
     }
     present: dict[str, norm.FileRef] = {}
     gone: set[str] = set()
-    for target in ([root_path] if paths is None else paths):
+    for target in [root_path] if paths is None else paths:
         rel = _rel_to_root(target, root_path)
         if rel is None:
             continue  # outside the root: never ours
@@ -340,7 +347,9 @@ def sync_paths(
             found = list(norm.discover([str(absolute)], root=str(root_path)))
         elif absolute.is_file():
             try:
-                found = [norm._ref(absolute, root_path, absolute.stat())] if absolute.suffix.lower() in norm.FORMATS else []
+                found = (
+                    [norm._ref(absolute, root_path, absolute.stat())] if absolute.suffix.lower() in norm.FORMATS else []
+                )
             except OSError:
                 found = []
             prefix = None  # a file has nothing under it
@@ -365,8 +374,17 @@ def sync_paths(
             gone.discard(old)
             present.pop(ref.rel_path, None)
 
-    inner = ingest(list(present.values()), store, root=str(root_path), config=config,
-                   prune=False, graph=False, embed=False, on_error=on_error, on_partial=on_partial)
+    inner = ingest(
+        list(present.values()),
+        store,
+        root=str(root_path),
+        config=config,
+        prune=False,
+        graph=False,
+        embed=False,
+        on_error=on_error,
+        on_partial=on_partial,
+    )
     for name in ("ingested", "unchanged", "failed", "chunks", "partial"):
         setattr(summary, name, getattr(inner, name))
     summary.seen = inner.seen + summary.moved
@@ -433,11 +451,17 @@ def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
     from . import normalize as norm
 
     rel = path.relative_to(root).as_posix()
-    return (path.is_file() and path.suffix.lower() in norm.FORMATS and not _ignored_rel(rel, ignore)
-            and not _leaves_root(path, root))
+    return (
+        path.is_file()
+        and path.suffix.lower() in norm.FORMATS
+        and not _ignored_rel(rel, ignore)
+        and not _leaves_root(path, root)
+    )
 
 
-def _match_moves(present: dict, gone: set[str], stored: dict, root: Path, ignore: list[str]) -> list[tuple[str, object]]:
+def _match_moves(
+    present: dict, gone: set[str], stored: dict, root: Path, ignore: list[str]
+) -> list[tuple[str, object]]:
     """(old path, new file) pairs: a new file whose bytes and format are those of a stored
     document whose own file is gone, whether or not that path is among the hints (the two
     sides of a move may arrive in different batches)."""
@@ -497,8 +521,11 @@ def move_doc(store: Store, old: str, new: str, *, mtime_ms: int | None = None, s
         rows = conn.execute("SELECT id, prelude FROM chunks WHERE doc_id=?", (doc_id,)).fetchall()
         conn.executemany(
             "UPDATE chunks SET prelude=? WHERE id=?",
-            [(new_part + prelude[len(old_part):], cid) for cid, prelude in rows
-             if prelude and prelude.startswith(old_part) and prelude[len(old_part):len(old_part) + 1] in ("", " ")],
+            [
+                (new_part + prelude[len(old_part) :], cid)
+                for cid, prelude in rows
+                if prelude and prelude.startswith(old_part) and prelude[len(old_part) : len(old_part) + 1] in ("", " ")
+            ],
         )
         store.set_meta("last_file", new)
         store.log_event("move", new, f"from {old}")

@@ -33,11 +33,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from . import vectors
 from .entities import fts_query
 from .errors import UsageError
 from .link import tokens
 from .store import Store, loads
-from . import vectors
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 RRF_K = 60
@@ -45,8 +45,19 @@ HOP_DECAY = 0.7  # strength kept per hop over an edge
 FANOUT = 1.0  # a walk leaving an entity splits its strength over the entity's edges (degree ** FANOUT)
 MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
 ABOUT_SHARE = 0.5  # the share of a page's title an entity's name must cover for the page to be about it
-REL_WEIGHTS = {"defines": 1.0, "uses": 0.9, "depends_on": 0.8, "part_of": 0.8, "owned_by": 0.7, "precedes": 0.6,
-               "located_in": 0.6, "refers_to": 0.5, "cites": 0.5, "same_as": 1.0, "mentions": 0.6}
+REL_WEIGHTS = {
+    "defines": 1.0,
+    "uses": 0.9,
+    "depends_on": 0.8,
+    "part_of": 0.8,
+    "owned_by": 0.7,
+    "precedes": 0.6,
+    "located_in": 0.6,
+    "refers_to": 0.5,
+    "cites": 0.5,
+    "same_as": 1.0,
+    "mentions": 0.6,
+}
 MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
 SNIPPET_CHARS = 240
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
@@ -68,8 +79,17 @@ class Weights:
     def from_config(cls, cfg: dict | None) -> "Weights":
         w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
         out = cls()
-        for name in ("semantic", "hop", "rel", "cosine_share", "seed_chunks", "entity_sim", "specificity", "pin",
-                     "feedback"):
+        for name in (
+            "semantic",
+            "hop",
+            "rel",
+            "cosine_share",
+            "seed_chunks",
+            "entity_sim",
+            "specificity",
+            "pin",
+            "feedback",
+        ):
             if name in w and w[name] is not None:
                 setattr(out, name, type(getattr(out, name))(w[name]))
         if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
@@ -186,7 +206,9 @@ def hybrid_query(
             if embed_query is None:
                 raise UsageError("this mode needs a query embedder")
             qvec = embed_query(q)
-            for rank, (cid, sim) in enumerate(vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory), 1):
+            for rank, (cid, sim) in enumerate(
+                vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory), 1
+            ):
                 c = cand(cid)
                 c.vector_rank = rank
                 c.cosine = sim
@@ -194,8 +216,17 @@ def hybrid_query(
 
     named = _named_entities(store, q) if mode == "graph" and cands else {}
     if mode == "graph" and cands and weights.feedback:
-        _feedback(store, q, named, cands, cand, embed_query if qvec is not None else None, n, weights.feedback,
-                  vectors_in_memory)
+        _feedback(
+            store,
+            q,
+            named,
+            cands,
+            cand,
+            embed_query if qvec is not None else None,
+            n,
+            weights.feedback,
+            vectors_in_memory,
+        )
 
     seeds: dict[int, str] = {}
     reached: dict[int, dict] = {}
@@ -234,8 +265,17 @@ def hybrid_query(
 # -- graph -------------------------------------------------------------------------------
 
 
-def _feedback(store: Store, q: str, named: dict[int, str], cands: dict[int, Candidate], cand, embed_query, n: int, weight: float,
-              in_memory: bool) -> None:
+def _feedback(
+    store: Store,
+    q: str,
+    named: dict[int, str],
+    cands: dict[int, Candidate],
+    cand,
+    embed_query,
+    n: int,
+    weight: float,
+    in_memory: bool,
+) -> None:
     """Pseudo-relevance feedback through the graph: the entities the best fused passage names
     join the question for a second BM25 and vector search, whose ranks add to the fusion with
     ``weight``. "The waterfall in the country where the Bubye River is found": the Bubye River
@@ -248,10 +288,15 @@ def _feedback(store: Store, q: str, named: dict[int, str], cands: dict[int, Cand
     best = min(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))
     if not _is_about(store, best.chunk_id, list(named)):
         return
-    names = [r[0] for r in store.query(
-        "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
-        "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
-        "GROUP BY e.id ORDER BY min(m.start)", (best.chunk_id,))]
+    names = [
+        r[0]
+        for r in store.query(
+            "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
+            "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
+            "GROUP BY e.id ORDER BY min(m.start)",
+            (best.chunk_id,),
+        )
+    ]
     if not names:
         return
     lists = [bm25(store, _content_words(q) + " " + " ".join(names), n)]
@@ -269,7 +314,9 @@ def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
     for title_len, title in store.query(
         f"SELECT max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.chunk_id = ? "
         f"AND m.entity_id IN ({','.join('?' * len(entity_ids))}) AND json_extract(m.features, '$.in_title') "
-        f"AND m.source != 'coref'", (chunk_id, *entity_ids)):
+        f"AND m.source != 'coref'",
+        (chunk_id, *entity_ids),
+    ):
         core = QUALIFIER.sub("", (title or "").strip()) or (title or "").strip()
         return title_len is not None and title_len >= ABOUT_SHARE * len(core or " ")
     return False
@@ -295,16 +342,20 @@ def _named_entities(store: Store, q: str) -> dict[int, str]:
     return named
 
 
-def _seed_entities(store: Store, named: dict[int, str], qvec, cands: dict[int, Candidate], weights: Weights) -> dict[int, tuple[str, int, float]]:
+def _seed_entities(
+    store: Store, named: dict[int, str], qvec, cands: dict[int, Candidate], weights: Weights
+) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
     named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
     top chunks (1, the chunk's fused score relative to the best)."""
-    seeds: dict[int, tuple[str, int, float]] = {e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()}
+    seeds: dict[int, tuple[str, int, float]] = {
+        e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
+    }
     if qvec is not None:
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
             if sim >= weights.entity_sim and eid not in seeds:
                 seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
-    top = sorted(cands.values(), key=lambda c: -c.rrf)[:weights.seed_chunks]
+    top = sorted(cands.values(), key=lambda c: -c.rrf)[: weights.seed_chunks]
     if top:
         best = top[0].rrf or 1.0
         strength = {c.chunk_id: c.rrf / best for c in top}
@@ -320,9 +371,13 @@ def _seed_entities(store: Store, named: dict[int, str], qvec, cands: dict[int, C
                 seeds[eid] = (f"mentioned in a top result (chunk {cid})", 1, st)
     if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
         ids = list(seeds)
-        df = dict(store.query(
-            f"SELECT entity_id, count(DISTINCT doc_id) FROM mentions WHERE entity_id IN ({','.join('?' * len(ids))}) "
-            "GROUP BY entity_id", ids))
+        df = dict(
+            store.query(
+                f"SELECT entity_id, count(DISTINCT doc_id) FROM mentions WHERE entity_id IN ({','.join('?' * len(ids))}) "
+                "GROUP BY entity_id",
+                ids,
+            )
+        )
         for eid, (why, d, st) in list(seeds.items()):
             seeds[eid] = (why, d, st / (1.0 + weights.specificity * math.log(max(1, df.get(eid, 1)))))
     return seeds
@@ -332,8 +387,9 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
     """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge)."""
     from .graph import bfs
 
-    reached: dict[int, dict] = {e: {"distance": d, "parent": None, "rel": None, "why": why, "strength": st}
-                                for e, (why, d, st) in seeds.items()}
+    reached: dict[int, dict] = {
+        e: {"distance": d, "parent": None, "rel": None, "why": why, "strength": st} for e, (why, d, st) in seeds.items()
+    }
     edges: list[dict] = []
     truncated = False
     rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
@@ -346,8 +402,18 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             continue
         # The loop below stops once max_nodes are reached; rows it revisits are at most those already
         # reached, so max_nodes + 2 rows (with the root's) give the same result as every row.
-        rows = bfs(store.conn, root, max_depth=hops - base, edges="relations", src="src_id", dst="dst_id", rels=rel_filter,
-                   direction="both", max_nodes=max_nodes + 2, check=store.check_deadline)
+        rows = bfs(
+            store.conn,
+            root,
+            max_depth=hops - base,
+            edges="relations",
+            src="src_id",
+            dst="dst_id",
+            rels=rel_filter,
+            direction="both",
+            max_nodes=max_nodes + 2,
+            check=store.check_deadline,
+        )
         local = {root: root_strength}
         for eid, parent, dist in rows:
             if dist == 0:
@@ -388,9 +454,14 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
 def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]) -> int:
     if eid not in cache:
         marks = ",".join("?" * len(rel_filter))
-        cache[eid] = max(1, store.scalar(
-            f"SELECT (SELECT count(*) FROM relations WHERE src_id = ? AND rel IN ({marks})) + "
-            f"(SELECT count(*) FROM relations WHERE dst_id = ? AND rel IN ({marks}))", (eid, *rel_filter, eid, *rel_filter)))
+        cache[eid] = max(
+            1,
+            store.scalar(
+                f"SELECT (SELECT count(*) FROM relations WHERE src_id = ? AND rel IN ({marks})) + "
+                f"(SELECT count(*) FROM relations WHERE dst_id = ? AND rel IN ({marks}))",
+                (eid, *rel_filter, eid, *rel_filter),
+            ),
+        )
     return cache[eid]
 
 
@@ -420,7 +491,7 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
     ids = list(reached)
     about_pairs: set[tuple[int, int]] = set()
     for i in range(0, len(ids), 400):
-        part = ids[i:i + 400]
+        part = ids[i : i + 400]
         for eid, cid, title_len, title in store.query(_title_mentions_sql(len(part)), part):
             # a page is about an entity when the entity is (most of) its title: "Ledger Service",
             # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
@@ -431,10 +502,11 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
         return
     cids = list(cands)
     for i in range(0, len(cids), 400):
-        part = cids[i:i + 400]
+        part = cids[i : i + 400]
         for eid, cid in store.query(
             f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m WHERE m.chunk_id IN ({','.join('?' * len(part))}) "
-            f"AND m.source != 'coref'", part,
+            f"AND m.source != 'coref'",
+            part,
         ):
             if eid in reached and (eid, cid) not in about_pairs:
                 credit(eid, cid, False)
@@ -442,16 +514,18 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
 
 def _title_mentions_sql(n: int) -> str:
     """The in-title mentions of n entities, per chunk (the partial index idx_mentions_in_title serves it)."""
-    return (f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
-            f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
-            f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id")
+    return (
+        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+        f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
+        f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id"
+    )
 
 
 def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> list[Candidate]:
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))
     if mode == "graph" and weights.pin:
         # the strongest direct evidence keeps its place; the graph competes for the places after it
-        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[:weights.pin]
+        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[: weights.pin]
         ids = {c.chunk_id for c in pinned}
         ranked = pinned + [c for c in ranked if c.chunk_id not in ids]
     return ranked[:k]
@@ -498,39 +572,48 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
     ):
         if len(ents[cid]) < 12:
             ents[cid].append({"id": eid, "name": name, "type": typ})
-    names = dict(store.query(
-        f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(reached))})", list(reached))) if reached else {}
+    names = (
+        dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(reached))})", list(reached)))
+        if reached
+        else {}
+    )
     out = []
     for rank, c in enumerate(ranked, 1):
         row = rows.get(c.chunk_id)
         if row is None:
             continue
         _, doc_id, path, title, section, text, start, end, ord_ = row
-        out.append({
-            "rank": rank,
-            "chunk_id": c.chunk_id,
-            "doc_id": doc_id,
-            "path": path,
-            "title": title,
-            "section": section,
-            "ord": ord_,
-            "start": start,
-            "end": end,
-            "snippet": _snippet(text),
-            "score": round(c.score, 4),
-            "scores": {"bm25_rank": c.bm25_rank, "vector_rank": c.vector_rank,
-                       "cosine": None if c.cosine is None else round(c.cosine, 4), "hop": round(c.hop, 3),
-                       "rel": round(c.rel, 3)},
-            "entities": ents.get(c.chunk_id, []),
-            "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
-            "why": _why(c, names, reached),
-        })
+        out.append(
+            {
+                "rank": rank,
+                "chunk_id": c.chunk_id,
+                "doc_id": doc_id,
+                "path": path,
+                "title": title,
+                "section": section,
+                "ord": ord_,
+                "start": start,
+                "end": end,
+                "snippet": _snippet(text),
+                "score": round(c.score, 4),
+                "scores": {
+                    "bm25_rank": c.bm25_rank,
+                    "vector_rank": c.vector_rank,
+                    "cosine": None if c.cosine is None else round(c.cosine, 4),
+                    "hop": round(c.hop, 3),
+                    "rel": round(c.rel, 3),
+                },
+                "entities": ents.get(c.chunk_id, []),
+                "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
+                "why": _why(c, names, reached),
+            }
+        )
     return out
 
 
 def _snippet(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict]) -> str:
@@ -545,7 +628,9 @@ def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict]) -> str:
         if reached[v["entity"]]["why"]:
             parts.append(f"{how} {name} ({reached[v['entity']]['why']})")
         else:
-            parts.append(f"{how} {name}, {v['distance']} hop{'s' if v['distance'] > 1 else ''} away via {v['rel'] or 'the graph'}")
+            parts.append(
+                f"{how} {name}, {v['distance']} hop{'s' if v['distance'] > 1 else ''} away via {v['rel'] or 'the graph'}"
+            )
     return "; ".join(parts) or "reached through the graph"
 
 
@@ -558,8 +643,15 @@ def _entity_rows(store: Store, ids: list[int], reached: dict[int, dict]) -> list
     for eid in ids:
         if eid in by:
             info = reached.get(eid, {})
-            out.append({"id": eid, "name": by[eid][1], "type": by[eid][2], "distance": info.get("distance"),
-                        "why": info.get("why")})
+            out.append(
+                {
+                    "id": eid,
+                    "name": by[eid][1],
+                    "type": by[eid][2],
+                    "distance": info.get("distance"),
+                    "why": info.get("why"),
+                }
+            )
     return out
 
 

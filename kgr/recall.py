@@ -158,8 +158,10 @@ def remember(
     if not text:
         raise UsageError("the memory is empty")
     if len(text) > MAX_TEXT_CHARS:
-        raise UsageError(f"a memory is at most {MAX_TEXT_CHARS} characters, got {len(text)}",
-                         hint="store a long text as a file and ingest it")
+        raise UsageError(
+            f"a memory is at most {MAX_TEXT_CHARS} characters, got {len(text)}",
+            hint="store a long text as a file and ingest it",
+        )
     tag_list = _check_tags(tags)
     importance_v = _check_importance(importance, settings.default_importance)
     redactions: dict[str, int] = {}
@@ -172,25 +174,48 @@ def remember(
     existing = _meta_of(store, path)
     if existing is not None and _restore is None:
         mem = existing["memory"]
-        mem["importance"] = max(float(mem.get("importance", 0.0)), importance_v) if importance is not None else mem.get("importance")
+        mem["importance"] = (
+            max(float(mem.get("importance", 0.0)), importance_v) if importance is not None else mem.get("importance")
+        )
         mem["tags"] = _check_tags([*mem.get("tags", []), *tag_list])
         with store.write() as conn:
             conn.execute("UPDATE docs SET meta=? WHERE path=?", (dumps(existing), path))
-            conn.execute("UPDATE observations SET importance=? WHERE doc_id=(SELECT id FROM docs WHERE path=?)",
-                         (mem["importance"], path))
+            conn.execute(
+                "UPDATE observations SET importance=? WHERE doc_id=(SELECT id FROM docs WHERE path=?)",
+                (mem["importance"], path),
+            )
         return {"created": False, **describe(store, path)}
     if existing is not None:
         raise UsageError(f"memory {mid} is already stored")
     created = int(clock())
-    mem = {"id": mid, "importance": importance_v, "tags": tag_list, "created_ms": created, "access_count": 0,
-           "last_access_ms": None, "label": label, "merged_from": []}
+    mem = {
+        "id": mid,
+        "importance": importance_v,
+        "tags": tag_list,
+        "created_ms": created,
+        "access_count": 0,
+        "last_access_ms": None,
+        "label": label,
+        "merged_from": [],
+    }
     if _restore is not None:
         mem.update({k: _restore[k] for k in mem if _restore.get(k) is not None})
         mem["id"] = mid
     meta = {"memory": mem, "redactions": sum(redactions.values()), "breadcrumbs": []}
-    doc = {"kind": records.DOC, "path": path, "source": SOURCE, "format": "md", "mtime_ms": mem["created_ms"],
-           "size": len(text.encode("utf-8")), "file_hash": None, "hash": records.text_hash(text),
-           "title": _title(text), "lang": None, "text": text, "meta": meta}
+    doc = {
+        "kind": records.DOC,
+        "path": path,
+        "source": SOURCE,
+        "format": "md",
+        "mtime_ms": mem["created_ms"],
+        "size": len(text.encode("utf-8")),
+        "file_hash": None,
+        "hash": records.text_hash(text),
+        "title": _title(text),
+        "lang": None,
+        "text": text,
+        "meta": meta,
+    }
     summary = load(_bare(chunking.chunk([doc], **chunking.options_from_config(cfg))), store)
     if summary.errors:
         raise UsageError(f"the memory could not be stored ({summary.errors} error records)")
@@ -233,19 +258,26 @@ def _observe(store: Store, path: str, mem: dict) -> int:
     """An observation on each entity the memory mentions, whose source document is the memory."""
     doc_id = store.scalar("SELECT id FROM docs WHERE path=?", (path,))
     text = store.scalar("SELECT text FROM docs WHERE id=?", (doc_id,))
-    ents = [r[0] for r in store.query(
-        "SELECT DISTINCT m.entity_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
-        "WHERE m.doc_id=? AND m.source != 'coref' AND e.status = 'active' ORDER BY m.entity_id", (doc_id,))]
+    ents = [
+        r[0]
+        for r in store.query(
+            "SELECT DISTINCT m.entity_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
+            "WHERE m.doc_id=? AND m.source != 'coref' AND e.status = 'active' ORDER BY m.entity_id",
+            (doc_id,),
+        )
+    ]
     n = 0
     with store.write() as conn:
         for eid in ents:
-            if conn.execute("SELECT 1 FROM observations WHERE entity_id=? AND doc_id=? AND content=?",
-                            (eid, doc_id, text)).fetchone():
+            if conn.execute(
+                "SELECT 1 FROM observations WHERE entity_id=? AND doc_id=? AND content=?", (eid, doc_id, text)
+            ).fetchone():
                 continue
             conn.execute(
                 "INSERT INTO observations(entity_id, content, source, doc_id, importance, valid_from_ms, created_ms) "
                 "VALUES (?, ?, 'memory', ?, ?, ?, ?)",
-                (eid, text, doc_id, mem["importance"], mem["created_ms"], mem["created_ms"]))
+                (eid, text, doc_id, mem["importance"], mem["created_ms"], mem["created_ms"]),
+            )
             n += 1
     return n
 
@@ -256,14 +288,28 @@ def describe(store: Store, path: str) -> dict[str, Any]:
         raise UsageError(f"no memory at {path}")
     doc_id, text, meta = row
     mem = (loads(meta, {}) or {}).get("memory") or {}
-    ents = [{"id": e, "name": n, "type": t} for e, n, t in store.query(
-        "SELECT DISTINCT e.id, e.name, e.type FROM observations o JOIN entities e ON e.id = o.entity_id "
-        "WHERE o.doc_id=? ORDER BY e.name", (doc_id,))]
-    return {"id": mem.get("id"), "path": path, "doc_id": doc_id, "text": text,
-            "importance": mem.get("importance"), "tags": mem.get("tags", []), "label": mem.get("label"),
-            "created_ms": mem.get("created_ms"), "access_count": mem.get("access_count", 0),
-            "last_access_ms": mem.get("last_access_ms"), "merged_from": [m.get("id") for m in mem.get("merged_from", [])],
-            "entities": ents}
+    ents = [
+        {"id": e, "name": n, "type": t}
+        for e, n, t in store.query(
+            "SELECT DISTINCT e.id, e.name, e.type FROM observations o JOIN entities e ON e.id = o.entity_id "
+            "WHERE o.doc_id=? ORDER BY e.name",
+            (doc_id,),
+        )
+    ]
+    return {
+        "id": mem.get("id"),
+        "path": path,
+        "doc_id": doc_id,
+        "text": text,
+        "importance": mem.get("importance"),
+        "tags": mem.get("tags", []),
+        "label": mem.get("label"),
+        "created_ms": mem.get("created_ms"),
+        "access_count": mem.get("access_count", 0),
+        "last_access_ms": mem.get("last_access_ms"),
+        "merged_from": [m.get("id") for m in mem.get("merged_from", [])],
+        "entities": ents,
+    }
 
 
 # -- recall ------------------------------------------------------------------------------------
@@ -302,7 +348,9 @@ def query_entities(store: Store, q: str) -> dict[int, str]:
     found: dict[int, str] = {}
     for eid, name, aliases in store.query(
         "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
-        "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200", (match,)):
+        "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
+        (match,),
+    ):
         for name_ in (name, *loads(aliases, [])):
             nn = norm(name_)
             words = " ".join(norm(w) for w in str(name_).split())
@@ -316,8 +364,10 @@ def _valid(as_of: int | None, now: int, include_history: bool) -> tuple[str, tup
     if include_history:
         return "", ()
     at = now if as_of is None else as_of
-    return (" AND (o.valid_from_ms IS NULL OR o.valid_from_ms <= ?) AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?)",
-            (at, at))
+    return (
+        " AND (o.valid_from_ms IS NULL OR o.valid_from_ms <= ?) AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?)",
+        (at, at),
+    )
 
 
 def recall(
@@ -346,9 +396,14 @@ def recall(
     if not mems:
         return {"query": q, "k": k, "results": [], "entities": [], "total_memories": 0}
     filtered = as_of is not None or bool(tags)
-    chunk_doc = {cid: d for cid, d in store.query(
-        "SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.source = ? AND d.status = 'ok'",
-        (SOURCE,)) if d in mems}
+    chunk_doc = {
+        cid: d
+        for cid, d in store.query(
+            "SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.source = ? AND d.status = 'ok'",
+            (SOURCE,),
+        )
+        if d in mems
+    }
     n = max(50, 5 * k)
 
     lists: dict[str, list[int]] = {}
@@ -357,7 +412,9 @@ def recall(
         rows = store.query(
             "SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid JOIN docs d ON d.id = c.doc_id "
             "WHERE chunks_fts MATCH ? AND d.source = ? AND d.status = 'ok' ORDER BY bm25(chunks_fts, 1.0, 0.5) "
-            "LIMIT ?", (match, SOURCE, -1 if filtered else n))
+            "LIMIT ?",
+            (match, SOURCE, -1 if filtered else n),
+        )
         lists["bm25"] = _doc_ranking((chunk_doc[r[0]], i) for i, r in enumerate(rows) if r[0] in chunk_doc)[:n]
     cosine: dict[int, float] = {}
     if embed_query is not None and vectors.stored_spec(store) is not None:
@@ -367,8 +424,9 @@ def recall(
             d = chunk_doc[cid]
             cosine[d] = max(cosine.get(d, -1.0), sim)
         # a memory far from the query is no semantic match, whatever its rank among few memories
-        lists["vector"] = sorted((d for d in cosine if cosine[d] >= settings.min_cosine),
-                                 key=lambda d: (-cosine[d], d))[:n]
+        lists["vector"] = sorted(
+            (d for d in cosine if cosine[d] >= settings.min_cosine), key=lambda d: (-cosine[d], d)
+        )[:n]
     named: dict[int, str] = {}
     via: dict[int, list[str]] = defaultdict(list)
     if include_graph:
@@ -379,7 +437,9 @@ def recall(
             hits: dict[int, set[int]] = defaultdict(set)
             for doc_id, eid in store.query(
                 f"SELECT DISTINCT o.doc_id, o.entity_id FROM observations o JOIN docs d ON d.id = o.doc_id "
-                f"WHERE o.entity_id IN ({ent_marks}) AND d.source = ?{cond}", (*named, SOURCE, *params)):
+                f"WHERE o.entity_id IN ({ent_marks}) AND d.source = ?{cond}",
+                (*named, SOURCE, *params),
+            ):
                 if doc_id in mems:
                     hits[doc_id].add(eid)
             for d, es in hits.items():
@@ -412,14 +472,30 @@ def recall(
             why.append(f"semantic match #{ranks[d]['vector']}")
         if via.get(d):
             why.append("observation of " + ", ".join(via[d]))
-        results.append({"rank": rank, **desc, "score": round(score, 6),
-                        "scores": {"rrf": round(rrf, 6), **{f"{n}_rank": ranks[d].get(n) for n in ("bm25", "vector", "graph")},
-                                   "cosine": None if d not in cosine else round(cosine[d], 4),
-                                   "recency": round(w["recency"], 4), "importance": w["importance"],
-                                   "access": round(w["access"], 4), "factor": round(w["factor"], 4)},
-                        "why": "; ".join(why)})
-    return {"query": q, "k": k, "results": results, "total_memories": len(mems),
-            "entities": [{"id": e, "name": nm} for e, nm in named.items()]}
+        results.append(
+            {
+                "rank": rank,
+                **desc,
+                "score": round(score, 6),
+                "scores": {
+                    "rrf": round(rrf, 6),
+                    **{f"{n}_rank": ranks[d].get(n) for n in ("bm25", "vector", "graph")},
+                    "cosine": None if d not in cosine else round(cosine[d], 4),
+                    "recency": round(w["recency"], 4),
+                    "importance": w["importance"],
+                    "access": round(w["access"], 4),
+                    "factor": round(w["factor"], 4),
+                },
+                "why": "; ".join(why),
+            }
+        )
+    return {
+        "query": q,
+        "k": k,
+        "results": results,
+        "total_memories": len(mems),
+        "entities": [{"id": e, "name": nm} for e, nm in named.items()],
+    }
 
 
 def weigh(mem: dict, now: int, settings: Settings) -> dict[str, float]:
@@ -439,16 +515,26 @@ def touch_memories(store: Store, doc_ids: Sequence[int], now: int) -> None:
             conn.execute(
                 "UPDATE docs SET meta = json_set(meta, '$.memory.access_count', "
                 "coalesce(json_extract(meta, '$.memory.access_count'), 0) + 1, '$.memory.last_access_ms', ?) "
-                "WHERE id=? AND source=?", (now, d, SOURCE))
-            conn.execute("UPDATE observations SET access_count = access_count + 1, last_access_ms = ? WHERE doc_id=?",
-                         (now, d))
+                "WHERE id=? AND source=?",
+                (now, d, SOURCE),
+            )
+            conn.execute(
+                "UPDATE observations SET access_count = access_count + 1, last_access_ms = ? WHERE doc_id=?", (now, d)
+            )
 
 
 # -- history --------------------------------------------------------------------------------------
 
 
-def history(store: Store, entity: str, *, as_of: int | None = None, include_history: bool = True,
-            clock: Callable[[], int] = now_ms, limit: int = 200) -> dict[str, Any]:
+def history(
+    store: Store,
+    entity: str,
+    *,
+    as_of: int | None = None,
+    include_history: bool = True,
+    clock: Callable[[], int] = now_ms,
+    limit: int = 200,
+) -> dict[str, Any]:
     """An entity's observations with their validity: all of them (include_history), or those
     valid at ``as_of`` (default now)."""
     from .entities import resolve
@@ -459,12 +545,27 @@ def history(store: Store, entity: str, *, as_of: int | None = None, include_hist
         "SELECT o.id, o.content, o.source, o.valid_from_ms, o.valid_until_ms, o.importance, o.access_count, d.path, "
         "json_extract(d.meta, '$.memory.id') FROM observations o LEFT JOIN docs d ON d.id = o.doc_id "
         f"WHERE o.entity_id = ?{cond} ORDER BY coalesce(o.valid_from_ms, o.created_ms, 0), o.id LIMIT ?",
-        (ent["id"], *params, limit))
-    return {"entity": {"id": ent["id"], "name": ent["name"], "type": ent["type"]}, "as_of": as_of,
-            "observations": [{"id": i, "content": c, "source": s, "valid_from_ms": vf, "valid_until_ms": vu,
-                              "valid": vu is None or vu > (as_of if as_of is not None else int(clock())),
-                              "importance": imp, "access_count": ac, "path": p, "memory": m}
-                             for i, c, s, vf, vu, imp, ac, p, m in rows]}
+        (ent["id"], *params, limit),
+    )
+    return {
+        "entity": {"id": ent["id"], "name": ent["name"], "type": ent["type"]},
+        "as_of": as_of,
+        "observations": [
+            {
+                "id": i,
+                "content": c,
+                "source": s,
+                "valid_from_ms": vf,
+                "valid_until_ms": vu,
+                "valid": vu is None or vu > (as_of if as_of is not None else int(clock())),
+                "importance": imp,
+                "access_count": ac,
+                "path": p,
+                "memory": m,
+            }
+            for i, c, s, vf, vu, imp, ac, p, m in rows
+        ],
+    }
 
 
 # -- consolidation ------------------------------------------------------------------------------------
@@ -477,15 +578,20 @@ def _memory_vectors(store: Store) -> dict[int, Any]:
     spec = vectors.stored_spec(store)
     if spec is None or not vectors.has_tables(store):
         return {}
-    chunk_doc = dict(store.query("SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
-                                 "WHERE d.source = ? AND d.status = 'ok'", (SOURCE,)))
+    chunk_doc = dict(
+        store.query(
+            "SELECT c.id, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.source = ? AND d.status = 'ok'",
+            (SOURCE,),
+        )
+    )
     by_doc: dict[int, list] = defaultdict(list)
     ids = list(chunk_doc)
     for i in range(0, len(ids), 500):  # rowid lookups in batches: a join on the vec0 table is a scan per row
-        part = ids[i:i + 500]
+        part = ids[i : i + 500]
         for cid, blob in store.query(
-                f"SELECT rowid, embedding FROM {vectors.TABLES[vectors.CHUNK]} WHERE rowid IN ({','.join('?' * len(part))})",
-                part):
+            f"SELECT rowid, embedding FROM {vectors.TABLES[vectors.CHUNK]} WHERE rowid IN ({','.join('?' * len(part))})",
+            part,
+        ):
             v = vectors._decode(blob, spec)
             by_doc[chunk_doc[cid]].append(v / (np.linalg.norm(v) or 1.0))
     out = {}
@@ -502,14 +608,16 @@ def similar_groups(store: Store, threshold: float) -> list[list[int]]:
 
     vecs = _memory_vectors(store)
     mems = _memory_docs(store, None, None)
-    order = sorted((d for d in vecs if d in mems),
-                   key=lambda d: (-float(mems[d].get("importance") or 0), -int(mems[d].get("created_ms") or 0), d))
+    order = sorted(
+        (d for d in vecs if d in mems),
+        key=lambda d: (-float(mems[d].get("importance") or 0), -int(mems[d].get("created_ms") or 0), d),
+    )
     if not order:
         return []
     mat = np.stack([vecs[d] for d in order]).astype(np.float32)
     near: dict[int, list[int]] = defaultdict(list)
     for start in range(0, len(order), 1024):  # a block of rows against all: one matrix product each
-        rows, cols = np.nonzero(mat[start:start + 1024] @ mat.T >= threshold)
+        rows, cols = np.nonzero(mat[start : start + 1024] @ mat.T >= threshold)
         for i, j in zip((rows + start).tolist(), cols.tolist()):
             if i != j:
                 near[i].append(j)
@@ -552,13 +660,15 @@ def consolidate(store: Store, cfg, *, threshold: float | None = None, dry_run: b
             entry["from"].append(other["id"])
             mem["importance"] = max(float(mem.get("importance") or 0), float(other.get("importance") or 0))
             mem["access_count"] = int(mem.get("access_count") or 0) + int(other.get("access_count") or 0)
-            mem["last_access_ms"] = max([t for t in (mem.get("last_access_ms"), other.get("last_access_ms")) if t is not None],
-                                        default=None)
+            mem["last_access_ms"] = max(
+                [t for t in (mem.get("last_access_ms"), other.get("last_access_ms")) if t is not None], default=None
+            )
             mem["created_ms"] = max(int(mem.get("created_ms") or 0), int(other.get("created_ms") or 0))
             mem["tags"] = _check_tags([*mem.get("tags", []), *other.get("tags", [])])
             inner = other.get("merged_from") or []
-            mem.setdefault("merged_from", []).append({**{k: v for k, v in other.items() if k != "merged_from"},
-                                                      "text": text})
+            mem.setdefault("merged_from", []).append(
+                {**{k: v for k, v in other.items() if k != "merged_from"}, "text": text}
+            )
             mem["merged_from"].extend(inner)
         merged.append(entry)
         if dry_run:
@@ -567,11 +677,17 @@ def consolidate(store: Store, cfg, *, threshold: float | None = None, dry_run: b
             conn.execute("UPDATE docs SET meta=? WHERE id=?", (dumps(keep_meta), keep))
             for d in absorbed:
                 conn.execute("UPDATE observations SET doc_id=? WHERE doc_id=?", (keep, d))
-            conn.execute("UPDATE observations SET importance=max(importance, ?) WHERE doc_id=?",
-                         (mem["importance"], keep))
+            conn.execute(
+                "UPDATE observations SET importance=max(importance, ?) WHERE doc_id=?", (mem["importance"], keep)
+            )
         delete_docs(store, [rows[d][0] for d in absorbed])
-    return {"threshold": threshold, "groups": len(merged), "absorbed": sum(len(m["from"]) for m in merged),
-            "merged": merged, "dry_run": dry_run}
+    return {
+        "threshold": threshold,
+        "groups": len(merged),
+        "absorbed": sum(len(m["from"]) for m in merged),
+        "merged": merged,
+        "dry_run": dry_run,
+    }
 
 
 # -- export and import ------------------------------------------------------------------------------------
@@ -586,17 +702,38 @@ def export(store: Store) -> Iterator[dict]:
         if isinstance(mem, dict):
             items.append((int(mem.get("created_ms") or 0), mem.get("id"), doc_id, text, mem))
     for _, _, doc_id, text, mem in sorted(items, key=lambda x: (x[0], x[1])):
-        obs = [{"entity": {"key": key, "name": name, "type": typ}, "content": content, "source": src,
-                "importance": imp, "access_count": ac, "last_access_ms": la, "valid_from_ms": vf,
-                "valid_until_ms": vu, "created_ms": cm}
-               for key, name, typ, content, src, imp, ac, la, vf, vu, cm in store.query(
-                   "SELECT e.key, e.name, e.type, o.content, o.source, o.importance, o.access_count, o.last_access_ms, "
-                   "o.valid_from_ms, o.valid_until_ms, o.created_ms FROM observations o JOIN entities e ON e.id = o.entity_id "
-                   "WHERE o.doc_id=? ORDER BY e.key, o.valid_from_ms, o.id", (doc_id,))]
-        yield {"kind": "memory", "id": mem.get("id"), "text": text, "importance": mem.get("importance"),
-               "tags": mem.get("tags", []), "label": mem.get("label"), "created_ms": mem.get("created_ms"),
-               "access_count": mem.get("access_count", 0), "last_access_ms": mem.get("last_access_ms"),
-               "merged_from": mem.get("merged_from", []), "observations": obs}
+        obs = [
+            {
+                "entity": {"key": key, "name": name, "type": typ},
+                "content": content,
+                "source": src,
+                "importance": imp,
+                "access_count": ac,
+                "last_access_ms": la,
+                "valid_from_ms": vf,
+                "valid_until_ms": vu,
+                "created_ms": cm,
+            }
+            for key, name, typ, content, src, imp, ac, la, vf, vu, cm in store.query(
+                "SELECT e.key, e.name, e.type, o.content, o.source, o.importance, o.access_count, o.last_access_ms, "
+                "o.valid_from_ms, o.valid_until_ms, o.created_ms FROM observations o JOIN entities e ON e.id = o.entity_id "
+                "WHERE o.doc_id=? ORDER BY e.key, o.valid_from_ms, o.id",
+                (doc_id,),
+            )
+        ]
+        yield {
+            "kind": "memory",
+            "id": mem.get("id"),
+            "text": text,
+            "importance": mem.get("importance"),
+            "tags": mem.get("tags", []),
+            "label": mem.get("label"),
+            "created_ms": mem.get("created_ms"),
+            "access_count": mem.get("access_count", 0),
+            "last_access_ms": mem.get("last_access_ms"),
+            "merged_from": mem.get("merged_from", []),
+            "observations": obs,
+        }
 
 
 def export_jsonl(store: Store) -> bytes:
@@ -610,9 +747,9 @@ def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[
     batch: list[tuple[int, dict]] = []
     for line, rec in enumerate(recs, 1):
         if not isinstance(rec, dict) or rec.get("kind") != "memory":
-            raise BadRecord(line, "not a memory record (kind must be \"memory\")")
+            raise BadRecord(line, 'not a memory record (kind must be "memory")')
         if not isinstance(rec.get("text"), str) or not rec["text"].strip():
-            raise BadRecord(line, "memory record has no \"text\"")
+            raise BadRecord(line, 'memory record has no "text"')
         if rec.get("id") and rec["id"] != memory_id(rec["text"].strip()):
             raise BadRecord(line, f"memory id {rec['id']} does not match its text")
         _check_importance(rec.get("importance"), 0.5)
@@ -624,15 +761,26 @@ def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[
         if _meta_of(store, path) is not None:
             counts["skipped"] += 1
             continue
-        restore = {k: rec.get(k) for k in ("importance", "tags", "label", "created_ms", "access_count",
-                                           "last_access_ms", "merged_from")}
+        restore = {
+            k: rec.get(k)
+            for k in ("importance", "tags", "label", "created_ms", "access_count", "last_access_ms", "merged_from")
+        }
         restore["tags"] = list(restore["tags"] or [])
         restore["merged_from"] = list(restore["merged_from"] or [])
         restore["access_count"] = int(restore["access_count"] or 0)
         if restore["created_ms"] is None:
             restore["created_ms"] = int(clock())
-        remember(store, rec["text"], cfg, importance=rec.get("importance"), tags=restore["tags"], label=rec.get("label"),
-                 graph=False, embed=False, _restore=restore)
+        remember(
+            store,
+            rec["text"],
+            cfg,
+            importance=rec.get("importance"),
+            tags=restore["tags"],
+            label=rec.get("label"),
+            graph=False,
+            embed=False,
+            _restore=restore,
+        )
         pending.append((path, rec))
         counts["imported"] += 1
     if pending:
@@ -658,26 +806,44 @@ def _restore_observations(store: Store, path: str, obs: list[dict]) -> None:
                 raise BadRecord(None, f"{path}: an observation without its entity's key, name and type")
             row = conn.execute("SELECT id FROM entities WHERE key=?", (key,)).fetchone()
             if row is None:
-                conn.execute("INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
-                             "VALUES (?, ?, ?, ?, 'manual', ?, ?)", (key, name, typ, norm(name), store_now(), store_now()))
+                conn.execute(
+                    "INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
+                    "VALUES (?, ?, ?, ?, 'manual', ?, ?)",
+                    (key, name, typ, norm(name), store_now(), store_now()),
+                )
                 eid = conn.last_insert_rowid()
             else:
                 eid = row[0]
             conn.execute(
                 "INSERT INTO observations(entity_id, content, source, doc_id, importance, access_count, last_access_ms, "
                 "valid_from_ms, valid_until_ms, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (eid, o.get("content") or "", o.get("source") or "memory", doc_id, o.get("importance", 0.5),
-                 int(o.get("access_count") or 0), o.get("last_access_ms"), o.get("valid_from_ms"),
-                 o.get("valid_until_ms"), o.get("created_ms")))
+                (
+                    eid,
+                    o.get("content") or "",
+                    o.get("source") or "memory",
+                    doc_id,
+                    o.get("importance", 0.5),
+                    int(o.get("access_count") or 0),
+                    o.get("last_access_ms"),
+                    o.get("valid_from_ms"),
+                    o.get("valid_until_ms"),
+                    o.get("created_ms"),
+                ),
+            )
 
 
 def list_memories(store: Store, *, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     mems = _memory_docs(store, None, None)
     order = sorted(mems, key=lambda d: (-int(mems[d].get("created_ms") or 0), d))
-    page = order[offset:offset + limit]
-    paths = dict(store.query(f"SELECT id, path FROM docs WHERE id IN ({','.join('?' * len(page))})", page)) if page else {}
-    return {"total": len(order), "memories": [describe(store, paths[d]) for d in page],
-            "next_offset": offset + limit if offset + limit < len(order) else None}
+    page = order[offset : offset + limit]
+    paths = (
+        dict(store.query(f"SELECT id, path FROM docs WHERE id IN ({','.join('?' * len(page))})", page)) if page else {}
+    )
+    return {
+        "total": len(order),
+        "memories": [describe(store, paths[d]) for d in page],
+        "next_offset": offset + limit if offset + limit < len(order) else None,
+    }
 
 
 def parse_jsonl(data: bytes) -> list[dict]:

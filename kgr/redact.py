@@ -29,40 +29,117 @@ TAG_CORE = r"REDACTED:[a-z0-9-]+:[0-9a-f]{8}"
 TAG_PATTERN = rf"\[?{TAG_CORE}\]?"
 PEM_HEADER = r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 # Words that name a secret in an assignment ("db_password = ...", "passphrase: ...").
-SECRET_NAME = (r"\b[\w.-]{0,40}(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
-               r"credential|creds|private[_-]?key|client[_-]?secret)[\w.-]{0,20}[\"']?\s*(?:=|:=|:|=>|\s+is\s+)\s*")
+SECRET_NAME = (
+    r"\b[\w.-]{0,40}(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|"
+    r"credential|creds|private[_-]?key|client[_-]?secret)[\w.-]{0,20}[\"']?\s*(?:=|:=|:|=>|\s+is\s+)\s*"
+)
 
 # (rule id, pattern, group holding the secret (0 = whole match), keywords prefilter (lower case), min entropy)
 RULES: list[tuple[str, str, int, tuple[str, ...], float]] = [
-    ("private-key", PEM_HEADER + r"[\s\S]{16,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----", 0, ("private key",), 0.0),
+    (
+        "private-key",
+        PEM_HEADER + r"[\s\S]{16,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+        0,
+        ("private key",),
+        0.0,
+    ),
     # A block with no END line (truncated, pasted in part): the header, RFC 1421 headers, and every
     # following line that is base64 (also the JSON-escaped "\\n..." form and the one-line paste).
-    ("private-key",
-     r"(?m)" + PEM_HEADER + r"(?:[ \t]*[A-Za-z0-9+/=\\]{16,})*(?:[ \t]+[A-Za-z0-9+/]*={1,2})?(?:\r?\n[ \t>]*(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)*"
-     r"(?:\r?\n[ \t>]*\r?$)?(?:\r?\n[ \t>#;/*\"']*[A-Za-z0-9+/=\\]+[ \t\"',;]*\r?$)*",
-     0, ("private key",), 0.0),
-    ("aws-access-key-id", r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b", 1, ("a3t", "akia", "asia", "abia", "acca"), 3.0),
-    ("aws-secret-access-key", r"(?i)aws.{0,20}?(?:secret|sk|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b", 1, ("aws",), 3.5),
-    ("github-token", r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,255})\b", 1, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 3.0),
+    (
+        "private-key",
+        r"(?m)"
+        + PEM_HEADER
+        + r"(?:[ \t]*[A-Za-z0-9+/=\\]{16,})*(?:[ \t]+[A-Za-z0-9+/]*={1,2})?(?:\r?\n[ \t>]*(?:Proc-Type|DEK-Info|Comment):[^\r\n]*)*"
+        r"(?:\r?\n[ \t>]*\r?$)?(?:\r?\n[ \t>#;/*\"']*[A-Za-z0-9+/=\\]+[ \t\"',;]*\r?$)*",
+        0,
+        ("private key",),
+        0.0,
+    ),
+    (
+        "aws-access-key-id",
+        r"\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})\b",
+        1,
+        ("a3t", "akia", "asia", "abia", "acca"),
+        3.0,
+    ),
+    (
+        "aws-secret-access-key",
+        r"(?i)aws.{0,20}?(?:secret|sk|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+=]{40})\b",
+        1,
+        ("aws",),
+        3.5,
+    ),
+    (
+        "github-token",
+        r"\b((?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36,255})\b",
+        1,
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        3.0,
+    ),
     ("github-fine-grained-pat", r"\b(github_pat_[0-9A-Za-z_]{60,255})\b", 1, ("github_pat_",), 3.0),
-    ("gitlab-token", r"\b(gl(?:pat|dt|ptt|rt|cbt|oas)-[0-9A-Za-z_-]{20,60})\b", 1, ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"), 3.0),
+    (
+        "gitlab-token",
+        r"\b(gl(?:pat|dt|ptt|rt|cbt|oas)-[0-9A-Za-z_-]{20,60})\b",
+        1,
+        ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"),
+        3.0,
+    ),
     ("slack-token", r"\b(xox[baprs]-[0-9A-Za-z-]{10,250})\b", 1, ("xox",), 3.0),
-    ("slack-webhook", r"(https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{40,120})", 1, ("hooks.slack.com",), 3.0),
+    (
+        "slack-webhook",
+        r"(https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{40,120})",
+        1,
+        ("hooks.slack.com",),
+        3.0,
+    ),
     ("stripe-key", r"\b((?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{10,99})\b", 1, ("sk_", "rk_"), 3.0),
     ("anthropic-api-key", r"\b(sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,120})", 1, ("sk-ant-",), 3.0),
-    ("openai-api-key", r"\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}T3BlbkFJ[A-Za-z0-9_-]{20,200})\b", 1, ("t3blbkfj",), 3.0),
-    ("openai-api-key", r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,200})\b", 1, ("sk-proj-", "sk-svcacct-", "sk-admin-"), 3.5),
+    (
+        "openai-api-key",
+        r"\b(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}T3BlbkFJ[A-Za-z0-9_-]{20,200})\b",
+        1,
+        ("t3blbkfj",),
+        3.0,
+    ),
+    (
+        "openai-api-key",
+        r"\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,200})\b",
+        1,
+        ("sk-proj-", "sk-svcacct-", "sk-admin-"),
+        3.5,
+    ),
     ("google-api-key", r"\b(AIza[0-9A-Za-z_-]{35})\b", 1, ("aiza",), 3.0),
     ("jwt", r"\b(ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})", 1, ("eyj",), 3.0),
-    ("url-credentials", r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.-]+", 1, ("://",), 0.0),
+    (
+        "url-credentials",
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@\"'<>]{1,64}:([^\s:/@\"'<>]{3,128})@[A-Za-z0-9.-]+",
+        1,
+        ("://",),
+        0.0,
+    ),
     # A YAML block scalar ("db_password: >-" with the value indented on the next line): its first line.
-    ("generic-secret", r"(?i)" + SECRET_NAME + r"[|>][-+0-9]{0,2}[ \t]*\r?\n[ \t]+([^\s][^\r\n]{6,148}[^\s])",
-     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
+    (
+        "generic-secret",
+        r"(?i)" + SECRET_NAME + r"[|>][-+0-9]{0,2}[ \t]*\r?\n[ \t]+([^\s][^\r\n]{6,148}[^\s])",
+        1,
+        ("pass", "pwd", "secret", "token", "key", "credential", "creds"),
+        3.0,
+    ),
     # A quoted value, spaces and all ("correct horse battery staple"): the group holds the quotes, which stay.
-    ("generic-secret", r"(?i)" + SECRET_NAME + r"(\"[^\"\r\n]{8,150}\"|'[^'\r\n]{8,150}'|`[^`\r\n]{8,150}`)",
-     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
-    ("generic-secret", r"(?i)" + SECRET_NAME + r"[\"'`]?([^\s\"'`,;]{8,150})",
-     1, ("pass", "pwd", "secret", "token", "key", "credential", "creds"), 3.0),
+    (
+        "generic-secret",
+        r"(?i)" + SECRET_NAME + r"(\"[^\"\r\n]{8,150}\"|'[^'\r\n]{8,150}'|`[^`\r\n]{8,150}`)",
+        1,
+        ("pass", "pwd", "secret", "token", "key", "credential", "creds"),
+        3.0,
+    ),
+    (
+        "generic-secret",
+        r"(?i)" + SECRET_NAME + r"[\"'`]?([^\s\"'`,;]{8,150})",
+        1,
+        ("pass", "pwd", "secret", "token", "key", "credential", "creds"),
+        3.0,
+    ),
 ]
 
 # Values that stand for a secret without being one, told by their shape, never by what they spell: references
@@ -79,7 +156,9 @@ TAG_RE = re2.compile(rf"\[{TAG_CORE}\]")
 QUOTES = "\"'`"
 GENERIC_ENTROPY = 3.0
 
-_COMPILED = [(rule, re2.compile(pattern), group, keywords, entropy) for rule, pattern, group, keywords, entropy in RULES]
+_COMPILED = [
+    (rule, re2.compile(pattern), group, keywords, entropy) for rule, pattern, group, keywords, entropy in RULES
+]
 
 
 def shannon_entropy(text: str) -> float:
@@ -120,7 +199,7 @@ def _is_secret(rule: str, value: str, min_entropy: float) -> bool:
         return False  # a tag, or a value quoting one
     if rule == "private-key" and "-----END" not in value:
         # a header named in prose is not a key: what follows it must have a base64 run
-        body = value[value.index("-----", 5) + 5:]
+        body = value[value.index("-----", 5) + 5 :]
         return re2.search(r"[A-Za-z0-9+/=]{16,}", body) is not None
     if rule == "generic-secret":
         if value[:1] in QUOTES and value[-1:] == value[:1]:

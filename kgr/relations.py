@@ -17,12 +17,22 @@ import bisect
 import contextvars
 import re
 from dataclasses import dataclass
-from typing import Iterable
 
 from . import records
 from .textmodel import Block, Document, token_covering, tokens_starting_in
 
-VOCABULARY = ("defines", "refers_to", "part_of", "uses", "depends_on", "precedes", "owned_by", "located_in", "cites", "same_as")
+VOCABULARY = (
+    "defines",
+    "refers_to",
+    "part_of",
+    "uses",
+    "depends_on",
+    "precedes",
+    "owned_by",
+    "located_in",
+    "cites",
+    "same_as",
+)
 
 
 @dataclass(frozen=True)
@@ -35,44 +45,130 @@ class Trigger:
 
 
 def _t(rel: str, pattern: str, inverse: bool = False, weight: float = 0.8, name: str | None = None) -> Trigger:
-    return Trigger(rel, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I), inverse, weight, name or pattern.split("|")[0])
+    return Trigger(
+        rel, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I), inverse, weight, name or pattern.split("|")[0]
+    )
 
 
 AUX = r"(?:(?:is|are|was|were|has been|have been|will be|must be|can be|gets?)\s+)?(?:also\s+|now\s+|still\s+|only\s+)?"
 
 TRIGGERS: list[Trigger] = [
     # same_as: "A was called B until ...", "A (formerly B)"
-    _t("same_as", rf"(?:was|were)\s+(?:called|named|known\s+as|sold\s+as|branded)", inverse=True, weight=0.95, name="was called"),
-    _t("same_as", r"formerly(?:\s+(?:called|known\s+as))?|previously\s+(?:called|known\s+as)|renamed\s+from", inverse=True, weight=0.9, name="formerly"),
+    _t(
+        "same_as",
+        r"(?:was|were)\s+(?:called|named|known\s+as|sold\s+as|branded)",
+        inverse=True,
+        weight=0.95,
+        name="was called",
+    ),
+    _t(
+        "same_as",
+        r"formerly(?:\s+(?:called|known\s+as))?|previously\s+(?:called|known\s+as)|renamed\s+from",
+        inverse=True,
+        weight=0.9,
+        name="formerly",
+    ),
     # owned_by
-    _t("owned_by", rf"{AUX}(?:owned|maintained|run|operated|managed|administered|built\s+and\s+run)\s+by", weight=0.9, name="owned by"),
-    _t("owned_by", r"owns|maintains|operates|runs(?!\s+(?:in|on|at|every|once|nightly|daily|inside|from))|is\s+responsible\s+for|looks\s+after|manages|(?:also\s+)?takes\s+care\s+of", inverse=True, weight=0.8, name="owns"),
+    _t(
+        "owned_by",
+        rf"{AUX}(?:owned|maintained|run|operated|managed|administered|built\s+and\s+run)\s+by",
+        weight=0.9,
+        name="owned by",
+    ),
+    _t(
+        "owned_by",
+        r"owns|maintains|operates|runs(?!\s+(?:in|on|at|every|once|nightly|daily|inside|from))|is\s+responsible\s+for|looks\s+after|manages|(?:also\s+)?takes\s+care\s+of",
+        inverse=True,
+        weight=0.8,
+        name="owns",
+    ),
     # part_of: people in teams
     _t("part_of", rf"{AUX}(?:led|headed|managed)\s+by", inverse=True, weight=0.85, name="led by"),
     _t("part_of", r"leads|heads|(?:is|as)\s+(?:the\s+)?(?:lead|head|manager|director)\s+of", weight=0.85, name="leads"),
     _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
-    _t("part_of", rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside", weight=0.85, name="part of"),
-    _t("part_of", r"(?:is|are)\s+(?:the|an?|one\s+of\s+the)\s+(?:\w+\s+)?(?:entry\s+points?|front\s+ends?|sidecars?|adapters?|plugins?|modules?|components?|subsystems?|parts?|layers?|renderers?|workers?)\s+(?:of|in|inside|for)", weight=0.8, name="is the part of"),
-    _t("part_of", r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)", inverse=True, weight=0.8, name="with its components"),
+    _t(
+        "part_of",
+        rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside",
+        weight=0.85,
+        name="part of",
+    ),
+    _t(
+        "part_of",
+        r"(?:is|are)\s+(?:the|an?|one\s+of\s+the)\s+(?:\w+\s+)?(?:entry\s+points?|front\s+ends?|sidecars?|adapters?|plugins?|modules?|components?|subsystems?|parts?|layers?|renderers?|workers?)\s+(?:of|in|inside|for)",
+        weight=0.8,
+        name="is the part of",
+    ),
+    _t(
+        "part_of",
+        r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)",
+        inverse=True,
+        weight=0.8,
+        name="with its components",
+    ),
     # depends_on
-    _t("depends_on", rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+(?:\w+ly\s+)?on|depend\s+(?:\w+ly\s+)?on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on", weight=0.85, name="depends on"),
+    _t(
+        "depends_on",
+        rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+(?:\w+ly\s+)?on|depend\s+(?:\w+ly\s+)?on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on",
+        weight=0.85,
+        name="depends on",
+    ),
     # located_in
-    _t("located_in", rf"{AUX}(?:located|based|hosted|deployed|housed|situated)\s+in|runs\s+in|run\s+in|sits\s+in|works\s+(?:from|in|out\s+of)|lives\s+in|(?:is\s+)?in\s+the\s+(?=\w+\s+(?:office|region)\b)", weight=0.85, name="located in"),
+    _t(
+        "located_in",
+        rf"{AUX}(?:located|based|hosted|deployed|housed|situated)\s+in|runs\s+in|run\s+in|sits\s+in|works\s+(?:from|in|out\s+of)|lives\s+in|(?:is\s+)?in\s+the\s+(?=\w+\s+(?:office|region)\b)",
+        weight=0.85,
+        name="located in",
+    ),
     # defines / cites
-    _t("defines", rf"{AUX}(?:defined|specified|described|introduced|established|set)\s+(?:in|by)|as\s+(?:specified|defined|described)\s+in", inverse=True, weight=0.85, name="defined in"),
+    _t(
+        "defines",
+        rf"{AUX}(?:defined|specified|described|introduced|established|set)\s+(?:in|by)|as\s+(?:specified|defined|described)\s+in",
+        inverse=True,
+        weight=0.85,
+        name="defined in",
+    ),
     _t("defines", r"defines|introduces|specifies|establishes", weight=0.8, name="defines"),
-    _t("cites", r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the", weight=0.6, name="cites"),
+    _t(
+        "cites",
+        r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the",
+        weight=0.6,
+        name="cites",
+    ),
     # precedes
-    _t("precedes", r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on", inverse=True, weight=0.8, name="supersedes"),
-    _t("precedes", rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by|(?:later\s+)?led\s+to", weight=0.7, name="superseded by"),
+    _t(
+        "precedes",
+        r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on",
+        inverse=True,
+        weight=0.8,
+        name="supersedes",
+    ),
+    _t(
+        "precedes",
+        rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by|(?:later\s+)?led\s+to",
+        weight=0.7,
+        name="superseded by",
+    ),
     # uses (broadest, last)
-    _t("depends_on", r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from", weight=0.6, name="collects from"),
-    _t("uses", r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|(?:sends|routes|talks)(?:\s+\w+){0,4}\s+(?:through|via)", weight=0.7, name="uses"),
+    _t(
+        "depends_on",
+        r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from",
+        weight=0.6,
+        name="collects from",
+    ),
+    _t(
+        "uses",
+        r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|(?:sends|routes|talks)(?:\s+\w+){0,4}\s+(?:through|via)",
+        weight=0.7,
+        name="uses",
+    ),
 ]
 
 # Sections whose list items name what the page's subject needs.
 DEPENDENCY_HEADINGS = re.compile(r"\b(?:dependenc|requirement|prerequisite|upstream|integrations?\b|relies)", re.I)
-ITEM_LEAD = re.compile(r"\s*(?:[-*+]|\d+[.)])?\s*(?:(?:requires?|needs?|uses?|integrates\s+with|depends\s+on|calls|reads\s+from|writes\s+to)\s+)?(?:the\s+|an?\s+|our\s+)?", re.I)
+ITEM_LEAD = re.compile(
+    r"\s*(?:[-*+]|\d+[.)])?\s*(?:(?:requires?|needs?|uses?|integrates\s+with|depends\s+on|calls|reads\s+from|writes\s+to)\s+)?(?:the\s+|an?\s+|our\s+)?",
+    re.I,
+)
 SEE_ALSO_HEADINGS = re.compile(r"^(?:see\s+also|related(?:\s+\w+)?|further\s+reading|links)$", re.I)
 REFERENCE_HEADINGS = re.compile(r"^(?:references?|sources|citations|normative\s+references|bibliography)$", re.I)
 KEY_VALUE = re.compile(
@@ -81,17 +177,33 @@ KEY_VALUE = re.compile(
     re.I,
 )
 KEY_RELATIONS = {
-    "owner": ("owned_by", False), "owners": ("owned_by", False), "owning team": ("owned_by", False),
-    "owned by": ("owned_by", False), "maintainer": ("owned_by", False), "maintainers": ("owned_by", False),
-    "maintained by": ("owned_by", False), "team": ("owned_by", False), "region": ("located_in", False),
-    "location": ("located_in", False), "depends on": ("depends_on", False), "dependencies": ("depends_on", False),
-    "supersedes": ("precedes", True), "replaces": ("precedes", True), "superseded by": ("precedes", False),
+    "owner": ("owned_by", False),
+    "owners": ("owned_by", False),
+    "owning team": ("owned_by", False),
+    "owned by": ("owned_by", False),
+    "maintainer": ("owned_by", False),
+    "maintainers": ("owned_by", False),
+    "maintained by": ("owned_by", False),
+    "team": ("owned_by", False),
+    "region": ("located_in", False),
+    "location": ("located_in", False),
+    "depends on": ("depends_on", False),
+    "dependencies": ("depends_on", False),
+    "supersedes": ("precedes", True),
+    "replaces": ("precedes", True),
+    "superseded by": ("precedes", False),
     "related": ("refers_to", False),
 }
-REQUIRED_WORDS = re.compile(r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I)
-NEGATION = re.compile(r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I)
+REQUIRED_WORDS = re.compile(
+    r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I
+)
+NEGATION = re.compile(
+    r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I
+)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
-OBJECT_GAP = re.compile(r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I)
+OBJECT_GAP = re.compile(
+    r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
+)
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
@@ -140,7 +252,9 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         starts = [sp.start for sp in ordered]
         for s0, e0 in block.sentences():
             s, e = block.start + s0, block.start + e0
-            sent_spans = [sp for sp in ordered[bisect.bisect_left(starts, s):bisect.bisect_left(starts, e)] if sp.end <= e]
+            sent_spans = [
+                sp for sp in ordered[bisect.bisect_left(starts, s) : bisect.bisect_left(starts, e)] if sp.end <= e
+            ]
             _sentence_patterns(doc, block, s, e, sent_spans, add)
         _structural(doc, block, bspans, add)
         _appositions(doc, block, bspans, add)
@@ -179,8 +293,7 @@ def _relevant(sp) -> bool:
 
 
 def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: list, add) -> None:
-    text = doc.text
-    masked_sentence = block.masked[s - block.start:e - block.start]
+    masked_sentence = block.masked[s - block.start : e - block.start]
     taken: list[tuple[int, int]] = []
     for trig in TRIGGERS:
         for m in trig.regex.finditer(masked_sentence):
@@ -191,7 +304,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # the trigger word is inside a name
             if trig.rel == "uses" and masked_sentence[m.start()].isupper():
                 continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
-            if NEGATION.search(masked_sentence[max(0, m.start() - 24):m.start()]):
+            if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
                 continue  # "SETL never calls the Charges API"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
@@ -208,7 +321,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None or subject.start >= ts:
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
-            if subject is None and trig.rel == "part_of" and not trig.inverse and PLURAL_INTERFACES.match(masked_sentence):
+            if (
+                subject is None
+                and trig.rel == "part_of"
+                and not trig.inverse
+                and PLURAL_INTERFACES.match(masked_sentence)
+            ):
                 # "These endpoints are served by OIS": every endpoint the page documents
                 for api in _documented_apis(doc):
                     for obj in objects:
@@ -230,7 +348,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "How long they are kept is defined in POL-007": what is defined is not named
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
-                if trig.inverse and trig.rel in ("owned_by", "part_of") and not left and masked_sentence[: m.start()].strip():
+                if (
+                    trig.inverse
+                    and trig.rel in ("owned_by", "part_of")
+                    and not left
+                    and masked_sentence[: m.start()].strip()
+                ):
                     continue  # "Production runs X 1.9": who owns X is not said
                 subject = _topic(doc, block) or doc.subject_at(ts)
                 proximity = 0.6
@@ -249,11 +372,17 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         src, dst = (obj, subj)
                     if not _types_ok(trig.rel, src, dst):
                         continue
-                    add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95 ** k))
+                    add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
 
 
-PLURAL_INTERFACES = re.compile(r"\s*(?:these|the|all|its|their|our)\s+(?:\w+\s+)?(?:endpoints|methods|calls|operations|apis|rpcs|routes|commands|subcommands)\b", re.I)
-INTERFACE_LABEL = re.compile(r"\s*(?:[-*+]\s+)?(?:\*\*)?(?:gRPC|REST|HTTP|RPCs?|APIs?|endpoints|methods|operations|interfaces?|commands|subcommands)(?:\*\*)?\s*:(?:\*\*)?", re.I)
+PLURAL_INTERFACES = re.compile(
+    r"\s*(?:these|the|all|its|their|our)\s+(?:\w+\s+)?(?:endpoints|methods|calls|operations|apis|rpcs|routes|commands|subcommands)\b",
+    re.I,
+)
+INTERFACE_LABEL = re.compile(
+    r"\s*(?:[-*+]\s+)?(?:\*\*)?(?:gRPC|REST|HTTP|RPCs?|APIs?|endpoints|methods|operations|interfaces?|commands|subcommands)(?:\*\*)?\s*:(?:\*\*)?",
+    re.I,
+)
 
 
 def _documented_apis(doc: Document) -> list:
@@ -267,7 +396,7 @@ def _documented_apis(doc: Document) -> list:
 
 
 def _interfaces(doc: Document, block: Block, bspans: list, add) -> None:
-    """"- gRPC: `PostJournalEntry`, `GetAccountBalance`" on a service's page: its interface."""
+    """ "- gRPC: `PostJournalEntry`, `GetAccountBalance`" on a service's page: its interface."""
     m = INTERFACE_LABEL.match(block.raw)
     subj = doc.subject_at(block.start)
     if m is None or subj is None or subj.type not in ("SERVICE", "COMPONENT", "PRODUCT"):
@@ -289,7 +418,7 @@ def _topic(doc: Document, block: Block):
     lead = len(block.masked) - len(block.masked.lstrip())
     first = spans[0] if spans else None
     if first is not None and first.start == block.start + lead and first.source != "coref":
-        if re.match(r"\s*(?:\([^()]{1,40}\))?\s*[.:]\s", doc.text[first.end:first.end + 48]):
+        if re.match(r"\s*(?:\([^()]{1,40}\))?\s*[.:]\s", doc.text[first.end : first.end + 48]):
             return first
     return None
 
@@ -313,7 +442,11 @@ def _types_ok(rel: str, src, dst) -> bool:
     if rel == "owned_by":
         return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
     if rel == "located_in":
-        return dst.type == "LOCATION" or dst.features.get("ner_label") in ("GPE", "LOC", "FAC") or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
+        return (
+            dst.type == "LOCATION"
+            or dst.features.get("ner_label") in ("GPE", "LOC", "FAC")
+            or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
+        )
     if rel == "part_of" and src.type == "PERSON":
         return dst.type not in ("PERSON", "DATE", "VERSION")
     return True
@@ -321,7 +454,7 @@ def _types_ok(rel: str, src, dst) -> bool:
 
 def _objects(doc: Document, after: int, right: list, block: Block) -> list:
     first = right[0]
-    gap = doc.text[after:first.start]
+    gap = doc.text[after : first.start]
     if not OBJECT_GAP.match(_unmark(gap)):
         return []
     return [_versioned(doc, o, block) for o in _listed(doc, right)]
@@ -331,24 +464,26 @@ def _listed(doc: Document, spans: list) -> list:
     """The first span and those that follow it as a list ("A, B and C")."""
     out = spans[:1]
     for nxt in spans[1:]:
-        if not LIST_GAP.match(_unmark(doc.text[out[-1].end:nxt.start])):
+        if not LIST_GAP.match(_unmark(doc.text[out[-1].end : nxt.start])):
             break
         out.append(nxt)
     return out
 
 
 def _versioned(doc: Document, sp, block: Block):
-    """"uses kestrel-client 1.4.0": the object is that version of the thing."""
+    """ "uses kestrel-client 1.4.0": the object is that version of the thing."""
     spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
     for nxt in spans:
         if nxt.start >= sp.end:
-            if nxt.type == "VERSION" and doc.text[sp.end:nxt.start] in (" ", " v"):
+            if nxt.type == "VERSION" and doc.text[sp.end : nxt.start] in (" ", " v"):
                 return nxt
             break
     return sp
 
 
-PLURAL_PRONOUN = re.compile(r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\s+(?:are|were|have|will|can|must)\b", re.I)
+PLURAL_PRONOUN = re.compile(
+    r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\s+(?:are|were|have|will|can|must)\b", re.I
+)
 
 
 def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list:
@@ -357,8 +492,11 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
     prev = [st for st in starts if st < sentence_start]
     if not prev:
         return []
-    spans = [sp for sp in getattr(doc, "_spans_cache", {}).get(id(block), []) if prev[-1] <= sp.start < sentence_start
-             and _relevant(sp)]
+    spans = [
+        sp
+        for sp in getattr(doc, "_spans_cache", {}).get(id(block), [])
+        if prev[-1] <= sp.start < sentence_start and _relevant(sp)
+    ]
     if not spans:
         return []
     out = _listed(doc, spans)
@@ -368,12 +506,12 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
 
 
 def _coordinated(doc: Document, subject, sent_spans: list) -> list:
-    """"The Ledger Service and OIS both use it": every subject of a coordinated list."""
+    """ "The Ledger Service and OIS both use it": every subject of a coordinated list."""
     out = [subject]
     earlier = [sp for sp in sent_spans if sp.end <= subject.start]
     while earlier:
         prev = earlier.pop()
-        if LIST_GAP.match(_unmark(doc.text[prev.end:out[-1].start])) and _relevant(prev):
+        if LIST_GAP.match(_unmark(doc.text[prev.end : out[-1].start])) and _relevant(prev):
             out.append(prev)
         else:
             break
@@ -436,13 +574,13 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list):
     if not left:
         return None
     nearest = left[-1]
-    gap = _unmark(doc.text[nearest.end:trigger_start])
+    gap = _unmark(doc.text[nearest.end : trigger_start])
     if SUBJECT_GAP.match(gap):
         # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
         return nearest
     # the sentence's first name is its usual subject ("X ... and works from Y")
     first = left[0]
-    gap_first = _unmark(doc.text[first.end:trigger_start])
+    gap_first = _unmark(doc.text[first.end : trigger_start])
     if len(gap_first) <= 120 and ";" not in gap_first:
         return first
     return None
@@ -454,7 +592,9 @@ def _unmark(text: str) -> str:
 
 def _structural(doc: Document, block: Block, bspans: list, add) -> None:
     sec = doc.section(block.start)
-    heading = re.sub(r"^(?:\d+(?:\.\d+)*|[A-Z])[.)]?\s+", "", sec.path[-1].strip(" *`:")) if sec.path else ""  # "6. References"
+    heading = (
+        re.sub(r"^(?:\d+(?:\.\d+)*|[A-Z])[.)]?\s+", "", sec.path[-1].strip(" *`:")) if sec.path else ""
+    )  # "6. References"
     subject = doc.subject_at(block.start)
     page_subject = doc.subject
     # "Owner: T", "Region: X", "Supersedes: ADR-4"
@@ -465,7 +605,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         vals = [sp for sp in bspans if sp.start >= pos]
         if not vals:
             continue
-        gap = doc.text[pos:vals[0].start]
+        gap = doc.text[pos : vals[0].start]
         if len(_unmark(gap).strip()) > 20:
             continue
         objs = _listed(doc, vals)
@@ -481,7 +621,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         if DEPENDENCY_HEADINGS.search(heading):
             # the item names what it is about first ("Kestrel: ...", "Requires the key from X"),
             # not in passing ("A VPN connection to the bastion host")
-            lead = _unmark(doc.text[block.start:first.start])
+            lead = _unmark(doc.text[block.start : first.start])
             if not ITEM_LEAD.fullmatch(lead):
                 return
             # a hard dependency when the item says so ("requires", "cannot start without"), else uses
@@ -499,7 +639,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             continue
         s0, e0 = _sentence_of(block, sp.start)
         prev = [x for x in bspans if x.end <= sp.start]
-        if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end:sp.start]) and len(prev[-1].surface.split()) > 1:
+        if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end : sp.start]) and len(prev[-1].surface.split()) > 1:
             continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
         if subject is not None:
             add(subject, sp, "refers_to", 0.6, "names an id", block, block.start + s0, block.start + e0)
@@ -538,7 +678,7 @@ def _place_votes(spans: list) -> dict[str, tuple[int, int]]:
 
 
 def _locations(doc: Document, block: Block, bspans: list, add) -> None:
-    """"X ... in Tallinn", "runs in eu-central-1 with a standby in eu-west-1": the nearest earlier
+    """ "X ... in Tallinn", "runs in eu-central-1 with a standby in eu-west-1": the nearest earlier
     thing (not a person) in the sentence is located in the place."""
     for s0, e0 in block.sentences():
         s, e = block.start + s0, block.start + e0
@@ -548,30 +688,48 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             if not _is_place(sp):
                 prev_place = None
                 continue
-            before = _unmark(doc.text[max(s, sp.start - 20):sp.start])
-            listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end:sp.start]))
+            before = _unmark(doc.text[max(s, sp.start - 20) : sp.start])
+            listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end : sp.start]))
             if not (PLACE_PREP.search(before) or listed):
                 prev_place = None
                 continue
             prep = doc.text.rfind(" ", s, sp.start - 1)
             owner = _dep_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans)
-            if owner is None or owner.type in ("PERSON", "DATE", "VERSION") or _is_place(owner) or owner.start >= sp.start:
-                owner = next((x for x in reversed(spans[:i]) if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT")
-                              and not _is_place(x)), None)
+            if (
+                owner is None
+                or owner.type in ("PERSON", "DATE", "VERSION")
+                or _is_place(owner)
+                or owner.start >= sp.start
+            ):
+                owner = next(
+                    (
+                        x
+                        for x in reversed(spans[:i])
+                        if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT") and not _is_place(x)
+                    ),
+                    None,
+                )
             if owner is not None:
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
 
 
 def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
-    """"Amara Osei (Payments Platform)" -> part_of; "Mercury is NHub's SMS adapter" -> part_of."""
+    """ "Amara Osei (Payments Platform)" -> part_of; "Mercury is NHub's SMS adapter" -> part_of."""
     text = doc.text
     for a, b in zip(bspans, bspans[1:]):
-        gap = text[a.end:b.start]
-        after = text[b.end:b.end + 2]
-        if a.type == "PERSON" and re.fullmatch(r"\s*\(\s*", gap) and after.startswith(")") and b.type not in ("PERSON", "DATE"):
+        gap = text[a.end : b.start]
+        after = text[b.end : b.end + 2]
+        if (
+            a.type == "PERSON"
+            and re.fullmatch(r"\s*\(\s*", gap)
+            and after.startswith(")")
+            and b.type not in ("PERSON", "DATE")
+        ):
             add(a, b, "part_of", 0.75, "person (team)", block, block.start, block.end)
-        elif re.fullmatch(r"\s*(?:\*\*)?\s*(?:is|are)\s+(?:the\s+|an?\s+)?", _unmark(gap)) is not None and re.match(r"['’]s\b", text[b.end:b.end + 3]):
+        elif re.fullmatch(r"\s*(?:\*\*)?\s*(?:is|are)\s+(?:the\s+|an?\s+)?", _unmark(gap)) is not None and re.match(
+            r"['’]s\b", text[b.end : b.end + 3]
+        ):
             s0, e0 = _sentence_of(block, a.start)
             add(a, b, "part_of", 0.8, "X is Y's part", block, block.start + s0, block.start + e0)
 
@@ -581,14 +739,17 @@ def _definition(doc: Document, block: Block, bspans: list, add) -> None:
     m = re.match(r"\s*(?:[-*+]\s+)?\*\*([^*]+)\*\*\s*:?\s*:?\s*(?:An?|The)\s+", block.raw)
     if not m or not bspans:
         return
-    term = next((sp for sp in bspans if sp.start <= block.start + m.start(1) < sp.end or sp.start == block.start + m.start(1)), None)
+    term = next(
+        (sp for sp in bspans if sp.start <= block.start + m.start(1) < sp.end or sp.start == block.start + m.start(1)),
+        None,
+    )
     if term is None:
         return
     s0, e0 = _sentence_of(block, block.start + m.end())
     end = block.start + e0
     # "A Toggler flag that ...": a name right after the article, used as a modifier of a noun
     first = next((sp for sp in bspans if sp.start == block.start + m.end()), None)
-    if first is not None and first is not term and re.match(r"\s+[a-z]", doc.text[first.end:first.end + 3]):
+    if first is not None and first is not term and re.match(r"\s+[a-z]", doc.text[first.end : first.end + 3]):
         add(term, first, "part_of", 0.5, "definition", block, block.start, end)
 
 
@@ -693,12 +854,12 @@ def _column_relation(name: str) -> str | None:
 
 
 def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
-    """"upgraded X from 1.2.7 to 1.3.2", "A -> B -> C": the first precedes the second."""
+    """ "upgraded X from 1.2.7 to 1.3.2", "A -> B -> C": the first precedes the second."""
     for block in doc.blocks:
         spans = by_block.get(id(block), [])
         for a, b in zip(spans, spans[1:]):
-            gap = _unmark(doc.text[a.end:b.start])
-            before = _unmark(doc.text[max(block.start, a.start - 6):a.start]).lower()
+            gap = _unmark(doc.text[a.end : b.start])
+            before = _unmark(doc.text[max(block.start, a.start - 6) : a.start]).lower()
             if re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) or (
                 re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type
             ):
@@ -712,11 +873,11 @@ ID_LIKE = re.compile(r"^[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
 
 
 def _as_required(doc: Document, block: Block, bspans: list, add) -> None:
-    """"..., as ADR-012 recommends" (a document cites a document); "X is due ..., as the
+    """ "..., as ADR-012 recommends" (a document cites a document); "X is due ..., as the
     Incident Policy requires" (the policy defines X)."""
     for sp in bspans:
-        before = _unmark(doc.text[max(block.start, sp.start - 8):sp.start])
-        if not AS_REQUIRED.search(before) or not REQUIRE_VERB.match(_unmark(doc.text[sp.end:sp.end + 20])):
+        before = _unmark(doc.text[max(block.start, sp.start - 8) : sp.start])
+        if not AS_REQUIRED.search(before) or not REQUIRE_VERB.match(_unmark(doc.text[sp.end : sp.end + 20])):
             continue
         s0, e0 = _sentence_of(block, sp.start)
         s, e = block.start + s0, block.start + e0
@@ -745,7 +906,7 @@ def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
         if not ERROR_WORDS.search(sentence):
             continue
         for sp in bspans:
-            in_code = sp.features.get("code_font") or doc.text[sp.start - 1:sp.start] == "`"
+            in_code = sp.features.get("code_font") or doc.text[sp.start - 1 : sp.start] == "`"
             if block.start + s0 <= sp.start < block.start + e0 and in_code and ERROR_CODE.match(sp.surface):
                 add(subject, sp, "defines", 0.6, "error code in a decision", block, block.start + s0, block.start + e0)
     if subject.type not in ("POLICY", "STANDARD"):
@@ -763,8 +924,10 @@ def _release_additions(doc: Document, block: Block, bspans: list, add) -> None:
     if owner is None or owner.type != "VERSION":
         return
     for sp in bspans:
-        before = _unmark(doc.text[max(block.start, sp.start - 14):sp.start]).lower()
-        after = _unmark(doc.text[sp.end:sp.end + 16]).lower()
-        if re.search(r"error\s+codes?\s+$", before) or re.match(r"\s*(?:was|were|is|are)\s+(?:added|introduced|new)\b", after):
+        before = _unmark(doc.text[max(block.start, sp.start - 14) : sp.start]).lower()
+        after = _unmark(doc.text[sp.end : sp.end + 16]).lower()
+        if re.search(r"error\s+codes?\s+$", before) or re.match(
+            r"\s*(?:was|were|is|are)\s+(?:added|introduced|new)\b", after
+        ):
             s0, e0 = _sentence_of(block, sp.start)
             add(owner, sp, "defines", 0.7, "release adds", block, block.start + s0, block.start + e0)

@@ -80,8 +80,15 @@ class ToolDef:
 TOOLS: dict[str, ToolDef] = {}
 
 
-def tool(name: str, *, profiles: tuple[str, ...], title: str, read_only: bool = True, destructive: bool = False,
-         idempotent: bool = True) -> Callable:
+def tool(
+    name: str,
+    *,
+    profiles: tuple[str, ...],
+    title: str,
+    read_only: bool = True,
+    destructive: bool = False,
+    idempotent: bool = True,
+) -> Callable:
     """Register a method as the MCP tool ``name`` in ``profiles``.
 
     The method belongs to :class:`Tools` or to a class marked :func:`toolset` (constructed
@@ -198,8 +205,10 @@ class Service:
     def lane(self):
         """The read connection, one call at a time; a call that waits past ``lane_wait`` gets an error."""
         if not self.lock.acquire(timeout=self.lane_wait):
-            raise StoreError(f"the server is still busy with an earlier request after {self.lane_wait:g} s",
-                             hint="call again shortly")
+            raise StoreError(
+                f"the server is still busy with an earlier request after {self.lane_wait:g} s",
+                hint="call again shortly",
+            )
         try:
             yield self.store
         finally:
@@ -214,8 +223,10 @@ class Service:
             try:
                 return fn(self.store, *args, **kwargs)
             except apsw.InterruptError:
-                raise UsageError(f"the request took longer than {self.time_budget:g} s and was stopped",
-                                 hint="ask for fewer results or fewer hops") from None
+                raise UsageError(
+                    f"the request took longer than {self.time_budget:g} s and was stopped",
+                    hint="ask for fewer results or fewer hops",
+                ) from None
             finally:
                 self.budget.stop()
 
@@ -330,14 +341,21 @@ class Service:
             result.setdefault("truncated", False)
             return result
         while size > self.max_result_bytes:
-            lists = [(len(orjson.dumps(v, default=str)), k, None) for k, v in result.items() if isinstance(v, list) and v]
-            lists += [(len(orjson.dumps(vv, default=str)), k, kk) for k, v in result.items() if isinstance(v, dict)
-                      for kk, vv in v.items() if isinstance(vv, list) and vv]
+            lists = [
+                (len(orjson.dumps(v, default=str)), k, None) for k, v in result.items() if isinstance(v, list) and v
+            ]
+            lists += [
+                (len(orjson.dumps(vv, default=str)), k, kk)
+                for k, v in result.items()
+                if isinstance(v, dict)
+                for kk, vv in v.items()
+                if isinstance(vv, list) and vv
+            ]
             if not lists:
                 break
             _, key, sub = max(lists)
             seq = result[key] if sub is None else result[key][sub]
-            del seq[max(1, len(seq) // 2) if len(seq) > 1 else 0:]
+            del seq[max(1, len(seq) // 2) if len(seq) > 1 else 0 :]
             size = len(orjson.dumps(result, default=str))
         result["truncated"] = True
         return result
@@ -371,8 +389,12 @@ def argument_error(exc) -> str:
     if kind == "missing":
         rule, got = "is required", ""
     elif kind in ("less_than_equal", "greater_than_equal", "less_than", "greater_than"):
-        words = {"less_than_equal": ("at most", "le"), "greater_than_equal": ("at least", "ge"),
-                 "less_than": ("less than", "lt"), "greater_than": ("more than", "gt")}[kind]
+        words = {
+            "less_than_equal": ("at most", "le"),
+            "greater_than_equal": ("at least", "ge"),
+            "less_than": ("less than", "lt"),
+            "greater_than": ("more than", "gt"),
+        }[kind]
         rule = f"must be {words[0]} {ctx.get(words[1])}"
     elif kind == "string_too_short":
         n = ctx.get("min_length", 1)
@@ -394,11 +416,18 @@ def argument_error(exc) -> str:
 
 
 _RULES = {
-    "int_parsing": "must be an integer", "int_type": "must be an integer", "int_from_float": "must be an integer",
-    "float_parsing": "must be a number", "float_type": "must be a number",
-    "bool_parsing": "must be true or false", "bool_type": "must be true or false",
-    "string_type": "must be a string", "list_type": "must be a list", "dict_type": "must be an object",
-    "model_type": "must be an object", "model_attributes_type": "must be an object",
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
 }
 
 
@@ -437,12 +466,25 @@ def _server_class():
 # -- tool argument types -----------------------------------------------------------------------
 
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question or search text.")]
-Ref = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS,
-                           description="An entity id, key, name or alias, as returned by entity_lookup or search_concepts.")]
-Rels = Annotated[list[Annotated[str, Field(max_length=64)]] | None,
-                 Field(max_length=20, description="Relation types to follow (defines, uses, depends_on, part_of, owned_by, "
-                                                  "precedes, located_in, refers_to, cites, same_as, mentions); default: all.")]
-TypeName = Annotated[str | None, Field(max_length=64, description="Only entities of this type (SERVICE, PERSON, ORG, ...).")]
+Ref = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="An entity id, key, name or alias, as returned by entity_lookup or search_concepts.",
+    ),
+]
+Rels = Annotated[
+    list[Annotated[str, Field(max_length=64)]] | None,
+    Field(
+        max_length=20,
+        description="Relation types to follow (defines, uses, depends_on, part_of, owned_by, "
+        "precedes, located_in, refers_to, cites, same_as, mentions); default: all.",
+    ),
+]
+TypeName = Annotated[
+    str | None, Field(max_length=64, description="Only entities of this type (SERVICE, PERSON, ORG, ...).")
+]
 RelPath = Annotated[str, Field(min_length=1, max_length=confine.MAX_PATH_CHARS)]
 
 
@@ -474,8 +516,17 @@ class Tools:
         embed = svc.embed_query() if mode != "bm25" else None
         if rels is None:
             rels = (svc.cfg.get("retrieval") or {}).get("rels") or None
-        result = svc.read(q.hybrid_query, query, k=k, hops=hops, rels=rels, mode=mode, embed_query=embed,
-                          weights=q.Weights.from_config(svc.cfg), vectors_in_memory=True)
+        result = svc.read(
+            q.hybrid_query,
+            query,
+            k=k,
+            hops=hops,
+            rels=rels,
+            mode=mode,
+            embed_query=embed,
+            weights=q.Weights.from_config(svc.cfg),
+            vectors_in_memory=True,
+        )
         return result
 
     @tool("entity_lookup", profiles=("graphrag",), title="Find entities by name")
@@ -538,14 +589,25 @@ class Tools:
         info["server"] = {"kgr_version": __version__, "profile_tools": sorted(getattr(svc, "tool_names", []))}
         return info
 
-    @tool("ingest_docs", profiles=("graphrag",), title="Ingest documents", read_only=False, destructive=False,
-          idempotent=True)
+    @tool(
+        "ingest_docs",
+        profiles=("graphrag",),
+        title="Ingest documents",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    )
     @_boundary
     def ingest_docs(
         self,
-        paths: Annotated[list[RelPath] | None,
-                         Field(max_length=MAX_PATHS, description="Files, folders or globs (**/*.md) relative to the "
-                                                                 "knowledge root; default: the whole root.")] = None,
+        paths: Annotated[
+            list[RelPath] | None,
+            Field(
+                max_length=MAX_PATHS,
+                description="Files, folders or globs (**/*.md) relative to the "
+                "knowledge root; default: the whole root.",
+            ),
+        ] = None,
         wait: Annotated[bool, Field(description="Wait for the ingest to finish (else return once queued).")] = True,
     ) -> dict[str, Any]:
         """Ingest (or refresh) documents of the knowledge root: normalize, chunk, extract the
@@ -569,15 +631,24 @@ class Tools:
         out.pop("kind", None)
         return {"queued": False, "done": True, **out}
 
-    @tool("extract_and_link", profiles=("graphrag",), title="Extract and link the graph", read_only=False,
-          destructive=False, idempotent=True)
+    @tool(
+        "extract_and_link",
+        profiles=("graphrag",),
+        title="Extract and link the graph",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    )
     @_boundary
     def extract_and_link(
         self,
-        doc_ids: Annotated[list[Annotated[int, Field(ge=1)]] | None,
-                           Field(max_length=MAX_PATHS, description="Documents to (re)extract; default: those pending.")] = None,
-        paths: Annotated[list[RelPath] | None,
-                         Field(max_length=MAX_PATHS, description="Documents by path relative to the root.")] = None,
+        doc_ids: Annotated[
+            list[Annotated[int, Field(ge=1)]] | None,
+            Field(max_length=MAX_PATHS, description="Documents to (re)extract; default: those pending."),
+        ] = None,
+        paths: Annotated[
+            list[RelPath] | None, Field(max_length=MAX_PATHS, description="Documents by path relative to the root.")
+        ] = None,
     ) -> dict[str, Any]:
         """Run entity extraction, linking and relation extraction for the given stored
         documents (or every document whose graph is pending), then embed new entities.
@@ -614,10 +685,16 @@ class Tools:
             keys_after = {k for (k,) in store.query("SELECT key FROM entities")}
             # mentions and relations: the change in their number (a re-extraction may find fewer);
             # entities: those created and those collected, each counted (never a negative "new")
-            return {"documents": docs, "failed": failed, "mentions": after["mentions"] - before["mentions"],
-                    "entities_new": len(keys_after - keys_before), "entities_removed": len(keys_before - keys_after),
-                    "relations": after["relations"] - before["relations"], "embedded": embedded,
-                    "totals": after}
+            return {
+                "documents": docs,
+                "failed": failed,
+                "mentions": after["mentions"] - before["mentions"],
+                "entities_new": len(keys_after - keys_before),
+                "entities_removed": len(keys_before - keys_after),
+                "relations": after["relations"] - before["relations"],
+                "embedded": embedded,
+                "totals": after,
+            }
 
         result = svc.wait(svc.get_writer().run(job), WRITE_WAIT_S)
         if result is None:
@@ -668,9 +745,11 @@ class Tools:
         # Over the byte budget, keep a smaller subgraph that is still whole: nodes come in BFS order
         # (each after its parent), and an edge stays when both its ends do.
         while len(out["nodes"]) > 1 and len(orjson.dumps(out)) > self.svc.max_result_bytes:
-            keep = out["nodes"][:len(out["nodes"]) // 2]
+            keep = out["nodes"][: len(out["nodes"]) // 2]
             ids = {n["id"] for n in keep}
-            out.update(nodes=keep, edges=[e for e in out["edges"] if e["src"] in ids and e["dst"] in ids], truncated=True)
+            out.update(
+                nodes=keep, edges=[e for e in out["edges"] if e["src"] in ids and e["dst"] in ids], truncated=True
+            )
         return out
 
     @tool("list_concepts", profiles=("kb",), title="List concepts")
@@ -690,8 +769,12 @@ class Tools:
 
     @tool("kb_health", profiles=("kb",), title="Knowledge base health")
     @_boundary
-    def kb_health(self, full: Annotated[bool, Field(description="Run the full integrity_check (slower) "
-                                                                 "instead of quick_check.")] = False) -> dict[str, Any]:
+    def kb_health(
+        self,
+        full: Annotated[
+            bool, Field(description="Run the full integrity_check (slower) instead of quick_check.")
+        ] = False,
+    ) -> dict[str, Any]:
         """Check the knowledge base: dangling edges and references, orphan concepts, chunks
         without vectors, files gone from disk, full-text and vector counts against chunks, and
         SQLite's integrity check. ok is true when nothing is wrong."""
@@ -759,23 +842,31 @@ def build_server(svc: Service, profile: str = DEFAULT_PROFILE):
             idempotent_hint=spec.idempotent,
             open_world_hint=False,
         )
-        server.add_tool(fn, name=name, title=spec.title, description=_describe(fn), annotations=annotations,
-                        structured_output=True)
+        server.add_tool(
+            fn, name=name, title=spec.title, description=_describe(fn), annotations=annotations, structured_output=True
+        )
 
     # The SDK's own parameter checks are off for ``path``: confine.relpath makes the same checks
     # (and more), and answers every refusal with the one uniform "not found".
-    @server.resource("kgr://doc/{+path}", name="document", title="A stored document",
-                     security=ResourceSecurity(exempt_params={"path"}),
-                     description="The normalized text (Markdown) of one document, by its path relative to the "
-                                 "knowledge root, as stored in the knowledge base.",
-                     mime_type="text/markdown")
+    @server.resource(
+        "kgr://doc/{+path}",
+        name="document",
+        title="A stored document",
+        security=ResourceSecurity(exempt_params={"path"}),
+        description="The normalized text (Markdown) of one document, by its path relative to the "
+        "knowledge root, as stored in the knowledge base.",
+        mime_type="text/markdown",
+    )
     def document(path: str) -> str:
         try:
             rel = confine.relpath(path)
         except OutsideRoot:
             raise ResourceNotFoundError(confine.NOT_FOUND) from None
-        row = svc.read(lambda store: store.conn.execute(
-            "SELECT text FROM docs WHERE path = ? AND status = 'ok'", (rel,)).fetchone())
+        row = svc.read(
+            lambda store: store.conn.execute(
+                "SELECT text FROM docs WHERE path = ? AND status = 'ok'", (rel,)
+            ).fetchone()
+        )
         if row is None:
             raise ResourceNotFoundError(confine.NOT_FOUND)
         return row[0] or ""
@@ -834,9 +925,17 @@ class Guard:
 
 async def _plain(send, status: int, text: str, extra: list | None = None) -> None:
     body = text.encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-                            *(extra or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *(extra or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -851,8 +950,16 @@ def allowed(host: str, port: int, extra_hosts: list[str] | tuple[str, ...] = ())
     return hosts, origins
 
 
-def serve_http(server, svc: Service, *, host: str, port: int, token: str | None, extra_hosts=(),
-               ready: Callable[[str], None] | None = None) -> None:
+def serve_http(
+    server,
+    svc: Service,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    extra_hosts=(),
+    ready: Callable[[str], None] | None = None,
+) -> None:
     import anyio
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -863,8 +970,9 @@ def serve_http(server, svc: Service, *, host: str, port: int, token: str | None,
     sock.bind((host, port))
     port = sock.getsockname()[1]
     hosts, origins = allowed(host, port, extra_hosts)
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
-                                         allowed_origins=sorted(origins))
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts), allowed_origins=sorted(origins)
+    )
     app = server.streamable_http_app(transport_security=security, host=host)
     guarded = Guard(app, hosts=hosts, origins=origins, token=token)
     config = uvicorn.Config(guarded, log_level="warning", access_log=False, lifespan="on")
@@ -904,8 +1012,10 @@ def run(opts: Options, cfg) -> None:
     """Start the server; returns when the client disconnects (stdio) or on Ctrl-C (HTTP)."""
     names = profile_tools(opts.profile)  # a bad profile fails before anything opens
     if opts.http and not is_loopback(opts.host) and not opts.token:
-        raise UsageError(f"refusing to listen on {opts.host} without a token",
-                         hint="pass --token-env VAR (or bind 127.0.0.1, the default)")
+        raise UsageError(
+            f"refusing to listen on {opts.host} without a token",
+            hint="pass --token-env VAR (or bind 127.0.0.1, the default)",
+        )
     if opts.token is not None and len(opts.token) < 16:
         raise UsageError("the token is too short (at least 16 characters)")
     root = opts.watch or opts.root
@@ -924,15 +1034,22 @@ def run(opts: Options, cfg) -> None:
         new = False
     if new:
         if root is None and not db.exists():
-            raise StoreError(f"database not found: {db}", hint="create it with `kgr ingest DIR --db PATH`, "
-                                                                 "or pass --root DIR or --watch DIR to build it")
+            raise StoreError(
+                f"database not found: {db}",
+                hint="create it with `kgr ingest DIR --db PATH`, or pass --root DIR or --watch DIR to build it",
+            )
         if root is not None:
             from .writer import Writer
 
             writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
     try:
-        svc = Service(db, cfg, root=Path(root).resolve() if root else None,
-                      secrets=[opts.token] if opts.token else [], time_budget=float(budget))
+        svc = Service(
+            db,
+            cfg,
+            root=Path(root).resolve() if root else None,
+            secrets=[opts.token] if opts.token else [],
+            time_budget=float(budget),
+        )
     except BaseException:
         if writer is not None:
             writer.close()
@@ -945,11 +1062,13 @@ def run(opts: Options, cfg) -> None:
             threading.Thread(target=svc.warm_up, name="kgr-warm-up", daemon=True).start()
         server = build_server(svc, opts.profile)
         if opts.http:
+
             def ready(url: str) -> None:
                 print(f"kgr serve: {len(names)} tools ({opts.profile}) on {url}", file=sys.stderr, flush=True)
 
-            serve_http(server, svc, host=opts.host, port=opts.port, token=opts.token, extra_hosts=opts.allow_hosts,
-                       ready=ready)
+            serve_http(
+                server, svc, host=opts.host, port=opts.port, token=opts.token, extra_hosts=opts.allow_hosts, ready=ready
+            )
         else:
             print(f"kgr serve: {len(names)} tools ({opts.profile}) on stdio", file=sys.stderr, flush=True)
             server.run("stdio")

@@ -11,8 +11,18 @@ from . import __version__, migrations
 from .store import Store
 
 TABLES = (
-    "docs", "chunks", "entities", "mentions", "relations", "relation_evidence",
-    "observations", "templates", "document_cache", "gazetteer", "embed_cache", "events",
+    "docs",
+    "chunks",
+    "entities",
+    "mentions",
+    "relations",
+    "relation_evidence",
+    "observations",
+    "templates",
+    "document_cache",
+    "gazetteer",
+    "embed_cache",
+    "events",
 )
 
 
@@ -30,15 +40,19 @@ def partial_docs(store: Store, limit: int = PARTIAL_SAMPLE) -> dict[str, Any]:
     docs = []
     for path, partial in store.query(PARTIAL_QUERY, (limit,)) if count else ():
         items = orjson.loads(partial) if partial else []
-        reasons = [str(p.get("message") or p.get("reason")) if isinstance(p, dict) else str(p)
-                   for p in (items if isinstance(items, list) else [items])]
+        reasons = [
+            str(p.get("message") or p.get("reason")) if isinstance(p, dict) else str(p)
+            for p in (items if isinstance(items, list) else [items])
+        ]
         docs.append({"path": path, "reasons": reasons})
     return {"count": count, "docs": docs}
 
 
 def status(store: Store) -> dict[str, Any]:
     counts = {t: store.scalar(f"SELECT count(*) FROM {t}") for t in TABLES if _has_table(store, t)}
-    counts["chunks_fts"] = store.scalar("SELECT count(*) FROM chunks_fts_docsize") if _has_table(store, "chunks_fts_docsize") else None
+    counts["chunks_fts"] = (
+        store.scalar("SELECT count(*) FROM chunks_fts_docsize") if _has_table(store, "chunks_fts_docsize") else None
+    )
     by_status = dict(store.query("SELECT status, count(*) FROM docs GROUP BY status"))
     last_event = store.conn.execute(
         "SELECT ts_ms, path, message FROM events WHERE kind='error' ORDER BY id DESC LIMIT 1"
@@ -72,7 +86,8 @@ def _graph(store: Store) -> dict[str, int]:
 
     pending, failed = store.query(
         "SELECT coalesce(sum(graph_sig IS NULL), 0), coalesce(sum(graph_sig IS ?), 0) FROM docs WHERE status='ok'",
-        (GRAPH_FAILED,))[0]
+        (GRAPH_FAILED,),
+    )[0]
     return {"pending": pending, "failed": failed}
 
 
@@ -93,8 +108,11 @@ def _embedding(store: Store) -> dict[str, Any]:
     from . import vectors
 
     spec = vectors.stored_spec(store)
-    out: dict[str, Any] = {"model": spec.model if spec else None, "dim": spec.dim if spec else None,
-                           "quantize": ("int8" if spec.quantize == 8 else "float32") if spec else None}
+    out: dict[str, Any] = {
+        "model": spec.model if spec else None,
+        "dim": spec.dim if spec else None,
+        "quantize": ("int8" if spec.quantize == 8 else "float32") if spec else None,
+    }
     out.update(vectors.counts(store))
     return out
 
@@ -130,14 +148,20 @@ def print_status(info: dict[str, Any], out=None) -> None:
     w(f"extensions {exts}\n")
     w(f"traversal  {info['graph_traversal']}\n")
     emb = info["embedding"]
-    w(f"embedding  {emb['model'] or '-'}" + (f" ({emb['dim']} dims, {emb['quantize']})" if emb["dim"] else "")
-      + (f", {emb['chunk_vectors']} chunk and {emb['entity_vectors']} entity vectors" if emb["model"] else "") + "\n")
+    w(
+        f"embedding  {emb['model'] or '-'}"
+        + (f" ({emb['dim']} dims, {emb['quantize']})" if emb["dim"] else "")
+        + (f", {emb['chunk_vectors']} chunk and {emb['entity_vectors']} entity vectors" if emb["model"] else "")
+        + "\n"
+    )
     wr = info.get("writer") or {}
     if not wr.get("alive"):
         w("writer     none running\n")
     elif "queue_depth" in wr:
-        w(f"writer     pid {wr['pid']} {wr['state']}, queue {wr['queue_depth']}, pending {wr['pending']}, "
-          f"{wr['ingest_rate']} files/s" + (f", last error {wr['last_error']}" if wr.get("last_error") else "") + "\n")
+        w(
+            f"writer     pid {wr['pid']} {wr['state']}, queue {wr['queue_depth']}, pending {wr['pending']}, "
+            f"{wr['ingest_rate']} files/s" + (f", last error {wr['last_error']}" if wr.get("last_error") else "") + "\n"
+        )
     else:
         w(f"writer     pid {wr['pid']} (no state published)\n")
     w(f"last file  {info['last_file'] or '-'}\n")
@@ -155,7 +179,9 @@ def print_status(info: dict[str, Any], out=None) -> None:
             w(f"  and {n - len(partial['docs'])} more\n")
     graph = info.get("graph") or {}
     if graph.get("pending") or graph.get("failed"):
-        w(f"graph      {graph['pending']} documents pending, {graph['failed']} failed extraction (kgr verify lists them)\n")
+        w(
+            f"graph      {graph['pending']} documents pending, {graph['failed']} failed extraction (kgr verify lists them)\n"
+        )
     w("counts\n")
     for table, n in info["counts"].items():
         if n is not None:

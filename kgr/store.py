@@ -68,11 +68,15 @@ class Store:
             # Nothing may be written (not even WAL mode) before the file is known to be kgr's.
             kind = identify(self.conn, self.path)
             if readonly and kind == "empty":
-                raise EmptyDatabase(f"{self.path} is empty: not a kgr database yet",
-                                    hint=f"create it with `kgr ingest DIR --db {self.path}`")
+                raise EmptyDatabase(
+                    f"{self.path} is empty: not a kgr database yet",
+                    hint=f"create it with `kgr ingest DIR --db {self.path}`",
+                )
             if not readonly and self.conn.readonly("main"):
-                raise ReadOnlyDatabase(f"cannot write {self.path}: read-only file (permissions)",
-                                       hint=f"make it writable (`chmod u+w {self.path}`), or give --db a copy of it")
+                raise ReadOnlyDatabase(
+                    f"cannot write {self.path}: read-only file (permissions)",
+                    hint=f"make it writable (`chmod u+w {self.path}`), or give --db a copy of it",
+                )
             self._pragmas()
         except StoreError:
             self.conn.close()
@@ -104,8 +108,10 @@ class Store:
         if self.readonly and self.path.exists() and not shm.exists():
             # A WAL database is read through its -shm file; a reader that cannot create it
             # (the folder is not writable) cannot read the database at all.
-            return StoreError(f"cannot read {self.path}: SQLite cannot create {shm} beside it (read-only folder?)",
-                              hint="make the folder writable, or copy the database to a writable folder")
+            return StoreError(
+                f"cannot read {self.path}: SQLite cannot create {shm} beside it (read-only folder?)",
+                hint="make the folder writable, or copy the database to a writable folder",
+            )
         return StoreError(f"cannot open database {self.path}: {exc}")
 
     def _pragmas(self) -> None:
@@ -198,16 +204,20 @@ class Store:
         """The one-line error of a write that SQLite refused: a lock held too long, or a read-only file."""
         if isinstance(exc, apsw.ReadOnlyError):
             why = "read-only file (permissions)" if self.conn.readonly("main") else f"read-only ({exc})"
-            return ReadOnlyDatabase(f"cannot write {self.path}: {why}",
-                                    hint=f"make {self.path} and its folder writable, or give --db a copy of it")
+            return ReadOnlyDatabase(
+                f"cannot write {self.path}: {why}",
+                hint=f"make {self.path} and its folder writable, or give --db a copy of it",
+            )
         from .writer import writer_pid
 
         pid = writer_pid(self.path)
         holder = f"kgr (pid {pid})" if pid and pid != os.getpid() else "another program"
         return DatabaseLocked(
             f"{self.path} is locked by {holder} (a write transaction open for more than {self.busy_timeout_ms / 1000:g} s)",
-            hint=("let it finish, or end that program's transaction (an open BEGIN in the sqlite3 shell, say), "
-                  f"then retry; `fuser {self.path}` lists the processes that have it open"),
+            hint=(
+                "let it finish, or end that program's transaction (an open BEGIN in the sqlite3 shell, say), "
+                f"then retry; `fuser {self.path}` lists the processes that have it open"
+            ),
         )
 
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
@@ -307,7 +317,8 @@ def identify(conn: apsw.Connection, path: Path) -> str:
     n = len(tables)
     raise NotKgrDatabase(
         f"{path} is not a kgr database (application_id 0x{app_id & 0xFFFFFFFF:08x}, {n} table{'s' if n != 1 else ''})",
-        hint=NOT_KGR_HINT)
+        hint=NOT_KGR_HINT,
+    )
 
 
 def check_kgr_file(path: str | os.PathLike) -> None:

@@ -45,23 +45,34 @@ DEFAULT_TEMPLATE = "default"
 
 # Tables (and the view) a variable may read. Everything else is denied: meta (host paths,
 # writer state), events, caches, templates, vectors, full-text shadow tables, the schema.
-READABLE = frozenset({
-    "entities", "relations", "relation_types", "observations", "mentions", "relation_evidence",
-    "docs", "chunks", "graph_edges",
-})
+READABLE = frozenset(
+    {
+        "entities",
+        "relations",
+        "relation_types",
+        "observations",
+        "mentions",
+        "relation_evidence",
+        "docs",
+        "chunks",
+        "graph_edges",
+    }
+)
 
 TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 
 # Plain, side-effect-free SQL functions. Not here: load_extension, readfile/writefile,
 # fts3_tokenizer, zeroblob/randomblob (memory), sqlite_* introspection, vec_*.
-FUNCTIONS = frozenset("""
+FUNCTIONS = frozenset(
+    """
 abs avg char coalesce count date datetime julianday unixepoch strftime time timediff glob group_concat string_agg
 hex ifnull iif if instr json json_array json_array_length json_extract json_group_array json_group_object
 json_object json_quote json_type json_valid json_each json_tree like likely unlikely length lower ltrim max min
 nullif octet_length printf format quote replace round rtrim sign substr substring sum total trim typeof unhex
 unicode upper concat concat_ws row_number rank dense_rank percent_rank cume_dist ntile lag lead first_value
 last_value nth_value median
-""".split())
+""".split()
+)
 
 NODE_PARAMS = ("id", "name", "type", "key")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -108,15 +119,15 @@ DEFAULT_BODY = """# {{name}}
 
 DEFAULT_VARIABLES = {
     "aliases": "SELECT j.value AS alias, j.key = json_array_length(e.aliases) - 1 AS last "
-               "FROM entities e, json_each(e.aliases) j WHERE e.id = :id ORDER BY j.key",
+    "FROM entities e, json_each(e.aliases) j WHERE e.id = :id ORDER BY j.key",
     "outgoing": "SELECT r.rel AS relation, t.name AS target, t.id AS target_id, r.strength AS strength "
-                "FROM relations r JOIN entities t ON t.id = r.dst_id WHERE r.src_id = :id "
-                "ORDER BY r.rel, t.name LIMIT 200",
+    "FROM relations r JOIN entities t ON t.id = r.dst_id WHERE r.src_id = :id "
+    "ORDER BY r.rel, t.name LIMIT 200",
     "incoming": "SELECT r.rel AS relation, s.name AS source, s.id AS source_id, r.strength AS strength "
-                "FROM relations r JOIN entities s ON s.id = r.src_id WHERE r.dst_id = :id "
-                "ORDER BY r.rel, s.name LIMIT 200",
+    "FROM relations r JOIN entities s ON s.id = r.src_id WHERE r.dst_id = :id "
+    "ORDER BY r.rel, s.name LIMIT 200",
     "observations": "SELECT content FROM observations WHERE entity_id = :id "
-                    "AND (valid_until_ms IS NULL) ORDER BY id LIMIT 200",
+    "AND (valid_until_ms IS NULL) ORDER BY id LIMIT 200",
 }
 
 
@@ -175,10 +186,13 @@ class Sandbox:
             if two and two.lower() in FUNCTIONS:
                 return apsw.SQLITE_OK
             return self._deny(f"the function {two}() is not allowed in template variables")
-        name = {v: k for k, v in vars(apsw).items() if k.startswith("SQLITE_") and isinstance(v, int)
-                and k[7:] in _OPS}.get(op, str(op))
-        return self._deny(f"{name.removeprefix('SQLITE_').replace('_', ' ').lower()} is not allowed: "
-                          "a variable is one SELECT statement")
+        name = {
+            v: k for k, v in vars(apsw).items() if k.startswith("SQLITE_") and isinstance(v, int) and k[7:] in _OPS
+        }.get(op, str(op))
+        return self._deny(
+            f"{name.removeprefix('SQLITE_').replace('_', ' ').lower()} is not allowed: "
+            "a variable is one SELECT statement"
+        )
 
     def _trace(self, cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
         self._statements += 1
@@ -216,17 +230,23 @@ class Sandbox:
             if self.denied:
                 raise TemplateError(f"variable {name}: {self.denied}")
         except apsw.InterruptError:
-            raise TemplateError(f"variable {name}: the query took longer than {self.time_limit:g} s and was stopped",
-                                hint="add a LIMIT or a tighter WHERE") from None
+            raise TemplateError(
+                f"variable {name}: the query took longer than {self.time_limit:g} s and was stopped",
+                hint="add a LIMIT or a tighter WHERE",
+            ) from None
         except apsw.ExecTraceAbort:
             raise TemplateError(f"variable {name}: {self.denied}") from None
         except apsw.AuthError:
             raise TemplateError(f"variable {name}: {self.denied or 'not authorized'}") from None
         except KeyError as exc:
-            raise TemplateError(f"variable {name}: unknown parameter :{exc.args[0]}",
-                                hint="variables may use :id, :name, :type and :key") from None
+            raise TemplateError(
+                f"variable {name}: unknown parameter :{exc.args[0]}",
+                hint="variables may use :id, :name, :type and :key",
+            ) from None
         except apsw.BindingsError as exc:
-            raise TemplateError(f"variable {name}: {exc}", hint="variables may use :id, :name, :type and :key") from None
+            raise TemplateError(
+                f"variable {name}: {exc}", hint="variables may use :id, :name, :type and :key"
+            ) from None
         except apsw.TooBigError:
             raise TemplateError(f"variable {name}: a value is larger than {MAX_VALUE_BYTES} bytes") from None
         except apsw.Error as exc:
@@ -236,11 +256,38 @@ class Sandbox:
         return rows
 
 
-_OPS = {"CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER",
-        "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE", "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX",
-        "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW", "INSERT", "PRAGMA",
-        "TRANSACTION", "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE", "REINDEX", "ANALYZE", "CREATE_VTABLE",
-        "DROP_VTABLE", "SAVEPOINT", "COPY"}
+_OPS = {
+    "CREATE_INDEX",
+    "CREATE_TABLE",
+    "CREATE_TEMP_INDEX",
+    "CREATE_TEMP_TABLE",
+    "CREATE_TEMP_TRIGGER",
+    "CREATE_TEMP_VIEW",
+    "CREATE_TRIGGER",
+    "CREATE_VIEW",
+    "DELETE",
+    "DROP_INDEX",
+    "DROP_TABLE",
+    "DROP_TEMP_INDEX",
+    "DROP_TEMP_TABLE",
+    "DROP_TEMP_TRIGGER",
+    "DROP_TEMP_VIEW",
+    "DROP_TRIGGER",
+    "DROP_VIEW",
+    "INSERT",
+    "PRAGMA",
+    "TRANSACTION",
+    "UPDATE",
+    "ATTACH",
+    "DETACH",
+    "ALTER_TABLE",
+    "REINDEX",
+    "ANALYZE",
+    "CREATE_VTABLE",
+    "DROP_VTABLE",
+    "SAVEPOINT",
+    "COPY",
+}
 
 
 def _jsonable(value: Any) -> Any:
@@ -296,9 +343,10 @@ def check_variables(variables: dict[str, str], db_path: str | Path | None = None
         raise TemplateError(f"a template has at most {MAX_VARIABLES} variables")
     for name, sql in variables.items():
         if not _VAR_NAME.match(name or "") or name in RESERVED or name.startswith("has_"):
-            raise TemplateError(f"bad variable name {name!r}",
-                                hint="use letters, digits and _, not a node field (id, name, type, summary, ...) "
-                                     "and not has_*")
+            raise TemplateError(
+                f"bad variable name {name!r}",
+                hint="use letters, digits and _, not a node field (id, name, type, summary, ...) and not has_*",
+            )
         if not isinstance(sql, str) or not sql.strip():
             raise TemplateError(f"variable {name}: the query is empty")
     if db_path is not None and variables:
@@ -310,8 +358,16 @@ def check_variables(variables: dict[str, str], db_path: str | Path | None = None
 
 def _template_row(row: tuple) -> dict[str, Any]:
     tid, name, body, variables, etype, desc, types, created, updated = row
-    return {"id": tid, "name": name, "description": desc, "structure": body, "variables": loads(variables, {}),
-            "node_types": loads(types, []) or ([etype] if etype else []), "created_ms": created, "updated_ms": updated}
+    return {
+        "id": tid,
+        "name": name,
+        "description": desc,
+        "structure": body,
+        "variables": loads(variables, {}),
+        "node_types": loads(types, []) or ([etype] if etype else []),
+        "created_ms": created,
+        "updated_ms": updated,
+    }
 
 
 _TCOLS = "id, name, body, variables, entity_type, description, node_types, created_ms, updated_ms"
@@ -321,8 +377,10 @@ def need_schema(store: Store) -> None:
     """A clear error on a database older than the authoring migration (a read-only open cannot migrate)."""
     cols = {r[1] for r in store.query("PRAGMA table_info(templates)")}
     if "node_types" not in cols:
-        raise StoreError(f"{store.path.name} predates document templates",
-                         hint="any kgr command that writes to it migrates it (kgr render, kgr template add, kgr ingest)")
+        raise StoreError(
+            f"{store.path.name} predates document templates",
+            hint="any kgr command that writes to it migrates it (kgr render, kgr template add, kgr ingest)",
+        )
 
 
 def list_templates(store: Store) -> list[dict[str, Any]]:
@@ -342,9 +400,17 @@ def get_template(store: Store, ref: str | int) -> dict[str, Any]:
     return _template_row(row)
 
 
-def save_template(store: Store, *, name: str, structure: str | None = None, variables: dict[str, str] | None = None,
-                  description: str | None = None, node_types: list[str] | None = None, create: bool = True,
-                  update: bool = True) -> dict[str, Any]:
+def save_template(
+    store: Store,
+    *,
+    name: str,
+    structure: str | None = None,
+    variables: dict[str, str] | None = None,
+    description: str | None = None,
+    node_types: list[str] | None = None,
+    create: bool = True,
+    update: bool = True,
+) -> dict[str, Any]:
     """Create or update a template (checked first: body, variable names, every query in the sandbox).
 
     Call inside ``store.write()``. Updating replaces what is given and keeps the rest.
@@ -367,13 +433,17 @@ def save_template(store: Store, *, name: str, structure: str | None = None, vari
     desc = description if description is not None else (old["description"] if old else None)
     ts = now_ms()
     if old:
-        store.execute("UPDATE templates SET body=?, variables=?, description=?, node_types=?, entity_type=?, "
-                      "updated_ms=? WHERE id=?",
-                      (body, dumps(vars_), desc, dumps(types), types[0] if len(types) == 1 else None, ts, old["id"]))
+        store.execute(
+            "UPDATE templates SET body=?, variables=?, description=?, node_types=?, entity_type=?, "
+            "updated_ms=? WHERE id=?",
+            (body, dumps(vars_), desc, dumps(types), types[0] if len(types) == 1 else None, ts, old["id"]),
+        )
     else:
-        store.execute("INSERT INTO templates(name, body, variables, description, node_types, entity_type, created_ms, "
-                      "updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                      (name, body, dumps(vars_), desc, dumps(types), types[0] if len(types) == 1 else None, ts, ts))
+        store.execute(
+            "INSERT INTO templates(name, body, variables, description, node_types, entity_type, created_ms, "
+            "updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, body, dumps(vars_), desc, dumps(types), types[0] if len(types) == 1 else None, ts, ts),
+        )
     return get_template(store, name)
 
 
@@ -392,14 +462,23 @@ def delete_template(store: Store, ref: str | int) -> dict[str, Any]:
 
 
 def node(store: Store, eid: int) -> dict[str, Any]:
-    row = store.conn.execute("SELECT id, key, name, type, description, aliases, meta, origin FROM entities WHERE id=?",
-                             (eid,)).fetchone()
+    row = store.conn.execute(
+        "SELECT id, key, name, type, description, aliases, meta, origin FROM entities WHERE id=?", (eid,)
+    ).fetchone()
     if row is None:
         raise NodeNotFound(f"no node with id {eid}")
     meta = loads(row[6], {}) or {}
-    return {"id": row[0], "key": row[1], "name": row[2], "type": row[3], "summary": row[4] or "",
-            "aliases": loads(row[5], []), "properties": meta.get("properties") or {}, "template": meta.get("template"),
-            "origin": row[7]}
+    return {
+        "id": row[0],
+        "key": row[1],
+        "name": row[2],
+        "type": row[3],
+        "summary": row[4] or "",
+        "aliases": loads(row[5], []),
+        "properties": meta.get("properties") or {},
+        "template": meta.get("template"),
+        "origin": row[7],
+    }
 
 
 def resolve_node(store: Store, ref: str | int, *, fuzzy_cutoff: float = 70.0) -> dict[str, Any]:
@@ -413,8 +492,9 @@ def resolve_node(store: Store, ref: str | int, *, fuzzy_cutoff: float = 70.0) ->
         raise NodeNotFound("an empty node identifier")
     row = store.conn.execute("SELECT id FROM entities WHERE key=?", (text,)).fetchone()
     if row is None:
-        row = store.conn.execute("SELECT id FROM entities WHERE name=? COLLATE NOCASE ORDER BY popularity DESC, id LIMIT 1",
-                                 (text,)).fetchone()
+        row = store.conn.execute(
+            "SELECT id FROM entities WHERE name=? COLLATE NOCASE ORDER BY popularity DESC, id LIMIT 1", (text,)
+        ).fetchone()
     if row:
         return node(store, row[0])
     from rapidfuzz import fuzz, process
@@ -424,8 +504,13 @@ def resolve_node(store: Store, ref: str | int, *, fuzzy_cutoff: float = 70.0) ->
     candidates = {h["id"]: h["name"] for h in lookup(store, text, limit=50)}
     if not candidates:  # a misspelling shares no full word with the name: score every name
         candidates = dict(store.query("SELECT id, name FROM entities WHERE status != 'merged' LIMIT 200000"))
-    best = process.extractOne(text.lower(), {k: v.lower() for k, v in candidates.items()}, scorer=fuzz.WRatio,
-                              score_cutoff=fuzzy_cutoff) if candidates else None
+    best = (
+        process.extractOne(
+            text.lower(), {k: v.lower() for k, v in candidates.items()}, scorer=fuzz.WRatio, score_cutoff=fuzzy_cutoff
+        )
+        if candidates
+        else None
+    )
     if best is None:
         raise NodeNotFound(f"no node matches {text!r}", hint="give a node id or its exact name")
     return node(store, best[2])
@@ -447,20 +532,30 @@ def template_for(store: Store, n: dict[str, Any], override: str | int | None = N
         return get_template(store, DEFAULT_TEMPLATE)
     except TemplateNotFound:
         now = now_ms()
-        return {"id": None, "name": DEFAULT_TEMPLATE, "description": "built-in", "structure": DEFAULT_BODY,
-                "variables": DEFAULT_VARIABLES, "node_types": [], "created_ms": now, "updated_ms": now}
+        return {
+            "id": None,
+            "name": DEFAULT_TEMPLATE,
+            "description": "built-in",
+            "structure": DEFAULT_BODY,
+            "variables": DEFAULT_VARIABLES,
+            "node_types": [],
+            "created_ms": now,
+            "updated_ms": now,
+        }
 
 
 # -- rendering and the cache ------------------------------------------------------------------------------
 
 
 def _node_state(store: Store, eid: int) -> list:
-    row = store.conn.execute("SELECT key, name, type, description, aliases, meta, status FROM entities WHERE id=?",
-                             (eid,)).fetchone()
+    row = store.conn.execute(
+        "SELECT key, name, type, description, aliases, meta, status FROM entities WHERE id=?", (eid,)
+    ).fetchone()
     if row is None:
         return [eid, None]
-    rels = store.query("SELECT id, src_id, dst_id, rel, strength, meta FROM relations WHERE src_id=?1 OR dst_id=?1 "
-                       "ORDER BY id", (eid,))
+    rels = store.query(
+        "SELECT id, src_id, dst_id, rel, strength, meta FROM relations WHERE src_id=?1 OR dst_id=?1 ORDER BY id", (eid,)
+    )
     obs = store.query("SELECT id, content, valid_until_ms FROM observations WHERE entity_id=? ORDER BY id", (eid,))
     return [eid, list(row), [list(r) for r in rels], [list(o) for o in obs]]
 
@@ -481,8 +576,10 @@ def _entity_ids(store: Store, rows: list[dict[str, Any]]) -> set[int]:
     ids = sorted(found)
     out: set[int] = set()
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        out.update(r[0] for r in store.query(f"SELECT id FROM entities WHERE id IN ({','.join('?' * len(part))})", part))
+        part = ids[i : i + 500]
+        out.update(
+            r[0] for r in store.query(f"SELECT id FROM entities WHERE id IN ({','.join('?' * len(part))})", part)
+        )
     return out
 
 
@@ -494,8 +591,17 @@ def render(store: Store, n: dict[str, Any], template: dict[str, Any], *, sandbox
     for k, v in (n.get("properties") or {}).items():
         if isinstance(k, str) and k not in RESERVED:
             data[k] = v
-    data.update({"id": n["id"], "key": n["key"], "name": n["name"], "type": n["type"], "summary": n["summary"],
-                 "description": n["summary"], "properties": n.get("properties") or {}})
+    data.update(
+        {
+            "id": n["id"],
+            "key": n["key"],
+            "name": n["name"],
+            "type": n["type"],
+            "summary": n["summary"],
+            "description": n["summary"],
+            "properties": n.get("properties") or {},
+        }
+    )
     deps = {n["id"]}
     for var, sql in template["variables"].items():
         rows = sandbox.run(var, sql, n)
@@ -510,8 +616,15 @@ def render(store: Store, n: dict[str, Any], template: dict[str, Any], *, sandbox
     return content, [n["id"], *sorted(deps - {n["id"]})]
 
 
-def generate(store: Store, refs: list[str | int], *, force: bool = False, template: str | int | None = None,
-             include_dependencies: bool = True, sandbox: Sandbox | None = None) -> tuple[list[dict], list[dict]]:
+def generate(
+    store: Store,
+    refs: list[str | int],
+    *,
+    force: bool = False,
+    template: str | int | None = None,
+    include_dependencies: bool = True,
+    sandbox: Sandbox | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Documents for ``refs`` and the cache rows to write (``cache_writes``), served from the cache
     when its signature still matches. Errors for one identifier are reported in its entry."""
     own = sandbox is None
@@ -527,7 +640,9 @@ def generate(store: Store, refs: list[str | int], *, force: bool = False, templa
                 if t["id"] is not None and not force:
                     hit = store.conn.execute(
                         "SELECT signature, content, created_ms, dependencies FROM document_cache "
-                        "WHERE entity_id=? AND template_id=?", (n["id"], t["id"])).fetchone()
+                        "WHERE entity_id=? AND template_id=?",
+                        (n["id"], t["id"]),
+                    ).fetchone()
                 if hit is not None:
                     deps = loads(hit[3], []) or [n["id"]]
                     if signature(store, t, deps) == hit[0]:
@@ -536,12 +651,25 @@ def generate(store: Store, refs: list[str | int], *, force: bool = False, templa
                 content, deps = render(store, n, t, sandbox=box)
                 ts = now_ms()
                 if t["id"] is not None:
-                    writes.append({"entity_id": n["id"], "template_id": t["id"], "signature": signature(store, t, deps),
-                                   "content": content, "created_ms": ts, "dependencies": deps})
+                    writes.append(
+                        {
+                            "entity_id": n["id"],
+                            "template_id": t["id"],
+                            "signature": signature(store, t, deps),
+                            "content": content,
+                            "created_ms": ts,
+                            "dependencies": deps,
+                        }
+                    )
                 docs.append(_doc(n, content, ts, False, deps, t, include_dependencies, ref))
             except (NodeNotFound, TemplateError) as exc:
-                docs.append({"identifier": str(ref), "status": "error", "message": exc.message + (
-                    f" (hint: {exc.hint})" if exc.hint else "")})
+                docs.append(
+                    {
+                        "identifier": str(ref),
+                        "status": "error",
+                        "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else ""),
+                    }
+                )
     finally:
         if own:
             box.close()
@@ -549,8 +677,16 @@ def generate(store: Store, refs: list[str | int], *, force: bool = False, templa
 
 
 def _doc(n, content, ts, from_cache, deps, t, include_dependencies, ref) -> dict[str, Any]:
-    out = {"identifier": str(ref), "status": "success", "node_id": n["id"], "node_name": n["name"], "content": content,
-           "generated_at": ts, "from_cache": from_cache, "template_used": t["name"]}
+    out = {
+        "identifier": str(ref),
+        "status": "success",
+        "node_id": n["id"],
+        "node_name": n["name"],
+        "content": content,
+        "generated_at": ts,
+        "from_cache": from_cache,
+        "template_used": t["name"],
+    }
     if include_dependencies:
         out["dependencies"] = list(deps)
     return out
@@ -561,15 +697,17 @@ def store_cache(store: Store, writes: list[dict]) -> int:
     is gone meanwhile are skipped. Returns how many were stored."""
     n = 0
     for w in writes:
-        ok = store.scalar("SELECT count(*) FROM entities e, templates t WHERE e.id=? AND t.id=?",
-                          (w["entity_id"], w["template_id"]))
+        ok = store.scalar(
+            "SELECT count(*) FROM entities e, templates t WHERE e.id=? AND t.id=?", (w["entity_id"], w["template_id"])
+        )
         if not ok:
             continue
         store.execute(
             "INSERT INTO document_cache(entity_id, template_id, signature, content, created_ms, dependencies) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(entity_id, template_id) DO UPDATE SET signature=excluded.signature, "
             "content=excluded.content, created_ms=excluded.created_ms, dependencies=excluded.dependencies",
-            (w["entity_id"], w["template_id"], w["signature"], w["content"], w["created_ms"], dumps(w["dependencies"])))
+            (w["entity_id"], w["template_id"], w["signature"], w["content"], w["created_ms"], dumps(w["dependencies"])),
+        )
         n += 1
     return n
 

@@ -134,7 +134,9 @@ class Document:
         path = self.section(pos).path
         return path[-1] if path else None
 
-    COLLECTION = re.compile(r"\b(?:glossary|faq|faqs|overview|notes|handbook|directory|minutes|welcome|readme|table of contents)\s*$", re.I)
+    COLLECTION = re.compile(
+        r"\b(?:glossary|faq|faqs|overview|notes|handbook|directory|minutes|welcome|readme|table of contents)\s*$", re.I
+    )
 
     def set_subject(self, spans: list) -> None:
         """The document's subject: the main name in its title; each section's: the name in its heading."""
@@ -143,8 +145,13 @@ class Document:
         for idx, sec in enumerate(self.sections):
             if sec.heading is None:
                 continue
-            inside = [s for s in ordered[bisect.bisect_left(starts, sec.heading.start):bisect.bisect_left(starts, sec.heading.end)]
-                      if s.source != "coref" and s.type != "DATE"]
+            inside = [
+                s
+                for s in ordered[
+                    bisect.bisect_left(starts, sec.heading.start) : bisect.bisect_left(starts, sec.heading.end)
+                ]
+                if s.source != "coref" and s.type != "DATE"
+            ]
             if inside:
                 best = max(inside, key=lambda s: (s.end - s.start, -s.start))
                 first = min(inside, key=lambda s: s.start)
@@ -232,8 +239,13 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
             flush_para()
             j = i + 1
             indent = len(li.group(1))
-            while j < len(lines) and lines[j].strip() and not LIST_ITEM.match(lines[j]) and not HEADING.match(lines[j]) \
-                    and (len(lines[j]) - len(lines[j].lstrip())) > indent:
+            while (
+                j < len(lines)
+                and lines[j].strip()
+                and not LIST_ITEM.match(lines[j])
+                and not HEADING.match(lines[j])
+                and (len(lines[j]) - len(lines[j].lstrip())) > indent
+            ):
                 j += 1
             s, e = offsets[i], offsets[j - 1] + len(lines[j - 1])
             step = STEP.match(line)
@@ -268,7 +280,9 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
 
 def _block(kind: str, start: int, raw: str, *, level: int = 0, step: int | None = None) -> Block:
     masked, links = _mask(raw, kind)
-    block = Block(kind, start, raw, masked, level=level, step=step, links=[(start + s, start + e, t) for s, e, t in links])
+    block = Block(
+        kind, start, raw, masked, level=level, step=step, links=[(start + s, start + e, t) for s, e, t in links]
+    )
     block.sentence_starts = _sentence_starts(masked)
     return block
 
@@ -329,6 +343,7 @@ def _sentence_starts(masked: str) -> set[int]:
 # A block of a long text has hundreds of thousands of tokens: finding the token at a
 # character offset by scanning them, once per mention, is quadratic. The token offsets are
 # kept (in the parse's own user_data) and searched by bisection.
+
 
 def _token_starts(sdoc) -> list[int]:
     starts = sdoc.user_data.get("kgr.token_starts")

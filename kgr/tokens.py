@@ -35,7 +35,9 @@ class TokenCounter:
     ships with both set to 128, which would make every long text count as 128.
     """
 
-    def __init__(self, tokenizer_json: str | Path, *, max_length: int, name: str | None = None, special_tokens: int = 2):
+    def __init__(
+        self, tokenizer_json: str | Path, *, max_length: int, name: str | None = None, special_tokens: int = 2
+    ):
         from tokenizers import Tokenizer
 
         path = Path(tokenizer_json)
@@ -60,8 +62,12 @@ class TokenCounter:
                 f"no tokenizer.json in model directory {directory}",
                 hint=f'use "{DEFAULT_MODEL}" or the path of a local sentence-transformers model directory',
             )
-        return cls(tokenizer_json, max_length=model_max_length(directory), name=name or str(model_dir),
-                   special_tokens=_special_token_count(tokenizer_json))
+        return cls(
+            tokenizer_json,
+            max_length=model_max_length(directory),
+            name=name or str(model_dir),
+            special_tokens=_special_token_count(tokenizer_json),
+        )
 
     # -- counting -----------------------------------------------------------------
 

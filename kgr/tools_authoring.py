@@ -18,8 +18,12 @@ from .serve import MAX_NAME_CHARS, _boundary, tool, toolset
 
 MAX_BATCH = 100
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
-NodeRef = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS,
-                               description="A node id (as returned by these tools) or its exact name.")]
+NodeRef = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=MAX_NAME_CHARS, description="A node id (as returned by these tools) or its exact name."
+    ),
+]
 Strength = Literal["weak", "medium", "strong"]
 Props = Annotated[dict[str, Any] | None, Field(description="Additional properties (JSON values).")]
 
@@ -37,7 +41,9 @@ class NodeSpec(BaseModel):
     name: Annotated[str | None, Field(max_length=MAX_NAME_CHARS, description="Required for create.")] = None
     summary: Annotated[str | None, Field(max_length=10_000, description="Required for create.")] = None
     node_type: Annotated[str | None, Field(max_length=64)] = None
-    template_id: Annotated[str | None, Field(max_length=200, description="The template (id or name) of its documents.")] = None
+    template_id: Annotated[
+        str | None, Field(max_length=200, description="The template (id or name) of its documents.")
+    ] = None
     properties: Props = None
     relationships: Annotated[list[NodeRelationship] | None, Field(max_length=MAX_BATCH)] = None
 
@@ -65,8 +71,10 @@ class TemplateSpec(BaseModel):
     name: Annotated[str | None, Field(max_length=200)] = None
     description: Annotated[str | None, Field(max_length=2000)] = None
     structure: Annotated[str | None, Field(max_length=100_000, description="The Mustache body.")] = None
-    variables: Annotated[dict[str, Annotated[str, Field(max_length=10_000)]] | None,
-                         Field(description="name -> one read-only SELECT; :id, :name, :type and :key are the node's.")] = None
+    variables: Annotated[
+        dict[str, Annotated[str, Field(max_length=10_000)]] | None,
+        Field(description="name -> one read-only SELECT; :id, :name, :type and :key are the node's."),
+    ] = None
     node_types: Annotated[list[Annotated[str, Field(max_length=64)]] | None, Field(max_length=50)] = None
 
 
@@ -100,8 +108,14 @@ class AuthoringTools:
     def __init__(self, svc: serve.Service):
         self.svc = svc
 
-    @tool("manage_nodes", profiles=("authoring",), title="Create, update or delete nodes", read_only=False,
-          destructive=True, idempotent=False)
+    @tool(
+        "manage_nodes",
+        profiles=("authoring",),
+        title="Create, update or delete nodes",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    )
     @_boundary
     def manage_nodes(
         self,
@@ -117,8 +131,14 @@ class AuthoringTools:
         specs = _dump(nodes)
         return write(self.svc, lambda store: authoring.manage_nodes(store, operation, specs))
 
-    @tool("manage_relationships", profiles=("authoring",), title="Create, update or delete relationships",
-          read_only=False, destructive=True, idempotent=False)
+    @tool(
+        "manage_relationships",
+        profiles=("authoring",),
+        title="Create, update or delete relationships",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    )
     @_boundary
     def manage_relationships(
         self,
@@ -133,8 +153,14 @@ class AuthoringTools:
         specs = _dump(relationships)
         return write(self.svc, lambda store: authoring.manage_relationships(store, operation, specs))
 
-    @tool("manage_relationship_types", profiles=("authoring",), title="The relation type registry", read_only=False,
-          destructive=True, idempotent=True)
+    @tool(
+        "manage_relationship_types",
+        profiles=("authoring",),
+        title="The relation type registry",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    )
     @_boundary
     def manage_relationship_types(
         self,
@@ -173,8 +199,14 @@ class AuthoringTools:
 
         return write(self.svc, job)
 
-    @tool("manage_templates", profiles=("authoring",), title="Manage document templates", read_only=False,
-          destructive=True, idempotent=False)
+    @tool(
+        "manage_templates",
+        profiles=("authoring",),
+        title="Manage document templates",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    )
     @_boundary
     def manage_templates(
         self,
@@ -207,27 +239,48 @@ class AuthoringTools:
                             if operation == "update" and t.get("id") and t.get("name"):
                                 old = tm.get_template(store, t["id"])
                                 if old["name"] != t["name"]:
-                                    raise tm.TemplateError("renaming a template is not supported",
-                                                           hint="create one under the new name")
-                            saved = tm.save_template(store, name=name, structure=t.get("structure"),
-                                                     variables=t.get("variables"), description=t.get("description"),
-                                                     node_types=t.get("node_types"), create=operation == "create",
-                                                     update=operation == "update")
+                                    raise tm.TemplateError(
+                                        "renaming a template is not supported", hint="create one under the new name"
+                                    )
+                            saved = tm.save_template(
+                                store,
+                                name=name,
+                                structure=t.get("structure"),
+                                variables=t.get("variables"),
+                                description=t.get("description"),
+                                node_types=t.get("node_types"),
+                                create=operation == "create",
+                                update=operation == "update",
+                            )
                             out.append({"template_id": saved["id"], "name": saved["name"], "status": "success"})
                 except tm.KgrError as exc:
-                    out.append({"template_id": t.get("id"), "name": t.get("name"), "status": "error",
-                                "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else "")})
+                    out.append(
+                        {
+                            "template_id": t.get("id"),
+                            "name": t.get("name"),
+                            "status": "error",
+                            "message": exc.message + (f" (hint: {exc.hint})" if exc.hint else ""),
+                        }
+                    )
             return {"results": out}
 
         return write(self.svc, job)
 
-    @tool("generate_documents", profiles=("authoring",), title="Render node documents", read_only=False,
-          destructive=False, idempotent=True)
+    @tool(
+        "generate_documents",
+        profiles=("authoring",),
+        title="Render node documents",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    )
     @_boundary
     def generate_documents(
         self,
-        node_identifiers: Annotated[list[NodeRef], Field(min_length=1, max_length=MAX_BATCH,
-                                                         description="Node ids or names (exact, else fuzzy).")],
+        node_identifiers: Annotated[
+            list[NodeRef],
+            Field(min_length=1, max_length=MAX_BATCH, description="Node ids or names (exact, else fuzzy)."),
+        ],
         force_regenerate: bool = False,
         include_dependencies: bool = True,
         template_override: Annotated[str | None, Field(max_length=200)] = None,
@@ -238,8 +291,13 @@ class AuthoringTools:
         from . import templates as tm
 
         svc = self.svc
-        docs, writes = svc.read(tm.generate, list(node_identifiers), force=force_regenerate,
-                                template=template_override, include_dependencies=include_dependencies)
+        docs, writes = svc.read(
+            tm.generate,
+            list(node_identifiers),
+            force=force_regenerate,
+            template=template_override,
+            include_dependencies=include_dependencies,
+        )
         out: dict[str, Any] = {"documents": docs}
         if writes:
             try:
@@ -253,8 +311,9 @@ class AuthoringTools:
     @_boundary
     def explore_neighborhoods(
         self,
-        search_terms: Annotated[list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]],
-                                Field(min_length=1, max_length=20)],
+        search_terms: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]], Field(min_length=1, max_length=20)
+        ],
         search_strategy: Literal["vector", "text", "combined"] = "text",
         max_results_per_term: Annotated[int, Field(ge=1, le=20)] = 3,
         neighborhood_depth: Annotated[int, Field(ge=0, le=serve.MAX_HOPS)] = 2,
@@ -269,10 +328,16 @@ class AuthoringTools:
 
         svc = self.svc
         embed = svc.embed_query() if search_strategy != "text" else None
-        return svc.read(authoring.explore_neighborhoods, list(search_terms), search_strategy=search_strategy,
-                        max_results_per_term=max_results_per_term, neighborhood_depth=neighborhood_depth,
-                        include_relationship_types=include_relationship_types, include_templates=include_templates,
-                        embed_query=embed)
+        return svc.read(
+            authoring.explore_neighborhoods,
+            list(search_terms),
+            search_strategy=search_strategy,
+            max_results_per_term=max_results_per_term,
+            neighborhood_depth=neighborhood_depth,
+            include_relationship_types=include_relationship_types,
+            include_templates=include_templates,
+            embed_query=embed,
+        )
 
     @tool("find_relationship_paths", profiles=("authoring",), title="Paths between nodes, with strengths")
     @_boundary
@@ -290,8 +355,13 @@ class AuthoringTools:
         from . import authoring
 
         pairs = _dump(node_pairs)
-        return self.svc.read(authoring.find_relationship_paths, pairs, max_path_length=max_path_length,
-                             max_paths_per_pair=max_paths_per_pair, min_path_strength=min_path_strength)
+        return self.svc.read(
+            authoring.find_relationship_paths,
+            pairs,
+            max_path_length=max_path_length,
+            max_paths_per_pair=max_paths_per_pair,
+            min_path_strength=min_path_strength,
+        )
 
 
 def _store_cache(store, writes) -> int:

@@ -37,8 +37,9 @@ Text = Annotated[str, Field(max_length=MAX_TEXT)]
 class Entity(BaseModel):
     name: Name = Field(description="The name of the entity")
     entityType: Name = Field(description="The type of the entity")  # noqa: N815 - the reference's name
-    observations: list[Text] = Field(max_length=MAX_ITEMS,
-                                     description="An array of observation contents associated with the entity")
+    observations: list[Text] = Field(
+        max_length=MAX_ITEMS, description="An array of observation contents associated with the entity"
+    )
 
 
 class Relation(BaseModel):
@@ -63,7 +64,9 @@ class ObservationDelete(BaseModel):
 
 
 Limit = Annotated[int, Field(ge=1, le=memory.MAX_LIMIT, description="Entities per page.")]
-Cursor = Annotated[str | None, Field(max_length=32, description="The nextCursor of the previous page; none for the first.")]
+Cursor = Annotated[
+    str | None, Field(max_length=32, description="The nextCursor of the previous page; none for the first.")
+]
 NamesOnly = Annotated[bool, Field(description="Return only the entity names (a short answer for a large graph).")]
 
 
@@ -81,11 +84,14 @@ class MemoryTools:
     def write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         svc = self.svc
         if svc.writer is not None:
-            result = svc.wait(svc.writer.run(lambda store: fn(store, *args, **kwargs), label=fn.__name__),
-                              serve.WRITE_WAIT_S)
+            result = svc.wait(
+                svc.writer.run(lambda store: fn(store, *args, **kwargs), label=fn.__name__), serve.WRITE_WAIT_S
+            )
             if result is None:
-                raise StoreError("the writer is busy: the memory change is queued and will be applied",
-                                 hint="call read_graph later to see it")
+                raise StoreError(
+                    "the writer is busy: the memory change is queued and will be applied",
+                    hint="call read_graph later to see it",
+                )
             return result
         with self._lock:
             if self._store is None:
@@ -118,16 +124,24 @@ class MemoryTools:
 
     @tool("add_observations", profiles=("memory",), title="Add Observations", read_only=False, idempotent=False)
     @_boundary
-    def add_observations(self, observations: Annotated[list[ObservationAdd], Field(max_length=MAX_ITEMS)]
-                         ) -> dict[str, Any]:
+    def add_observations(
+        self, observations: Annotated[list[ObservationAdd], Field(max_length=MAX_ITEMS)]
+    ) -> dict[str, Any]:
         """Add new observations to existing entities in the knowledge graph. Fails, changing
         nothing, if an entity does not exist; returns the observations added to each entity."""
         return {"results": self.write(memory.add_observations, [o.model_dump() for o in observations])}
 
     @tool("delete_entities", profiles=("memory",), title="Delete Entities", read_only=False, destructive=True)
     @_boundary
-    def delete_entities(self, entityNames: Annotated[list[Name], Field(  # noqa: N803 - the reference's name
-            max_length=MAX_ITEMS, description="An array of entity names to delete")]) -> dict[str, Any]:
+    def delete_entities(
+        self,
+        entityNames: Annotated[
+            list[Name],
+            Field(  # noqa: N803 - the reference's name
+                max_length=MAX_ITEMS, description="An array of entity names to delete"
+            ),
+        ],
+    ) -> dict[str, Any]:
         """Delete multiple entities and their associated relations from the knowledge graph."""
         n = self.write(memory.delete_entities, entityNames)
         return {"success": True, "message": "Entities deleted successfully", "deleted": n}
@@ -137,8 +151,13 @@ class MemoryTools:
     def delete_observations(
         self,
         deletions: Annotated[list[ObservationDelete], Field(max_length=MAX_ITEMS)],
-        hard: Annotated[bool, Field(description="Erase the observations instead of closing their validity "
-                                                "(by default they leave the graph but stay in its history).")] = False,
+        hard: Annotated[
+            bool,
+            Field(
+                description="Erase the observations instead of closing their validity "
+                "(by default they leave the graph but stay in its history)."
+            ),
+        ] = False,
     ) -> dict[str, Any]:
         """Delete specific observations from entities in the knowledge graph. By default an
         observation's validity is closed: it no longer appears, and its history stays queryable."""
@@ -147,8 +166,12 @@ class MemoryTools:
 
     @tool("delete_relations", profiles=("memory",), title="Delete Relations", read_only=False, destructive=True)
     @_boundary
-    def delete_relations(self, relations: Annotated[list[Relation], Field(
-            max_length=MAX_ITEMS, description="An array of relations to delete")]) -> dict[str, Any]:
+    def delete_relations(
+        self,
+        relations: Annotated[
+            list[Relation], Field(max_length=MAX_ITEMS, description="An array of relations to delete")
+        ],
+    ) -> dict[str, Any]:
         """Delete multiple relations from the knowledge graph."""
         n = self.write(memory.delete_relations, [r.plain() for r in relations])
         return {"success": True, "message": "Relations deleted successfully", "deleted": n}
@@ -157,8 +180,9 @@ class MemoryTools:
 
     @tool("read_graph", profiles=("memory",), title="Read Graph")
     @_boundary
-    def read_graph(self, limit: Limit = memory.DEFAULT_LIMIT, cursor: Cursor = None,
-                   names_only: NamesOnly = False) -> dict[str, Any]:
+    def read_graph(
+        self, limit: Limit = memory.DEFAULT_LIMIT, cursor: Cursor = None, names_only: NamesOnly = False
+    ) -> dict[str, Any]:
         """Read the knowledge graph a page at a time: entities (with observations) in creation
         order and the relations starting at them. Pass nextCursor back as cursor for the next
         page; nextCursor is null on the last page."""
@@ -168,8 +192,13 @@ class MemoryTools:
     @_boundary
     def search_nodes(
         self,
-        query: Annotated[str, Field(max_length=serve.MAX_QUERY_CHARS, description=(
-            "The search query to match against entity names, types, and observation content"))],
+        query: Annotated[
+            str,
+            Field(
+                max_length=serve.MAX_QUERY_CHARS,
+                description=("The search query to match against entity names, types, and observation content"),
+            ),
+        ],
         limit: Limit = memory.DEFAULT_LIMIT,
         cursor: Cursor = None,
         names_only: NamesOnly = False,
@@ -181,8 +210,12 @@ class MemoryTools:
 
     @tool("open_nodes", profiles=("memory",), title="Open Nodes")
     @_boundary
-    def open_nodes(self, names: Annotated[list[Name], Field(
-            max_length=memory.MAX_LIMIT, description="An array of entity names to retrieve")]) -> dict[str, Any]:
+    def open_nodes(
+        self,
+        names: Annotated[
+            list[Name], Field(max_length=memory.MAX_LIMIT, description="An array of entity names to retrieve")
+        ],
+    ) -> dict[str, Any]:
         """Open specific nodes in the knowledge graph by their names: those entities and the
         relations touching them."""
         return self.svc.read(memory.open_nodes, names)

@@ -16,8 +16,10 @@ from .serve import MAX_QUERY_CHARS, WRITE_WAIT_S, _boundary, tool, toolset
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="What to remember, in plain words.")]
 Importance = Annotated[float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1 (default 0.5).")]
-Tags = Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
-                 Field(max_length=32, description="Labels to filter recall by.")]
+Tags = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=64)]] | None,
+    Field(max_length=32, description="Labels to filter recall by."),
+]
 TimeMs = Annotated[int | None, Field(ge=0, description="A time in milliseconds since 1970 (UTC).")]
 
 
@@ -46,18 +48,24 @@ class RecallTools:
 
     @tool("remember", profiles=("memory",), title="Remember", read_only=False, idempotent=True)
     @_boundary
-    def remember(self, content: Text, importance: Importance = None, tags: Tags = None,
-                 source: Annotated[str | None, Field(max_length=200, description="Where it came from "
-                                                                                "(conversation, import, ...).")] = None,
-                 ) -> dict[str, Any]:
+    def remember(
+        self,
+        content: Text,
+        importance: Importance = None,
+        tags: Tags = None,
+        source: Annotated[
+            str | None, Field(max_length=200, description="Where it came from (conversation, import, ...).")
+        ] = None,
+    ) -> dict[str, Any]:
         """Store a memory. It is indexed for keyword and semantic recall, and the people, places
         and things it names become graph entities with this memory as an observation. The same
         text twice is one memory (created: false). Returns its id and entities."""
         from . import recall
 
         cfg = self.svc.cfg
-        return self._write(lambda store: recall.remember(store, content, cfg, importance=importance, tags=tags,
-                                                         label=source))
+        return self._write(
+            lambda store: recall.remember(store, content, cfg, importance=importance, tags=tags, label=source)
+        )
 
     @tool("recall", profiles=("memory",), title="Recall memories", read_only=False, idempotent=False)
     @_boundary
@@ -65,8 +73,9 @@ class RecallTools:
         self,
         query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")],
         limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 5,
-        include_graph: Annotated[bool, Field(description="Also follow entities named in the query to their "
-                                                         "memories.")] = True,
+        include_graph: Annotated[
+            bool, Field(description="Also follow entities named in the query to their memories.")
+        ] = True,
         as_of: TimeMs = None,
         include_history: Annotated[bool, Field(description="Follow observations no longer valid too.")] = False,
         tags: Tags = None,
@@ -79,8 +88,18 @@ class RecallTools:
 
         svc = self.svc
         embed = svc.embed_query()
-        out = svc.read(recall.recall, query, svc.cfg, k=limit, embed_query=embed, include_graph=include_graph,
-                       as_of=as_of, include_history=include_history, tags=tags, touch=False)
+        out = svc.read(
+            recall.recall,
+            query,
+            svc.cfg,
+            k=limit,
+            embed_query=embed,
+            include_graph=include_graph,
+            as_of=as_of,
+            include_history=include_history,
+            tags=tags,
+            touch=False,
+        )
         # (not the in-memory vector matrix: each recall's access count is a write, after which
         # that matrix of every chunk would be read again; the memories' own vectors are few)
         ids = [r["doc_id"] for r in out["results"]]
@@ -92,13 +111,21 @@ class RecallTools:
                 r["last_access_ms"] = now
         return out
 
-    @tool("consolidate_memories", profiles=("memory",), title="Merge near-duplicate memories", read_only=False,
-          destructive=True, idempotent=True)
+    @tool(
+        "consolidate_memories",
+        profiles=("memory",),
+        title="Merge near-duplicate memories",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    )
     @_boundary
     def consolidate_memories(
         self,
-        threshold: Annotated[float | None, Field(gt=0.0, le=1.0, description="Cosine similarity from which two "
-                                                                             "memories are one (default 0.9).")] = None,
+        threshold: Annotated[
+            float | None,
+            Field(gt=0.0, le=1.0, description="Cosine similarity from which two memories are one (default 0.9)."),
+        ] = None,
         dry_run: Annotated[bool, Field(description="Only report what would merge.")] = False,
     ) -> dict[str, Any]:
         """Merge near-duplicate memories: each group keeps one memory with the largest importance,
@@ -114,8 +141,9 @@ class RecallTools:
         self,
         entity: serve.Ref,
         as_of: TimeMs = None,
-        include_history: Annotated[bool, Field(description="All observations, closed ones included "
-                                                           "(else those valid at as_of or now).")] = True,
+        include_history: Annotated[
+            bool, Field(description="All observations, closed ones included (else those valid at as_of or now).")
+        ] = True,
     ) -> dict[str, Any]:
         """An entity's observations with valid_from_ms and valid_until_ms and the memory each came
         from: the whole history, or what was valid at as_of."""
@@ -137,16 +165,22 @@ class RecallTools:
 
         def page(store):
             recs = list(recall.export(store))
-            return {"total": len(recs), "memories": recs[offset:offset + limit],
-                    "next_offset": offset + limit if offset + limit < len(recs) else None}
+            return {
+                "total": len(recs),
+                "memories": recs[offset : offset + limit],
+                "next_offset": offset + limit if offset + limit < len(recs) else None,
+            }
 
         return self.svc.read(page)
 
     @tool("import_memories", profiles=("memory",), title="Import memories", read_only=False, idempotent=True)
     @_boundary
-    def import_memories(self, memories: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=1000,
-                                                                              description="Records from export_memories.")],
-                        ) -> dict[str, Any]:
+    def import_memories(
+        self,
+        memories: Annotated[
+            list[dict[str, Any]], Field(min_length=1, max_length=1000, description="Records from export_memories.")
+        ],
+    ) -> dict[str, Any]:
         """Import memories exported by export_memories (or `kgr memories export`, one record per
         line); memories already stored are skipped. Nothing is written if any record is bad."""
         from . import recall

@@ -25,7 +25,9 @@ from .store import Store, loads
 
 CHUNK, ENTITY = "chunk", "entity"
 TABLES = {CHUNK: "chunk_vec", ENTITY: "entity_vec"}
-_MATRICES: dict[tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]] = {}  # (db, kind) -> (version, ids, unit vectors)
+_MATRICES: dict[
+    tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]
+] = {}  # (db, kind) -> (version, ids, unit vectors)
 _TOKENS = itertools.count(1)
 
 
@@ -43,7 +45,7 @@ class VectorSpec:
 
     def similarity(self, distance: float, metric: str) -> float:
         """Cosine similarity from a vec0 distance between unit float vectors."""
-        return 1.0 - distance if metric == "cosine" else 1.0 - distance ** 2 / 2.0
+        return 1.0 - distance if metric == "cosine" else 1.0 - distance**2 / 2.0
 
     def encode_sql(self) -> str:
         """The SQL expression that turns a float32 blob parameter into this table's vector."""
@@ -98,15 +100,23 @@ def ensure_tables(store: Store, spec: VectorSpec) -> None:
     with store.write() as conn:
         for table in TABLES.values():
             conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0(embedding {spec.column})")
-        conn.execute("CREATE TABLE IF NOT EXISTS vec_src (kind TEXT NOT NULL, id INTEGER NOT NULL, hash TEXT NOT NULL, "
-                     "PRIMARY KEY (kind, id)) WITHOUT ROWID")
-        conn.execute("CREATE TRIGGER IF NOT EXISTS chunks_vec_ad AFTER DELETE ON chunks BEGIN "
-                     "DELETE FROM chunk_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'chunk' AND id = old.id; END")
-        conn.execute("CREATE TRIGGER IF NOT EXISTS entities_vec_ad AFTER DELETE ON entities BEGIN "
-                     "DELETE FROM entity_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'entity' AND id = old.id; END")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS vec_src (kind TEXT NOT NULL, id INTEGER NOT NULL, hash TEXT NOT NULL, "
+            "PRIMARY KEY (kind, id)) WITHOUT ROWID"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS chunks_vec_ad AFTER DELETE ON chunks BEGIN "
+            "DELETE FROM chunk_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'chunk' AND id = old.id; END"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS entities_vec_ad AFTER DELETE ON entities BEGIN "
+            "DELETE FROM entity_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'entity' AND id = old.id; END"
+        )
         for key, value in (("embed.model", spec.model), ("embed.dim", spec.dim), ("embed.quantize", spec.quantize)):
-            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                         (key, str(value)))
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, str(value)),
+            )
 
 
 def has_tables(store: Store) -> bool:
@@ -132,8 +142,10 @@ def put(store: Store, spec: VectorSpec, kind: str, rows: Iterable[tuple[int, str
         blob = np.asarray(vec, dtype=np.float32).tobytes()
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rid,))
         conn.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, {spec.encode_sql()})", (rid, blob))
-        conn.execute("INSERT INTO vec_src(kind, id, hash) VALUES (?, ?, ?) ON CONFLICT(kind, id) DO UPDATE SET hash=excluded.hash",
-                     (kind, rid, h))
+        conn.execute(
+            "INSERT INTO vec_src(kind, id, hash) VALUES (?, ?, ?) ON CONFLICT(kind, id) DO UPDATE SET hash=excluded.hash",
+            (kind, rid, h),
+        )
         n += 1
     return n
 
@@ -141,7 +153,7 @@ def put(store: Store, spec: VectorSpec, kind: str, rows: Iterable[tuple[int, str
 def cached(store: Store, spec: VectorSpec, hashes: Sequence[str]) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for i in range(0, len(hashes), 500):
-        part = list(hashes[i:i + 500])
+        part = list(hashes[i : i + 500])
         for h, blob in store.query(
             f"SELECT hash, vector FROM embed_cache WHERE model=? AND dim=? AND hash IN ({','.join('?' * len(part))})",
             (spec.model, spec.dim, *part),
@@ -196,7 +208,7 @@ def embed_pending(
     ensure_tables(store, spec)
     for kind, items in work.items():
         for i in range(0, len(items), batch):
-            part = items[i:i + batch]
+            part = items[i : i + batch]
             hashes = [text_hash(t) for _, t in part]
             have = cached(store, spec, hashes)
             missing = [(h, t) for h, (_, t) in zip(hashes, part) if h not in have]
@@ -262,8 +274,13 @@ def _matrix(store: Store, kind: str, spec: VectorSpec) -> tuple[np.ndarray, np.n
     token = store.__dict__.get("_vector_cache_token")
     if token is None:
         token = store.__dict__["_vector_cache_token"] = next(_TOKENS)
-    version = (token, id(store.conn), store.scalar("PRAGMA data_version"), store.conn.total_changes(),
-               store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)))
+    version = (
+        token,
+        id(store.conn),
+        store.scalar("PRAGMA data_version"),
+        store.conn.total_changes(),
+        store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)),
+    )
     key = (str(store.path), kind)
     hit = _MATRICES.get(key)
     if hit is not None and hit[0] == version:
@@ -284,7 +301,9 @@ def _metric(store: Store, table: str) -> str:
     return "cosine" if "distance_metric=cosine" in sql.replace(" ", "") else "l2"
 
 
-def similarities(store: Store, kind: str, query: np.ndarray, ids: Sequence[int], *, in_memory: bool = False) -> dict[int, float]:
+def similarities(
+    store: Store, kind: str, query: np.ndarray, ids: Sequence[int], *, in_memory: bool = False
+) -> dict[int, float]:
     """Cosine similarity of the query to the stored vectors of ``ids`` (those that have one)."""
     spec = stored_spec(store)
     if spec is None or not has_tables(store) or not ids:
@@ -295,13 +314,17 @@ def similarities(store: Store, kind: str, query: np.ndarray, ids: Sequence[int],
         all_ids, mat = _matrix(store, kind, spec)
         want = np.asarray(list(ids), dtype=np.int64)
         pos = np.searchsorted(all_ids, want)
-        ok = (pos < len(all_ids)) & (all_ids[np.minimum(pos, len(all_ids) - 1)] == want) if len(all_ids) else np.zeros(len(want), bool)
+        ok = (
+            (pos < len(all_ids)) & (all_ids[np.minimum(pos, len(all_ids) - 1)] == want)
+            if len(all_ids)
+            else np.zeros(len(want), bool)
+        )
         sims = mat[pos[ok]] @ q
         return {int(i): float(x) for i, x in zip(want[ok], sims)}
     out: dict[int, float] = {}
     ids = list(ids)
     for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
+        part = ids[i : i + 500]
         for rid, blob in store.query(
             f"SELECT rowid, embedding FROM {TABLES[kind]} WHERE rowid IN ({','.join('?' * len(part))})", part
         ):

@@ -45,8 +45,9 @@ def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
     return out
 
 
-def check(store: Store, root: str | os.PathLike, *, storage: bool = True, graph: bool = True,
-          embed: bool = True) -> dict[str, Any]:
+def check(
+    store: Store, root: str | os.PathLike, *, storage: bool = True, graph: bool = True, embed: bool = True
+) -> dict[str, Any]:
     """I1, I2, (with ``storage``) I3 and completeness for ``store`` against the folder
     ``root``; ``graph`` and ``embed`` say whether documents are expected to have their
     graph and their vectors (not when ingested with --no-graph or --no-embed)."""
@@ -68,9 +69,15 @@ def check(store: Store, root: str | os.PathLike, *, storage: bool = True, graph:
     report.update(completeness(store, graph=graph, embed=embed))
     if storage:
         report["storage"] = storage_check(store)
-    report["ok"] = (not missing and not extra and not stale and report["index"]["ok"]
-                    and not report["incomplete"] and not report["extract_failed"]
-                    and (not storage or report["storage"]["ok"]))
+    report["ok"] = (
+        not missing
+        and not extra
+        and not stale
+        and report["index"]["ok"]
+        and not report["incomplete"]
+        and not report["extract_failed"]
+        and (not storage or report["storage"]["ok"])
+    )
     return report
 
 
@@ -83,17 +90,23 @@ def completeness(store: Store, *, graph: bool = True, embed: bool = True) -> dic
     missing: dict[str, list[str]] = {}
     failed = []
     if graph:
-        for path, in store.query("SELECT path FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"):
+        for (path,) in store.query("SELECT path FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"):
             missing.setdefault(path, []).append("graph")
-        failed = [{"path": p, "error": e} for p, e in store.query(
-            "SELECT path, error FROM docs WHERE status='ok' AND graph_sig = ? ORDER BY path", (GRAPH_FAILED,))]
+        failed = [
+            {"path": p, "error": e}
+            for p, e in store.query(
+                "SELECT path, error FROM docs WHERE status='ok' AND graph_sig = ? ORDER BY path", (GRAPH_FAILED,)
+            )
+        ]
     if embed:
         if vectors.has_tables(store):
-            sql = ("SELECT DISTINCT d.path FROM docs d JOIN chunks c ON c.doc_id = d.id WHERE d.status='ok' "
-                   "AND c.id NOT IN (SELECT rowid FROM chunk_vec) ORDER BY d.path")
+            sql = (
+                "SELECT DISTINCT d.path FROM docs d JOIN chunks c ON c.doc_id = d.id WHERE d.status='ok' "
+                "AND c.id NOT IN (SELECT rowid FROM chunk_vec) ORDER BY d.path"
+            )
         else:
             sql = "SELECT DISTINCT d.path FROM docs d JOIN chunks c ON c.doc_id = d.id WHERE d.status='ok' ORDER BY d.path"
-        for path, in store.query(sql):
+        for (path,) in store.query(sql):
             missing.setdefault(path, []).append("vectors")
     return {"incomplete": [{"path": p, "missing": m} for p, m in sorted(missing.items())], "extract_failed": failed}
 
@@ -106,14 +119,23 @@ def index_check(store: Store) -> dict[str, Any]:
     fts = store.scalar("SELECT count(*) FROM chunks_fts_docsize")
     fts_orphans = store.scalar("SELECT count(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)")
     fts_missing = store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT id FROM chunks_fts_docsize)")
-    out: dict[str, Any] = {"chunks": chunks, "fts_rows": fts, "fts_orphans": fts_orphans, "fts_missing": fts_missing,
-                           "vectors": None, "vec_orphans": 0, "vec_missing": 0, "vec_src_orphans": 0}
+    out: dict[str, Any] = {
+        "chunks": chunks,
+        "fts_rows": fts,
+        "fts_orphans": fts_orphans,
+        "fts_missing": fts_missing,
+        "vectors": None,
+        "vec_orphans": 0,
+        "vec_missing": 0,
+        "vec_src_orphans": 0,
+    }
     if vectors.has_tables(store):
         out["vectors"] = store.scalar("SELECT count(*) FROM chunk_vec")
         out["vec_orphans"] = store.scalar("SELECT count(*) FROM chunk_vec WHERE rowid NOT IN (SELECT id FROM chunks)")
         out["vec_missing"] = store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)")
         out["vec_src_orphans"] = store.scalar(
-            "SELECT count(*) FROM vec_src WHERE kind='chunk' AND id NOT IN (SELECT id FROM chunks)")
+            "SELECT count(*) FROM vec_src WHERE kind='chunk' AND id NOT IN (SELECT id FROM chunks)"
+        )
     out["ok"] = not (fts_orphans or fts_missing or fts != chunks or out["vec_orphans"] or out["vec_src_orphans"])
     # Chunks still waiting for a vector (vec_missing) are work, not damage: embedding may be off.
     return out
@@ -136,13 +158,25 @@ def storage_check(store: Store) -> dict[str, Any]:
     finally:
         if conn is not store.conn:
             conn.close()
-    return {"integrity_check": integrity, "foreign_key_errors": foreign, "fts_integrity": fts,
-            "ok": integrity == ["ok"] and not foreign and fts == "ok"}
+    return {
+        "integrity_check": integrity,
+        "foreign_key_errors": foreign,
+        "fts_integrity": fts,
+        "ok": integrity == ["ok"] and not foreign and fts == "ok",
+    }
 
 
-def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config=None, graph: bool = True,
-        embed: bool = True, on_error: Callable[[dict], None] | None = None,
-        on_partial: Callable[[dict], None] | None = None):
+def fix(
+    store: Store,
+    root: str | os.PathLike,
+    report: dict[str, Any],
+    *,
+    config=None,
+    graph: bool = True,
+    embed: bool = True,
+    on_error: Callable[[dict], None] | None = None,
+    on_partial: Callable[[dict], None] | None = None,
+):
     """Re-ingest every path ``report`` (from ``check``) found missing, extra or stale.
 
     A stale document's stored stat is cleared first, so the fast path cannot skip it
@@ -156,8 +190,11 @@ def fix(store: Store, root: str | os.PathLike, report: dict[str, Any], *, config
             conn.executemany("UPDATE docs SET mtime_ms=NULL, size=NULL WHERE path=?", [(p,) for p in report["stale"]])
     if graph and report.get("extract_failed"):
         with store.write() as conn:  # asked for: try them again (they are recorded again if they still fail)
-            conn.executemany("UPDATE docs SET graph_sig=NULL WHERE path=?", [(f["path"],) for f in report["extract_failed"]])
+            conn.executemany(
+                "UPDATE docs SET graph_sig=NULL WHERE path=?", [(f["path"],) for f in report["extract_failed"]]
+            )
     # sync_paths builds every pending graph and embeds every chunk without a vector, so the
     # incomplete documents are finished with the re-ingested ones
-    return sync_paths(store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error,
-                      on_partial=on_partial)
+    return sync_paths(
+        store, root, paths, config=config, graph=graph, embed=embed, on_error=on_error, on_partial=on_partial
+    )

@@ -56,32 +56,57 @@ def _ids_json(ids) -> str:
 
 def top_entities(store: Store, limit: int) -> list[int]:
     """The most connected entities (by edges both ways), then the most popular when few have edges."""
-    ids = [r[0] for r in store.query(
-        "SELECT id FROM (SELECT src_id AS id FROM relations UNION ALL SELECT dst_id FROM relations) "
-        "GROUP BY id ORDER BY count(*) DESC, id LIMIT ?", (limit,))]
+    ids = [
+        r[0]
+        for r in store.query(
+            "SELECT id FROM (SELECT src_id AS id FROM relations UNION ALL SELECT dst_id FROM relations) "
+            "GROUP BY id ORDER BY count(*) DESC, id LIMIT ?",
+            (limit,),
+        )
+    ]
     if len(ids) < limit:
-        ids += [r[0] for r in store.query(
-            "SELECT id FROM entities WHERE id NOT IN (SELECT value FROM json_each(?)) "
-            "ORDER BY popularity DESC, id LIMIT ?", (_ids_json(ids), limit - len(ids)))]
+        ids += [
+            r[0]
+            for r in store.query(
+                "SELECT id FROM entities WHERE id NOT IN (SELECT value FROM json_each(?)) "
+                "ORDER BY popularity DESC, id LIMIT ?",
+                (_ids_json(ids), limit - len(ids)),
+            )
+        ]
     return ids
 
 
 def neighbours(store: Store, eid: int, limit: int = PER_NODE) -> list[int]:
     """Entities one edge away (either direction), strongest edges first."""
-    return [r[0] for r in store.query(
-        "SELECT other FROM (SELECT dst_id AS other, confidence FROM relations WHERE src_id = ? "
-        "UNION ALL SELECT src_id, confidence FROM relations WHERE dst_id = ?) "
-        "GROUP BY other ORDER BY max(confidence) DESC, other LIMIT ?", (eid, eid, limit))]
+    return [
+        r[0]
+        for r in store.query(
+            "SELECT other FROM (SELECT dst_id AS other, confidence FROM relations WHERE src_id = ? "
+            "UNION ALL SELECT src_id, confidence FROM relations WHERE dst_id = ?) "
+            "GROUP BY other ORDER BY max(confidence) DESC, other LIMIT ?",
+            (eid, eid, limit),
+        )
+    ]
 
 
-def graph_view(store: Store, *, q: str | None = None, focus: list[int] | None = None,
-               expand: list[int] | None = None, max_nodes: int = DEFAULT_MAX_NODES) -> dict[str, Any]:
+def graph_view(
+    store: Store,
+    *,
+    q: str | None = None,
+    focus: list[int] | None = None,
+    expand: list[int] | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> dict[str, Any]:
     """A bounded view of the graph: seeds (``focus`` ids, else the hits of ``q``, else the
     most connected entities), their neighbours, the neighbours of each ``expand`` id, and
     every edge among the nodes kept."""
     if focus:
-        seeds = [r[0] for r in store.query("SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                                           (_ids_json(focus),))]
+        seeds = [
+            r[0]
+            for r in store.query(
+                "SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?))", (_ids_json(focus),)
+            )
+        ]
         seeds.sort(key=focus.index)
         grow = list(seeds)
     elif q and q.strip():
@@ -103,18 +128,27 @@ def graph_view(store: Store, *, q: str | None = None, focus: list[int] | None = 
     ids = list(order)[:max_nodes]
     truncated = truncated or len(order) > max_nodes
     ids_json = _ids_json(ids)
-    rows = {r[0]: r for r in store.query(
-        "SELECT id, key, name, type, aliases FROM entities WHERE id IN (SELECT value FROM json_each(?))", (ids_json,))}
-    degree = dict(store.query(
-        "SELECT id, count(*) FROM (SELECT src_id AS id FROM relations WHERE src_id IN (SELECT value FROM json_each(?1)) "
-        "UNION ALL SELECT dst_id FROM relations WHERE dst_id IN (SELECT value FROM json_each(?1))) GROUP BY id",
-        (ids_json,)))
+    rows = {
+        r[0]: r
+        for r in store.query(
+            "SELECT id, key, name, type, aliases FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+            (ids_json,),
+        )
+    }
+    degree = dict(
+        store.query(
+            "SELECT id, count(*) FROM (SELECT src_id AS id FROM relations WHERE src_id IN (SELECT value FROM json_each(?1)) "
+            "UNION ALL SELECT dst_id FROM relations WHERE dst_id IN (SELECT value FROM json_each(?1))) GROUP BY id",
+            (ids_json,),
+        )
+    )
     edges = [
         {"id": rid, "from": src, "to": dst, "rel": rel, "confidence": round(conf, 4), "origin": origin}
         for rid, src, dst, rel, conf, origin in store.query(
             "SELECT id, src_id, dst_id, rel, confidence, origin FROM relations "
             "WHERE src_id IN (SELECT value FROM json_each(?1)) AND dst_id IN (SELECT value FROM json_each(?1)) ORDER BY id",
-            (ids_json,))
+            (ids_json,),
+        )
     ]
     shown: dict[int, int] = {}
     for e in edges:
@@ -127,14 +161,33 @@ def graph_view(store: Store, *, q: str | None = None, focus: list[int] | None = 
         if eid not in rows:  # deleted between the queries
             continue
         _, key, name, typ, aliases = rows[eid]
-        nodes.append({"id": eid, "key": key, "name": name, "type": typ, "aliases": loads(aliases, []),
-                      "degree": degree.get(eid, 0), "hidden": degree.get(eid, 0) - shown.get(eid, 0),
-                      "seed": eid in seed_set, "expanded": eid in expanded})
+        nodes.append(
+            {
+                "id": eid,
+                "key": key,
+                "name": name,
+                "type": typ,
+                "aliases": loads(aliases, []),
+                "degree": degree.get(eid, 0),
+                "hidden": degree.get(eid, 0) - shown.get(eid, 0),
+                "seed": eid in seed_set,
+                "expanded": eid in expanded,
+            }
+        )
     types = {n["type"] for n in nodes}
-    totals = dict(zip(("entities", "relations"), store.query(
-        "SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relations)")[0]))
-    return {"nodes": nodes, "edges": edges, "truncated": truncated,
-            "types": {t: type_color(t) for t in sorted(types)}, "totals": totals}
+    totals = dict(
+        zip(
+            ("entities", "relations"),
+            store.query("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relations)")[0],
+        )
+    )
+    return {
+        "nodes": nodes,
+        "edges": edges,
+        "truncated": truncated,
+        "types": {t: type_color(t) for t in sorted(types)},
+        "totals": totals,
+    }
 
 
 def snippet(text: str, start: int | None, end: int | None, width: int = 110) -> dict[str, Any]:
@@ -158,25 +211,43 @@ def entity_details(store: Store, eid: int, *, max_sources: int = 8, max_observat
     """Everything the details panel shows about one entity."""
     ent = ents.entity(store, eid)
     observations = [
-        {"id": oid, "content": content, "source": source, "created_ms": created, "valid_from_ms": vf,
-         "valid_until_ms": vu}
+        {
+            "id": oid,
+            "content": content,
+            "source": source,
+            "created_ms": created,
+            "valid_from_ms": vf,
+            "valid_until_ms": vu,
+        }
         for oid, content, source, created, vf, vu in store.query(
             "SELECT id, content, source, created_ms, valid_from_ms, valid_until_ms FROM observations "
-            "WHERE entity_id = ? ORDER BY importance DESC, id LIMIT ?", (eid, max_observations))
+            "WHERE entity_id = ? ORDER BY importance DESC, id LIMIT ?",
+            (eid, max_observations),
+        )
     ]
     sources = []
     for doc_id, path, title, count, first in store.query(
         # The snippet shows the first mention by name (a pronoun says little out of context).
         "SELECT d.id, d.path, d.title, count(*), coalesce(min(CASE WHEN m.source != 'coref' THEN m.id END), min(m.id)) "
         "FROM mentions m JOIN docs d ON d.id = m.doc_id "
-        "WHERE m.entity_id = ? GROUP BY d.id ORDER BY count(*) DESC, d.path LIMIT ?", (eid, max_sources)):
+        "WHERE m.entity_id = ? GROUP BY d.id ORDER BY count(*) DESC, d.path LIMIT ?",
+        (eid, max_sources),
+    ):
         text, start, end, section = store.query(
             'SELECT c.text, m.start, m."end", c.section FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE m.id = ?',
-            (first,))[0]
-        sources.append({"path": path, "title": title, "mentions": count, "section": section,
-                        "snippet": snippet(text, start, end)})
-    return {**ent, "color": type_color(ent["type"]), "definition": ents.definition_of(store, ent),
-            "observations": observations, "relations": ents.relations_of(store, eid, limit=50), "sources": sources}
+            (first,),
+        )[0]
+        sources.append(
+            {"path": path, "title": title, "mentions": count, "section": section, "snippet": snippet(text, start, end)}
+        )
+    return {
+        **ent,
+        "color": type_color(ent["type"]),
+        "definition": ents.definition_of(store, ent),
+        "observations": observations,
+        "relations": ents.relations_of(store, eid, limit=50),
+        "sources": sources,
+    }
 
 
 def search(store: Store, q: str, *, limit: int = 20) -> list[dict[str, Any]]:
@@ -190,24 +261,32 @@ def vendor_files() -> dict[str, Path]:
     """vis-network's browser build, as shipped inside the pyvis wheel (newest version found)."""
     spec = importlib.util.find_spec("pyvis")  # finds the package without importing it (and IPython)
     if spec is None or not spec.submodule_search_locations:
-        raise VizError("the viz page needs vis-network, which comes with the pyvis package",
-                       hint="pip install pyvis")
+        raise VizError("the viz page needs vis-network, which comes with the pyvis package", hint="pip install pyvis")
     found: list[tuple[tuple[int, ...], Path]] = []
     for location in spec.submodule_search_locations:
         for js in Path(location).glob("lib/vis-*/vis-network.min.js"):
             version = tuple(int(x) for x in re.findall(r"\d+", js.parent.name.removeprefix("vis-")))
             found.append((version, js.parent))
     if not found:
-        raise VizError("pyvis is installed but has no lib/vis-*/vis-network.min.js", hint="pip install --force-reinstall pyvis")
+        raise VizError(
+            "pyvis is installed but has no lib/vis-*/vis-network.min.js", hint="pip install --force-reinstall pyvis"
+        )
     folder = max(found)[1]
     return {"vis-network.min.js": folder / "vis-network.min.js", "vis-network.css": folder / "vis-network.css"}
 
 
-CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-                 ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml"}
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+}
 # The page loads only its own files; no inline script, nothing from elsewhere.
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -230,8 +309,9 @@ class VizServer(http.server.ThreadingHTTPServer):
         except OSError as exc:
             self.store.close()
             if exc.errno == errno.EADDRINUSE:
-                raise VizError(f"port {port} on {host} is in use",
-                               hint="choose another with --port, or --port 0 for any free port") from None
+                raise VizError(
+                    f"port {port} on {host} is in use", hint="choose another with --port, or --port 0 for any free port"
+                ) from None
             raise VizError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self.port = self.server_address[1]
         self.allowed_hosts = {f"{name}:{self.port}" for name in ("127.0.0.1", "localhost")}
@@ -363,7 +443,9 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
         if path == "/api/search":
             limit = _int(params.get("limit"), "limit", 20, 1, 200)
             with server.lock:
-                return self._json(200, {"q": params.get("q", ""), "hits": search(server.store, params.get("q", ""), limit=limit)})
+                return self._json(
+                    200, {"q": params.get("q", ""), "hits": search(server.store, params.get("q", ""), limit=limit)}
+                )
         if path == "/favicon.ico":
             return self._send(204, b"", None)
         return self._json(404, {"error": f"no such page: {path}"})

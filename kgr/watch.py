@@ -55,8 +55,16 @@ EVENT_LATENCY_S = 0.6
 
 # Opened and closed-without-writing events are noise (kgr's own parser reads files);
 # folder modified events only say that a name inside changed, and that name has its own event.
-EVENTS = [FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
-          DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+EVENTS = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
 
 
 @dataclass
@@ -113,9 +121,18 @@ class Watcher:
     waits until nothing is pending, queued or running.
     """
 
-    def __init__(self, root: str | os.PathLike, writer: Writer, *, debounce_ms: int | None = None, config=None,
-                 scan_interval: float | None = SCAN_INTERVAL_S, burst_threshold: int = BURST_THRESHOLD,
-                 max_delay: float = MAX_DELAY_S, polling: bool = False):
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        writer: Writer,
+        *,
+        debounce_ms: int | None = None,
+        config=None,
+        scan_interval: float | None = SCAN_INTERVAL_S,
+        burst_threshold: int = BURST_THRESHOLD,
+        max_delay: float = MAX_DELAY_S,
+        polling: bool = False,
+    ):
         from . import normalize as norm
 
         if debounce_ms is None:  # the flag, else the config's watch.debounce_ms, else 300
@@ -186,10 +203,13 @@ class Watcher:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            return {"pending": len(self._pending), "scan_pending": self._scan_due is not None,
-                    "inflight": self._inflight is not None and not self._inflight.done(),
-                    "observer": type(self._observer).__name__ if self._observer else None,
-                    **self.stats.as_dict()}
+            return {
+                "pending": len(self._pending),
+                "scan_pending": self._scan_due is not None,
+                "inflight": self._inflight is not None and not self._inflight.done(),
+                "observer": type(self._observer).__name__ if self._observer else None,
+                **self.stats.as_dict(),
+            }
 
     def wait_idle(self, timeout: float, settle: float | None = None) -> bool:
         """Wait until nothing is pending, queued or running, unchanged for ``settle`` seconds
@@ -210,7 +230,11 @@ class Watcher:
 
     def _idle(self) -> bool:
         with self._lock:
-            if self._pending or self._scan_due is not None or (self._inflight is not None and not self._inflight.done()):
+            if (
+                self._pending
+                or self._scan_due is not None
+                or (self._inflight is not None and not self._inflight.done())
+            ):
                 return False
         st = self.writer.status()
         return not st["running"] and not st["queue_depth"]
@@ -230,8 +254,12 @@ class Watcher:
             if self.polling:
                 raise
             # inotify limits (watchdog #673, #846): say which, and poll instead.
-            log.error("watch: cannot watch %s with inotify (%s); falling back to polling every second "
-                      "(raise fs.inotify.max_user_watches / max_user_instances to avoid this)", self.root, exc)
+            log.error(
+                "watch: cannot watch %s with inotify (%s); falling back to polling every second "
+                "(raise fs.inotify.max_user_watches / max_user_instances to avoid this)",
+                self.root,
+                exc,
+            )
             with _suppress():
                 observer.stop()
             observer = PollingObserver(timeout=1)
@@ -319,8 +347,11 @@ class Watcher:
                     self._pending.clear()
                     self._partners.clear()
                     self.stats.bursts += 1
-                    log.info("watch: burst of %d changed paths (over %d): scanning the whole root instead",
-                             n, self.burst_threshold)
+                    log.info(
+                        "watch: burst of %d changed paths (over %d): scanning the whole root instead",
+                        n,
+                        self.burst_threshold,
+                    )
                     self._scan_due = [now + self.debounce, now]
                     self._scan_reason = f"burst of {n} paths"
             pending = len(self._pending) + (self._scan_due is not None)
@@ -435,8 +466,16 @@ class Watcher:
             self.stats.embedded += s.embedded
             if s.ingested or s.moved or s.pruned or s.failed or paths is None:
                 what = "scan" if paths is None else (paths[0] if len(paths) == 1 else f"{len(paths)} paths")
-                log.info("watch: %s: %d ingested, %d moved, %d purged, %d failed, %d vectors (%.2fs)",
-                         what, s.ingested, s.moved, s.pruned, s.failed, s.embedded, time.monotonic() - started)
+                log.info(
+                    "watch: %s: %d ingested, %d moved, %d purged, %d failed, %d vectors (%.2fs)",
+                    what,
+                    s.ingested,
+                    s.moved,
+                    s.pruned,
+                    s.failed,
+                    s.embedded,
+                    time.monotonic() - started,
+                )
         self.writer.set_pending(self._pending_count(), watch=self.stats.as_dict())
         self._wake.set()
 
@@ -453,15 +492,29 @@ class _suppress:
         return exc[0] is not None and issubclass(exc[0], Exception)
 
 
-def watch(root: str | os.PathLike, db_path: str | os.PathLike, *, config=None, debounce_ms: int = DEBOUNCE_MS,
-          scan_interval: float | None = SCAN_INTERVAL_S, embed: bool = True, graph: bool = True,
-          stop: threading.Event | None = None, polling: bool = False) -> None:
+def watch(
+    root: str | os.PathLike,
+    db_path: str | os.PathLike,
+    *,
+    config=None,
+    debounce_ms: int = DEBOUNCE_MS,
+    scan_interval: float | None = SCAN_INTERVAL_S,
+    embed: bool = True,
+    graph: bool = True,
+    stop: threading.Event | None = None,
+    polling: bool = False,
+) -> None:
     """Watch ``root`` into ``db_path`` until ``stop`` is set (or KeyboardInterrupt)."""
     stop = stop or threading.Event()
     with Writer(db_path, root=root, config=config, embed=embed, graph=graph) as writer:
         watcher = Watcher(root, writer, debounce_ms=debounce_ms, scan_interval=scan_interval, polling=polling)
-        log.info("watch: watching %s into %s (pid %d, debounce %d ms)", watcher.root, writer.db_path,
-                 os.getpid(), debounce_ms)
+        log.info(
+            "watch: watching %s into %s (pid %d, debounce %d ms)",
+            watcher.root,
+            writer.db_path,
+            os.getpid(),
+            debounce_ms,
+        )
         watcher.start()
         try:
             while not stop.wait(0.5):

@@ -53,9 +53,12 @@ class WriterBusy(StoreError):
         who = f"pid {pid}" if pid else "another process"
         super().__init__(
             f"{db_path} is being written by another kgr process ({who})",
-            hint=("let it finish (`kgr status --db DB --wait-idle`) or stop it"
-                  + (f" (`kill {pid}`)" if pid else "") + "; while `kgr watch` or `kgr serve --watch` runs, "
-                  "it keeps the folder ingested"),
+            hint=(
+                "let it finish (`kgr status --db DB --wait-idle`) or stop it"
+                + (f" (`kill {pid}`)" if pid else "")
+                + "; while `kgr watch` or `kgr serve --watch` runs, "
+                "it keeps the folder ingested"
+            ),
         )
         self.pid = pid
 
@@ -169,8 +172,16 @@ class Writer:
     manager, or ``start()`` and ``close()``.
     """
 
-    def __init__(self, db_path: str | os.PathLike, *, root: str | os.PathLike, config=None, embed: bool = True,
-                 graph: bool = True, heartbeat_s: float | None = HEARTBEAT_S):
+    def __init__(
+        self,
+        db_path: str | os.PathLike,
+        *,
+        root: str | os.PathLike,
+        config=None,
+        embed: bool = True,
+        graph: bool = True,
+        heartbeat_s: float | None = HEARTBEAT_S,
+    ):
         from . import config as config_mod
         from . import pipeline
 
@@ -241,8 +252,16 @@ class Writer:
         targets = None if paths is None else list(paths)
 
         def job(store: Store):
-            return pipeline.sync_paths(store, self.root, targets, config=self.config, graph=self.graph,
-                                       embed=self.embed, on_error=self._on_error, on_partial=self._on_partial)
+            return pipeline.sync_paths(
+                store,
+                self.root,
+                targets,
+                config=self.config,
+                graph=self.graph,
+                embed=self.embed,
+                on_error=self._on_error,
+                on_partial=self._on_partial,
+            )
 
         label = "reconcile" if targets is None else f"ingest {len(targets)} path{'s' if len(targets) != 1 else ''}"
         return self.run(job, label=label)
@@ -365,8 +384,10 @@ class Writer:
             self.counts = self._count()
 
     def _count(self) -> dict[str, int]:
-        return {"docs": self.store.scalar("SELECT count(*) FROM docs"),
-                "chunks": self.store.scalar("SELECT count(*) FROM chunks")}
+        return {
+            "docs": self.store.scalar("SELECT count(*) FROM docs"),
+            "chunks": self.store.scalar("SELECT count(*) FROM chunks"),
+        }
 
     # Errors about a path that never becomes a document (a symlink loop, a broken link, a name
     # that cannot be stored): every reconcile meets them again, with nothing changed. Each is
@@ -399,9 +420,12 @@ class Writer:
         0.1 s) and as a heartbeat every ``heartbeat_s``. Called with or without the lock."""
         now = time.monotonic()
         busy = self._busy_now()
-        due = (force or busy != self._last_published_busy
-               or (self._dirty and now - self._last_publish >= 0.1)
-               or (self.heartbeat_s is not None and now - self._last_publish >= self.heartbeat_s))
+        due = (
+            force
+            or busy != self._last_published_busy
+            or (self._dirty and now - self._last_publish >= 0.1)
+            or (self.heartbeat_s is not None and now - self._last_publish >= self.heartbeat_s)
+        )
         if due:
             try:
                 self._publish()
@@ -439,8 +463,9 @@ class Writer:
         self._dirty = False
 
 
-def wait_for_idle(db_path: str | os.PathLike, timeout: float, *, settle: float | None = None,
-                  poll: float = 0.05) -> tuple[bool, dict[str, Any] | None]:
+def wait_for_idle(
+    db_path: str | os.PathLike, timeout: float, *, settle: float | None = None, poll: float = 0.05
+) -> tuple[bool, dict[str, Any] | None]:
     """Wait until the database's writer is idle (or no writer is alive).
 
     A database that does not exist yet is waited for: a `kgr watch` started at the same

@@ -16,6 +16,11 @@ def test_cram_transcripts():
         pytest.skip("no cram transcripts")
     exe = shutil.which("cram")
     cmd = [exe] if exe else [sys.executable, "-m", "cram"]
-    proc = subprocess.run([*cmd, "--shell=/bin/bash", "--indent=2", *map(str, tests)], capture_output=True, text=True,
-                          timeout=900, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*cmd, "--shell=/bin/bash", "--indent=2", *map(str, tests)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

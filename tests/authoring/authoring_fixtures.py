@@ -7,15 +7,41 @@ from pathlib import Path
 import pytest
 
 NODES = [
-    {"name": "Charlie Parker", "summary": "American jazz saxophonist", "node_type": "PERSON",
-     "properties": {"born": 1920}},
-    {"name": "Miles Davis", "summary": "American jazz trumpeter", "node_type": "PERSON",
-     "relationships": [{"target_id": "Charlie Parker", "relationship_type": "refers_to", "relevance_strength": "strong"}]},
-    {"name": "Kansas City", "summary": "A city in Missouri", "node_type": "PLACE",
-     "relationships": [{"target_id": "Charlie Parker", "relationship_type": "located_in", "direction": "reverse",
-                        "relevance_strength": "strong"}]},
-    {"name": "Dizzy Gillespie", "summary": "American jazz trumpeter", "node_type": "PERSON",
-     "relationships": [{"target_id": "Charlie Parker", "relationship_type": "same_as", "relevance_strength": "medium"}]},
+    {
+        "name": "Charlie Parker",
+        "summary": "American jazz saxophonist",
+        "node_type": "PERSON",
+        "properties": {"born": 1920},
+    },
+    {
+        "name": "Miles Davis",
+        "summary": "American jazz trumpeter",
+        "node_type": "PERSON",
+        "relationships": [
+            {"target_id": "Charlie Parker", "relationship_type": "refers_to", "relevance_strength": "strong"}
+        ],
+    },
+    {
+        "name": "Kansas City",
+        "summary": "A city in Missouri",
+        "node_type": "PLACE",
+        "relationships": [
+            {
+                "target_id": "Charlie Parker",
+                "relationship_type": "located_in",
+                "direction": "reverse",
+                "relevance_strength": "strong",
+            }
+        ],
+    },
+    {
+        "name": "Dizzy Gillespie",
+        "summary": "American jazz trumpeter",
+        "node_type": "PERSON",
+        "relationships": [
+            {"target_id": "Charlie Parker", "relationship_type": "same_as", "relevance_strength": "medium"}
+        ],
+    },
     {"name": "Bystander", "summary": "Not connected to anyone", "node_type": "CONCEPT"},
 ]
 

@@ -16,9 +16,20 @@ def test_template_add_list_render_rm(graph, tmp_path):
     db, ids = graph
     body = tmp_path / "person.mustache"
     body.write_text("# {{name}}\n{{#fans}}- {{fan}}\n{{/fans}}")
-    res = run("template", "add", "person", "--body", body, "--type", "PERSON", "--db", db,
-              "--var", "fans=SELECT e.id, e.name AS fan FROM relations r JOIN entities e ON e.id = r.src_id "
-                       "WHERE r.dst_id = :id ORDER BY e.name")
+    res = run(
+        "template",
+        "add",
+        "person",
+        "--body",
+        body,
+        "--type",
+        "PERSON",
+        "--db",
+        db,
+        "--var",
+        "fans=SELECT e.id, e.name AS fan FROM relations r JOIN entities e ON e.id = r.src_id "
+        "WHERE r.dst_id = :id ORDER BY e.name",
+    )
     assert res.exit_code == 0, res.output
     rec = orjson.loads(res.stdout)
     assert rec["name"] == "person" and rec["variables"] == ["fans"]

@@ -8,14 +8,16 @@ import pytest
 from kgr import authoring
 from kgr import templates as tm
 
-BODY = ("# {{name}} ({{born}})\n{{summary}}\n"
-        "{{#has_fans}}Fans: {{#fans}}{{fan}}; {{/fans}}{{/has_fans}}{{^has_fans}}No fans.{{/has_fans}}\n"
-        "{{#has_places}}Places: {{#places}}{{place}}{{/places}}{{/has_places}}{{^has_places}}No places.{{/has_places}}")
+BODY = (
+    "# {{name}} ({{born}})\n{{summary}}\n"
+    "{{#has_fans}}Fans: {{#fans}}{{fan}}; {{/fans}}{{/has_fans}}{{^has_fans}}No fans.{{/has_fans}}\n"
+    "{{#has_places}}Places: {{#places}}{{place}}{{/places}}{{/has_places}}{{^has_places}}No places.{{/has_places}}"
+)
 VARS = {
     "fans": "SELECT e.id, e.name AS fan FROM relations r JOIN entities e ON e.id = r.src_id "
-            "WHERE r.dst_id = :id AND r.rel = 'refers_to' ORDER BY e.name",
+    "WHERE r.dst_id = :id AND r.rel = 'refers_to' ORDER BY e.name",
     "places": "SELECT e.id AS place_id, e.name AS place FROM relations r JOIN entities e ON e.id = r.dst_id "
-              "WHERE r.src_id = :id AND r.rel = 'located_in'",
+    "WHERE r.src_id = :id AND r.rel = 'located_in'",
 }
 
 
@@ -42,8 +44,9 @@ def update(store, **node):
 def test_render_with_variables_flags_and_dependencies(person, ids):
     doc = gen(person, "Charlie Parker")
     assert doc["template_used"] == "person"  # chosen by node type
-    assert doc["content"] == ("# Charlie Parker (1920)\nAmerican jazz saxophonist\n"
-                              "Fans: Miles Davis; \nPlaces: Kansas City")
+    assert doc["content"] == (
+        "# Charlie Parker (1920)\nAmerican jazz saxophonist\nFans: Miles Davis; \nPlaces: Kansas City"
+    )
     assert doc["from_cache"] is False
     # the node first, then every entity a variable returned (id, place_id)
     assert doc["dependencies"] == [ids["Charlie Parker"], *sorted([ids["Miles Davis"], ids["Kansas City"]])]
@@ -87,8 +90,11 @@ def test_cache_is_served_until_a_dependency_changes(person, ids):
     assert doc["from_cache"] is False and "Bebop pioneer" in doc["content"]
 
     # a relationship of the node is added: a new fan
-    out = authoring.manage_relationships(person, "create", [{"source_id": "Bystander Renamed", "target_id": "Charlie Parker",
-                                                             "relationship_type": "refers_to"}])
+    out = authoring.manage_relationships(
+        person,
+        "create",
+        [{"source_id": "Bystander Renamed", "target_id": "Charlie Parker", "relationship_type": "refers_to"}],
+    )
     assert out["results"][0]["status"] == "success"
     doc = gen(person, "Charlie Parker")
     assert doc["from_cache"] is False and "Bystander Renamed; " in doc["content"]
@@ -103,21 +109,25 @@ def test_cache_is_served_until_a_dependency_changes(person, ids):
 def test_a_dependency_relation_change_invalidates_but_others_do_not(person, ids):
     gen(person, "Charlie Parker")
     # a relationship between two non-dependencies: cached
-    authoring.manage_relationships(person, "create", [{"source_id": "Bystander", "target_id": "Dizzy Gillespie",
-                                                       "relationship_type": "cites"}])
+    authoring.manage_relationships(
+        person, "create", [{"source_id": "Bystander", "target_id": "Dizzy Gillespie", "relationship_type": "cites"}]
+    )
     assert gen(person, "Charlie Parker")["from_cache"] is True
     # Kansas City is a dependency (a place row): its change invalidates
     update(person, id=str(ids["Kansas City"]), summary="Paris of the Plains")
     assert gen(person, "Charlie Parker")["from_cache"] is False
     assert gen(person, "Charlie Parker")["from_cache"] is True
     # a relationship of a dependency changes: Kansas City cites the Bystander
-    authoring.manage_relationships(person, "create", [{"source_id": "Kansas City", "target_id": "Bystander",
-                                                       "relationship_type": "cites"}])
+    authoring.manage_relationships(
+        person, "create", [{"source_id": "Kansas City", "target_id": "Bystander", "relationship_type": "cites"}]
+    )
     assert gen(person, "Charlie Parker")["from_cache"] is False
     # Miles (a dependency) gains an observation
     assert gen(person, "Charlie Parker")["from_cache"] is True
     with person.write():
-        person.execute("INSERT INTO observations(entity_id, content) VALUES (?, 'played with Bird')", (ids["Miles Davis"],))
+        person.execute(
+            "INSERT INTO observations(entity_id, content) VALUES (?, 'played with Bird')", (ids["Miles Davis"],)
+        )
     assert gen(person, "Charlie Parker")["from_cache"] is False
 
 

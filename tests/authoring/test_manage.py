@@ -16,9 +16,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def rel_rows(store):
-    return sorted((a, r, b, s, o) for a, r, b, s, o in store.query(
-        "SELECT x.name, rel, y.name, strength, r.origin FROM relations r JOIN entities x ON x.id = r.src_id "
-        "JOIN entities y ON y.id = r.dst_id"))
+    return sorted(
+        (a, r, b, s, o)
+        for a, r, b, s, o in store.query(
+            "SELECT x.name, rel, y.name, strength, r.origin FROM relations r JOIN entities x ON x.id = r.src_id "
+            "JOIN entities y ON y.id = r.dst_id"
+        )
+    )
 
 
 def test_created_nodes_and_relationships_are_manual_with_direction_and_strength(store, ids):
@@ -36,13 +40,22 @@ def test_created_nodes_and_relationships_are_manual_with_direction_and_strength(
 def test_batches_report_each_item_and_a_failure_changes_nothing_of_it(store, ids):
     before = rel_rows(store)
     n_before = store.scalar("SELECT count(*) FROM entities")
-    out = authoring.manage_nodes(store, "create", [
-        {"name": "Max Roach", "summary": "drummer", "relationships": [
-            {"target_id": "Charlie Parker", "relationship_type": "refers_to"},
-            {"target_id": "Nobody Known", "relationship_type": "refers_to"}]},  # fails: the whole node is rolled back
-        {"name": "", "summary": "no name"},
-        {"name": "Bud Powell", "summary": "pianist"},
-    ])
+    out = authoring.manage_nodes(
+        store,
+        "create",
+        [
+            {
+                "name": "Max Roach",
+                "summary": "drummer",
+                "relationships": [
+                    {"target_id": "Charlie Parker", "relationship_type": "refers_to"},
+                    {"target_id": "Nobody Known", "relationship_type": "refers_to"},
+                ],
+            },  # fails: the whole node is rolled back
+            {"name": "", "summary": "no name"},
+            {"name": "Bud Powell", "summary": "pianist"},
+        ],
+    )
     status = [r["status"] for r in out["results"]]
     assert status == ["error", "error", "success"]
     assert "no node 'Nobody Known'" in out["results"][0]["message"]
@@ -52,11 +65,18 @@ def test_batches_report_each_item_and_a_failure_changes_nothing_of_it(store, ids
 
 
 def test_update_and_delete_nodes(store, ids):
-    out = authoring.manage_nodes(store, "update", [
-        {"id": str(ids["Miles Davis"]), "summary": "Trumpeter, bandleader", "properties": {"born": 1926}},
-        {"id": "999999", "summary": "x"}])
+    out = authoring.manage_nodes(
+        store,
+        "update",
+        [
+            {"id": str(ids["Miles Davis"]), "summary": "Trumpeter, bandleader", "properties": {"born": 1926}},
+            {"id": "999999", "summary": "x"},
+        ],
+    )
     assert [r["status"] for r in out["results"]] == ["success", "error"]
-    row = store.conn.execute("SELECT name, description, meta FROM entities WHERE id=?", (ids["Miles Davis"],)).fetchone()
+    row = store.conn.execute(
+        "SELECT name, description, meta FROM entities WHERE id=?", (ids["Miles Davis"],)
+    ).fetchone()
     assert row[:2] == ("Miles Davis", "Trumpeter, bandleader") and loads(row[2])["properties"] == {"born": 1926}
     out = authoring.manage_nodes(store, "delete", [{"id": str(ids["Charlie Parker"])}])
     assert out["results"][0]["status"] == "success" and "3 relationships" in out["results"][0]["message"]
@@ -65,20 +85,50 @@ def test_update_and_delete_nodes(store, ids):
 
 
 def test_relationship_update_delete_and_errors(store, ids):
-    out = authoring.manage_relationships(store, "update", [
-        {"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "refers_to",
-         "relevance_strength": "weak", "properties": {"years": "1945-1948"}}])
+    out = authoring.manage_relationships(
+        store,
+        "update",
+        [
+            {
+                "source_id": "Miles Davis",
+                "target_id": "Charlie Parker",
+                "relationship_type": "refers_to",
+                "relevance_strength": "weak",
+                "properties": {"years": "1945-1948"},
+            }
+        ],
+    )
     assert out["results"][0]["status"] == "success"
     rid = out["results"][0]["relationship_id"]
     assert store.conn.execute("SELECT strength, meta FROM relations WHERE id=?", (rid,)).fetchone() == (
-        "weak", '{"years":"1945-1948"}')
-    out = authoring.manage_relationships(store, "create", [
-        {"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "refers_to"},  # exists
-        {"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "PARENT_OF"},  # unregistered
-        {"source_id": "Miles Davis", "target_id": "Miles Davis", "relationship_type": "cites"},  # a loop
-        {"source_id": "Miles Davis", "target_id": "Kansas City", "relationship_type": "cites", "relevance_strength": "huge"},
-        {"source_id": "Miles Davis", "target_id": "Kansas City", "relationship_type": "located_in", "direction": "reverse"},
-    ])
+        "weak",
+        '{"years":"1945-1948"}',
+    )
+    out = authoring.manage_relationships(
+        store,
+        "create",
+        [
+            {"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "refers_to"},  # exists
+            {
+                "source_id": "Miles Davis",
+                "target_id": "Charlie Parker",
+                "relationship_type": "PARENT_OF",
+            },  # unregistered
+            {"source_id": "Miles Davis", "target_id": "Miles Davis", "relationship_type": "cites"},  # a loop
+            {
+                "source_id": "Miles Davis",
+                "target_id": "Kansas City",
+                "relationship_type": "cites",
+                "relevance_strength": "huge",
+            },
+            {
+                "source_id": "Miles Davis",
+                "target_id": "Kansas City",
+                "relationship_type": "located_in",
+                "direction": "reverse",
+            },
+        ],
+    )
     assert [r["status"] for r in out["results"]] == ["error"] * 4 + ["success"]
     assert "already exists" in out["results"][0]["message"]
     assert "unknown relationship type 'PARENT_OF'" in out["results"][1]["message"]
@@ -92,10 +142,21 @@ def test_relation_type_registry(store):
     names = {t["name"] for t in authoring.relation_types(store)}
     assert {"defines", "part_of", "depends_on", "same_as"} <= names  # seeded with kgr's vocabulary
     with store.write():
-        t = authoring.save_relation_type(store, "CHILD_OF", description="src is a child of dst", directionality="strong",
-                                         source_types=["PERSON"], target_types=["PERSON"])
-    assert t == {"name": "CHILD_OF", "description": "src is a child of dst", "directionality": "strong",
-                 "source_types": ["PERSON"], "target_types": ["PERSON"]}
+        t = authoring.save_relation_type(
+            store,
+            "CHILD_OF",
+            description="src is a child of dst",
+            directionality="strong",
+            source_types=["PERSON"],
+            target_types=["PERSON"],
+        )
+    assert t == {
+        "name": "CHILD_OF",
+        "description": "src is a child of dst",
+        "directionality": "strong",
+        "source_types": ["PERSON"],
+        "target_types": ["PERSON"],
+    }
     with pytest.raises(authoring.AuthoringError, match="directionality"), store.write():
         authoring.save_relation_type(store, "X", directionality="sideways")
     with pytest.raises(authoring.AuthoringError, match="used by 1"), store.write():
@@ -113,8 +174,15 @@ def test_ingest_never_removes_the_hand_made_graph(tmp_path):
     env = {**os.environ, "KGR_REDACT_KEY": "test-key", "EMBEDDING_GEMMA_STUB": "1"}
 
     def ingest():
-        proc = subprocess.run([sys.executable, "-m", "kgr", "ingest", str(root), "--db", str(db)], capture_output=True,
-                              text=True, timeout=600, stdin=subprocess.DEVNULL, env=env, cwd=REPO)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kgr", "ingest", str(root), "--db", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=REPO,
+        )
         assert proc.returncode == 0, proc.stderr
 
     ingest()
@@ -122,10 +190,20 @@ def test_ingest_never_removes_the_hand_made_graph(tmp_path):
         extracted = store.scalar("SELECT count(*) FROM entities WHERE origin='extracted'")
         assert extracted > 0
         some = store.scalar("SELECT name FROM entities WHERE origin='extracted' ORDER BY id LIMIT 1")
-        out = authoring.manage_nodes(store, "create", [
-            {"name": "Pump Manual", "summary": "How to run the pumps",
-             "relationships": [{"target_id": some, "relationship_type": "refers_to", "relevance_strength": "strong"}]},
-            {"name": "Night Shift", "summary": "The crew at night"}])
+        out = authoring.manage_nodes(
+            store,
+            "create",
+            [
+                {
+                    "name": "Pump Manual",
+                    "summary": "How to run the pumps",
+                    "relationships": [
+                        {"target_id": some, "relationship_type": "refers_to", "relevance_strength": "strong"}
+                    ],
+                },
+                {"name": "Night Shift", "summary": "The crew at night"},
+            ],
+        )
         assert [r["status"] for r in out["results"]] == ["success", "success"]
     for change in ("rewrite", "delete"):
         if change == "rewrite":
@@ -135,7 +213,9 @@ def test_ingest_never_removes_the_hand_made_graph(tmp_path):
         ingest()
         with Store(db, readonly=True) as store:
             assert {n for (n,) in store.query("SELECT name FROM entities WHERE origin='manual'")} == {
-                "Pump Manual", "Night Shift"}, change
+                "Pump Manual",
+                "Night Shift",
+            }, change
     with Store(db, readonly=True) as store:
         # the extracted graph went with its document, except the entity the manual edge points at: the edge keeps it
         assert store.scalar("SELECT count(*) FROM docs WHERE source='file'") == 0

@@ -23,7 +23,9 @@ def expected(*edges):
 
 
 def one(store, a, b, **kw):
-    return authoring.find_relationship_paths(store, [{"source_node_id": a, "target_node_id": b}], **kw)["path_results"][0]
+    return authoring.find_relationship_paths(store, [{"source_node_id": a, "target_node_id": b}], **kw)["path_results"][
+        0
+    ]
 
 
 def test_strength_forward_and_backward(store, ids):
@@ -33,16 +35,24 @@ def test_strength_forward_and_backward(store, ids):
     p = r["paths"][0]
     want = expected(("strong", "weak", True), ("strong", "strong", True))
     assert p["strength"] == pytest.approx(want) == pytest.approx(0.4)
-    assert p["strength_breakdown"] == {"raw_strength": pytest.approx(0.8), "length_penalty": 0.5,
-                                       "final_strength": pytest.approx(0.4)}
+    assert p["strength_breakdown"] == {
+        "raw_strength": pytest.approx(0.8),
+        "length_penalty": 0.5,
+        "final_strength": pytest.approx(0.4),
+    }
     assert [n["name"] for n in p["nodes"]] == ["Miles Davis", "Charlie Parker", "Kansas City"]
-    assert [(x["type"], x["direction"]) for x in p["relationships"]] == [("refers_to", "forward"), ("located_in", "forward")]
+    assert [(x["type"], x["direction"]) for x in p["relationships"]] == [
+        ("refers_to", "forward"),
+        ("located_in", "forward"),
+    ]
     assert [x["edge_strength"] for x in p["relationships"]] == [pytest.approx(0.8), pytest.approx(1.0)]
     # the other way round every edge is walked backward: much weaker, below the default minimum 0.3
     back = one(store, "Kansas City", "Miles Davis")
     assert back["paths"] == [] and back["summary"]["total_paths_found"] == 0
     back = one(store, "Kansas City", "Miles Davis", min_path_strength=0.0)
-    assert back["paths"][0]["strength"] == pytest.approx(expected(("strong", "strong", False), ("strong", "weak", False)))
+    assert back["paths"][0]["strength"] == pytest.approx(
+        expected(("strong", "strong", False), ("strong", "weak", False))
+    )
     assert [x["direction"] for x in back["paths"][0]["relationships"]] == ["backward", "backward"]
 
 
@@ -54,8 +64,18 @@ def test_min_strength_and_medium_relevance(store, ids):
 
 
 def test_several_paths_ranked_limited_and_summarised(store, ids):
-    out = authoring.manage_relationships(store, "create", [
-        {"source_id": "Miles Davis", "target_id": "Kansas City", "relationship_type": "uses", "relevance_strength": "weak"}])
+    out = authoring.manage_relationships(
+        store,
+        "create",
+        [
+            {
+                "source_id": "Miles Davis",
+                "target_id": "Kansas City",
+                "relationship_type": "uses",
+                "relevance_strength": "weak",
+            }
+        ],
+    )
     assert out["results"][0]["status"] == "success"
     r = one(store, "Miles Davis", "Kansas City", min_path_strength=0.0)
     direct = expected(("weak", "strong", True))  # 0.2
@@ -81,8 +101,11 @@ def test_directionality_comes_from_the_registry(store, ids):
     assert p["strength"] == pytest.approx(expected(("strong", "balanced", True), ("strong", "strong", True)))
     # an unregistered type (the memory profile writes any) weighs 0.5 both ways
     with store.write():
-        store.execute("INSERT INTO relations(src_id, dst_id, rel, strength, origin) VALUES (?, ?, 'jammed_with', 'strong', "
-                      "'manual')", (ids["Bystander"], ids["Dizzy Gillespie"]))
+        store.execute(
+            "INSERT INTO relations(src_id, dst_id, rel, strength, origin) VALUES (?, ?, 'jammed_with', 'strong', "
+            "'manual')",
+            (ids["Bystander"], ids["Dizzy Gillespie"]),
+        )
     p = one(store, "Bystander", "Dizzy Gillespie")["paths"][0]
     assert p["strength"] == pytest.approx(0.5)
 
@@ -96,16 +119,31 @@ def test_narrative_names_every_hop(store, ids):
 
 
 def test_unknown_nodes_and_unconnected_pairs(store, ids):
-    res = authoring.find_relationship_paths(store, [{"source_node_id": "Miles Davis", "target_node_id": "Bystander"},
-                                                    {"source_node_id": "qqqzzz xxvv", "target_node_id": "Miles Davis"}])
+    res = authoring.find_relationship_paths(
+        store,
+        [
+            {"source_node_id": "Miles Davis", "target_node_id": "Bystander"},
+            {"source_node_id": "qqqzzz xxvv", "target_node_id": "Miles Davis"},
+        ],
+    )
     a, b = res["path_results"]
     assert a["paths"] == [] and a["summary"]["total_paths_found"] == 0 and "error" not in a
     assert "no node matches" in b["error"]
 
 
 def test_a_cycle_is_never_walked_twice(store, ids):
-    authoring.manage_relationships(store, "create", [
-        {"source_id": "Dizzy Gillespie", "target_id": "Miles Davis", "relationship_type": "same_as", "relevance_strength": "strong"}])
+    authoring.manage_relationships(
+        store,
+        "create",
+        [
+            {
+                "source_id": "Dizzy Gillespie",
+                "target_id": "Miles Davis",
+                "relationship_type": "same_as",
+                "relevance_strength": "strong",
+            }
+        ],
+    )
     r = one(store, "Miles Davis", "Kansas City", min_path_strength=0.0, max_path_length=6)
     for p in r["paths"]:
         ids_on_path = [n["id"] for n in p["nodes"]]
@@ -121,8 +159,11 @@ def test_kgr_path_prints_strengths(graph):
     runner = CliRunner()
     res = runner.invoke(cli, ["path", "Miles Davis", "Kansas City", "--db", str(db)])
     assert res.exit_code == 0, res.output
-    assert res.stdout.strip() == ("Miles Davis --refers_to--> Charlie Parker --located_in--> Kansas City  (strength 0.400)")
+    assert res.stdout.strip() == (
+        "Miles Davis --refers_to--> Charlie Parker --located_in--> Kansas City  (strength 0.400)"
+    )
     res = runner.invoke(cli, ["path", "Kansas City", "Miles Davis", "--db", str(db), "--json"])
     info = orjson.loads(res.stdout)
     assert info["strengths"][0]["final_strength"] == pytest.approx(
-        expected(("strong", "strong", False), ("strong", "weak", False)))
+        expected(("strong", "strong", False), ("strong", "weak", False))
+    )

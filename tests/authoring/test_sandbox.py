@@ -61,7 +61,9 @@ def db_digest(db) -> str:
     """A hash of every row of every table (the schema included)."""
     h = hashlib.sha256()
     with Store(db, readonly=True) as s:
-        for (name,) in s.query("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%vec%' ORDER BY name"):
+        for (name,) in s.query(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%vec%' ORDER BY name"
+        ):
             h.update(repr(sorted(map(repr, s.query(f'SELECT * FROM "{name}"')))).encode())
         h.update(repr(s.query("SELECT * FROM sqlite_master ORDER BY name")).encode())
         h.update(repr(s.user_version).encode())
@@ -100,13 +102,17 @@ def test_a_recursive_cte_bomb_is_stopped_by_the_time_limit(graph):
             box.run("bomb", bomb, {"id": 1})
         assert time.monotonic() - t0 < 3
         # the connection is still usable afterwards
-        assert box.run("ok", "SELECT name FROM entities WHERE id = :id", {"id": ids["Bystander"]}) == [{"name": "Bystander"}]
+        assert box.run("ok", "SELECT name FROM entities WHERE id = :id", {"id": ids["Bystander"]}) == [
+            {"name": "Bystander"}
+        ]
 
 
 def test_a_cross_join_bomb_is_stopped_too(graph):
     db, _ = graph
-    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
-           "SELECT count(*) FROM c a, c b, c d")
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000) "
+        "SELECT count(*) FROM c a, c b, c d"
+    )
     with tm.Sandbox(db, time_limit=0.3) as box, pytest.raises(tm.TemplateError, match="took longer"):
         box.run("bomb", sql, {"id": 1})
 
@@ -124,16 +130,24 @@ def test_legitimate_queries_read_the_graph_bound_to_the_node(graph):
     db, ids = graph
     node = {"id": ids["Charlie Parker"], "name": "Charlie Parker", "type": "PERSON", "key": "charlie parker"}
     with tm.Sandbox(db) as box:
-        rows = box.run("fans", "SELECT e.name, r.rel, r.strength FROM relations r JOIN entities e ON e.id = r.src_id "
-                               "WHERE r.dst_id = :id ORDER BY e.name", node)
-        assert rows == [{"name": "Dizzy Gillespie", "rel": "same_as", "strength": "medium"},
-                        {"name": "Miles Davis", "rel": "refers_to", "strength": "strong"}]
+        rows = box.run(
+            "fans",
+            "SELECT e.name, r.rel, r.strength FROM relations r JOIN entities e ON e.id = r.src_id "
+            "WHERE r.dst_id = :id ORDER BY e.name",
+            node,
+        )
+        assert rows == [
+            {"name": "Dizzy Gillespie", "rel": "same_as", "strength": "medium"},
+            {"name": "Miles Davis", "rel": "refers_to", "strength": "strong"},
+        ]
         assert box.run("me", "SELECT upper(:name) AS n, :type AS t", node) == [{"n": "CHARLIE PARKER", "t": "PERSON"}]
-        assert box.run("j", "SELECT json_extract(meta, '$.properties.born') AS born FROM entities WHERE id = :id",
-                       node) == [{"born": 1920}]
+        assert box.run(
+            "j", "SELECT json_extract(meta, '$.properties.born') AS born FROM entities WHERE id = :id", node
+        ) == [{"born": 1920}]
         assert box.run("v", "SELECT count(*) AS n FROM graph_edges", node) == [{"n": 3}]
         assert box.run("t", "SELECT directionality FROM relation_types WHERE name = 'same_as'", node) == [
-            {"directionality": "balanced"}]
+            {"directionality": "balanced"}
+        ]
 
 
 def test_the_sandbox_connection_cannot_write_even_without_the_authorizer(graph):
@@ -153,12 +167,17 @@ def test_data_is_never_rendered_as_a_template(store, ids):
     from kgr import authoring
 
     evil = "{{#has_x}}{{/has_x}}{{> /etc/passwd}}{{{summary}}}{{=<% %>=}}<% name %>"
-    out = authoring.manage_nodes(store, "create", [{"name": "Mallory " + evil, "summary": evil,
-                                                    "properties": {"note": "{{name}}"}}])
+    out = authoring.manage_nodes(
+        store, "create", [{"name": "Mallory " + evil, "summary": evil, "properties": {"note": "{{name}}"}}]
+    )
     eid = out["results"][0]["node_id"]
     with store.write():
-        tm.save_template(store, name="plain", structure="N={{name}}\nS={{summary}}\nP={{note}}\nV={{#v}}{{x}}{{/v}}",
-                         variables={"v": "SELECT :name AS x"})
+        tm.save_template(
+            store,
+            name="plain",
+            structure="N={{name}}\nS={{summary}}\nP={{note}}\nV={{#v}}{{x}}{{/v}}",
+            variables={"v": "SELECT :name AS x"},
+        )
     docs, _ = tm.generate(store, [eid], template="plain")
     content = docs[0]["content"]
     assert content == f"N=Mallory {evil}\nS={evil}\nP={{{{name}}}}\nV=Mallory {evil}"

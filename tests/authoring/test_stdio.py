@@ -11,22 +11,40 @@ def test_authoring_over_stdio(graph):
     from mcp import Client, StdioServerParameters
 
     db, ids = graph
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "kgr", "serve", "--profile", "authoring", "--db", str(db)],
-                                   env={"KGR_REDACT_KEY": "test-key"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kgr", "serve", "--profile", "authoring", "--db", str(db)],
+        env={"KGR_REDACT_KEY": "test-key"},
+    )
 
     async def session(client):
         names = {t.name for t in (await client.list_tools()).tools}
-        made = await client.call_tool("manage_templates", {"operation": "create", "templates": [
-            {"name": "brief", "structure": "{{name}}: {{#near}}{{n}} {{/near}}",
-             "variables": {"near": "SELECT e.id, e.name AS n FROM relations r JOIN entities e ON e.id = r.src_id "
-                                   "WHERE r.dst_id = :id ORDER BY e.name"}}]})
-        first = await client.call_tool("generate_documents", {"node_identifiers": ["Charlie Parker"],
-                                                              "template_override": "brief"})
-        second = await client.call_tool("generate_documents", {"node_identifiers": ["Charlie Parker"],
-                                                               "template_override": "brief"})
-        paths = await client.call_tool("find_relationship_paths", {"node_pairs": [
-            {"source_node_id": str(ids["Miles Davis"]), "target_node_id": str(ids["Kansas City"])}]})
+        made = await client.call_tool(
+            "manage_templates",
+            {
+                "operation": "create",
+                "templates": [
+                    {
+                        "name": "brief",
+                        "structure": "{{name}}: {{#near}}{{n}} {{/near}}",
+                        "variables": {
+                            "near": "SELECT e.id, e.name AS n FROM relations r JOIN entities e ON e.id = r.src_id "
+                            "WHERE r.dst_id = :id ORDER BY e.name"
+                        },
+                    }
+                ],
+            },
+        )
+        first = await client.call_tool(
+            "generate_documents", {"node_identifiers": ["Charlie Parker"], "template_override": "brief"}
+        )
+        second = await client.call_tool(
+            "generate_documents", {"node_identifiers": ["Charlie Parker"], "template_override": "brief"}
+        )
+        paths = await client.call_tool(
+            "find_relationship_paths",
+            {"node_pairs": [{"source_node_id": str(ids["Miles Davis"]), "target_node_id": str(ids["Kansas City"])}]},
+        )
         return names, made, first, second, paths
 
     async def main():

@@ -24,9 +24,18 @@ def _two_connected_parkers(db: Path) -> None:
     from kgr.store import Store
 
     with Store(db) as store:
-        out = authoring.manage_nodes(store, "create", [
-            {"name": "Parker Quintet", "summary": "A band", "node_type": "ORG",
-             "relationships": [{"target_id": "Charlie Parker", "relationship_type": "refers_to"}]}])
+        out = authoring.manage_nodes(
+            store,
+            "create",
+            [
+                {
+                    "name": "Parker Quintet",
+                    "summary": "A band",
+                    "node_type": "ORG",
+                    "relationships": [{"target_id": "Charlie Parker", "relationship_type": "refers_to"}],
+                }
+            ],
+        )
         assert out["results"][0]["status"] == "success", out
 
 
@@ -51,8 +60,15 @@ def test_explore_neighborhoods_ends_when_primary_nodes_are_neighbours(graph):
         print(orjson.dumps(out).decode())
     """)
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                              cwd=REPO, stdin=subprocess.DEVNULL, preexec_fn=_at_most_4_gb)
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_at_most_4_gb,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("explore_neighborhoods did not return within 60 s (a parent chain loops)")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -80,14 +96,20 @@ def test_a_looping_graph_through_mcp_answers_and_leaves_the_lane_free(graph):
         import threading
 
         results = []
-        t = threading.Thread(target=lambda: results.append(client.call(
-            "explore_neighborhoods", {"search_terms": ["Parker"], "max_results_per_term": 5})), daemon=True)
+        t = threading.Thread(
+            target=lambda: results.append(
+                client.call("explore_neighborhoods", {"search_terms": ["Parker"], "max_results_per_term": 5})
+            ),
+            daemon=True,
+        )
         t.start()
         t.join(60)
         assert not t.is_alive(), "explore_neighborhoods held the read lane for over 60 s"
         assert not results[0].is_error, results[0]
-        later = client.call("find_relationship_paths", {"node_pairs": [
-            {"source_node_id": "Miles Davis", "target_node_id": "Kansas City"}]})
+        later = client.call(
+            "find_relationship_paths",
+            {"node_pairs": [{"source_node_id": "Miles Davis", "target_node_id": "Kansas City"}]},
+        )
         assert not later.is_error and later.structured_content["path_results"][0]["paths"]
     finally:
         if svc.lock.acquire(timeout=0):  # never close a store a runaway call still uses
@@ -102,9 +124,17 @@ def _complete_graph(db: Path, n: int) -> list[str]:
 
     names = [f"K{i}" for i in range(n)]
     with Store(db) as store:
-        specs = [{"name": a, "summary": "a node of a complete graph",
-                  "relationships": [{"target_id": b, "relationship_type": "refers_to", "relevance_strength": "strong"}
-                                    for b in names[:i]]} for i, a in enumerate(names)]
+        specs = [
+            {
+                "name": a,
+                "summary": "a node of a complete graph",
+                "relationships": [
+                    {"target_id": b, "relationship_type": "refers_to", "relevance_strength": "strong"}
+                    for b in names[:i]
+                ],
+            }
+            for i, a in enumerate(names)
+        ]
         out = authoring.manage_nodes(store, "create", specs)
         assert all(r["status"] == "success" for r in out["results"]), out
     return names
@@ -124,13 +154,17 @@ def test_the_time_budget_stops_a_path_search_in_python_and_frees_the_lane(tmp_pa
         client = Mcp(serve.build_server(svc, "authoring"))
         pairs = [{"source_node_id": names[i], "target_node_id": names[-1 - i]} for i in range(6)] * 3
         t0 = time.monotonic()
-        err = client.call("find_relationship_paths", {"node_pairs": pairs, "max_path_length": 6,
-                                                      "max_paths_per_pair": 50, "min_path_strength": 0.0})
+        err = client.call(
+            "find_relationship_paths",
+            {"node_pairs": pairs, "max_path_length": 6, "max_paths_per_pair": 50, "min_path_strength": 0.0},
+        )
         took = time.monotonic() - t0
         assert err.is_error and "took longer than 0.3 s and was stopped" in error_text(err), err
         assert took < 30, took  # generous: only "it stopped", not how fast
-        later = client.call("find_relationship_paths", {"node_pairs": [
-            {"source_node_id": "K0", "target_node_id": "K1"}], "max_path_length": 1})
+        later = client.call(
+            "find_relationship_paths",
+            {"node_pairs": [{"source_node_id": "K0", "target_node_id": "K1"}], "max_path_length": 1},
+        )
         assert not later.is_error and later.structured_content["path_results"][0]["paths"][0]["length"] == 1
     finally:
         svc.close()
@@ -188,7 +222,9 @@ def test_a_call_waiting_for_a_stuck_lane_gets_an_error_not_a_hang(graph):
         results = []
         assert svc.lock.acquire(timeout=5)  # the stuck call
         try:
-            t = threading.Thread(target=lambda: results.append(client.call("find_relationship_paths", args)), daemon=True)
+            t = threading.Thread(
+                target=lambda: results.append(client.call("find_relationship_paths", args)), daemon=True
+            )
             t.start()
             t.join(60)
             assert not t.is_alive(), "the call waited for the stuck lane for over 60 s"

@@ -63,8 +63,10 @@ def build(path: Path, n_edges: int, seed: int) -> tuple[apsw.Connection, int]:
     with conn:
         done = 0
         while done < n_edges:
-            batch = [(rnd.randrange(n_nodes), rnd.randrange(n_nodes), rnd.choice(RELS))
-                     for _ in range(min(100_000, n_edges - done))]
+            batch = [
+                (rnd.randrange(n_nodes), rnd.randrange(n_nodes), rnd.choice(RELS))
+                for _ in range(min(100_000, n_edges - done))
+            ]
             conn.executemany("INSERT OR IGNORE INTO relations(src_id, dst_id, rel) VALUES (?, ?, ?)", batch)
             done = conn.execute("SELECT count(*) FROM relations").fetchone()[0]
         conn.execute(INDEXES)
@@ -109,10 +111,14 @@ def main() -> None:
     if not method.startswith("bfsvtab"):
         print("skipped: bfsvtab is not built (pip install -e . with a C compiler builds kgr/_bfsvtab*.so)")
         return
-    print(f"{method} vs recursive CTE, SQLite {apsw.sqlite_lib_version()}, depth {args.depth}, "
-          f"{args.roots} roots x {args.runs} runs, median ms per query (Python fetch included)")
-    header = (f"{'edges':>9} {'nodes':>7} {'dir':>4} {'reached':>8} {'edges read':>10} "
-              f"{'CTE ms':>9} {'bfsvtab ms':>10} {'CTE/bfsvtab':>11} {'in SQLite ms':>12} {'floor ms':>9}")
+    print(
+        f"{method} vs recursive CTE, SQLite {apsw.sqlite_lib_version()}, depth {args.depth}, "
+        f"{args.roots} roots x {args.runs} runs, median ms per query (Python fetch included)"
+    )
+    header = (
+        f"{'edges':>9} {'nodes':>7} {'dir':>4} {'reached':>8} {'edges read':>10} "
+        f"{'CTE ms':>9} {'bfsvtab ms':>10} {'CTE/bfsvtab':>11} {'in SQLite ms':>12} {'floor ms':>9}"
+    )
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,6 +133,7 @@ def main() -> None:
             for direction in args.directions.split(","):
                 cte_t, vtab_t, sql_t, floors, reached, read = [], [], [], [], [], []
                 for root in roots:
+
                     def vtab():
                         return bfs(conn, root, max_depth=args.depth, direction=direction, method="vtab")
 
@@ -134,8 +141,11 @@ def main() -> None:
                         return bfs_cte(conn, root, max_depth=args.depth, direction=direction)
 
                     def in_sqlite():
-                        return conn.execute("SELECT count(*) FROM bfsvtab WHERE tablename='graph_edges' AND root=? "
-                                            "AND max_depth=? AND direction=?", (root, args.depth, direction)).fetchall()
+                        return conn.execute(
+                            "SELECT count(*) FROM bfsvtab WHERE tablename='graph_edges' AND root=? "
+                            "AND max_depth=? AND direction=?",
+                            (root, args.depth, direction),
+                        ).fetchall()
 
                     want = cte()  # the reference
                     assert vtab() == want, (size, direction, root)
@@ -155,9 +165,12 @@ def main() -> None:
                     read.append(edges)
                 cte_ms = statistics.median(cte_t) * 1000
                 vtab_ms = statistics.median(vtab_t) * 1000
-                print(f"{size:>9} {n_nodes:>7} {direction:>4} {statistics.median(reached):>8.0f} "
-                      f"{statistics.median(read):>10.0f} {cte_ms:>9.2f} {vtab_ms:>10.3f} {cte_ms / vtab_ms:>10.1f}x "
-                      f"{statistics.median(sql_t) * 1000:>12.3f} {statistics.median(floors):>9.3f}", flush=True)
+                print(
+                    f"{size:>9} {n_nodes:>7} {direction:>4} {statistics.median(reached):>8.0f} "
+                    f"{statistics.median(read):>10.0f} {cte_ms:>9.2f} {vtab_ms:>10.3f} {cte_ms / vtab_ms:>10.1f}x "
+                    f"{statistics.median(sql_t) * 1000:>12.3f} {statistics.median(floors):>9.3f}",
+                    flush=True,
+                )
             conn.close()
             print(f"{'':>9} (graph of {size} edges built in {build_s:.1f} s)", flush=True)
 

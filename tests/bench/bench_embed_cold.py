@@ -60,7 +60,11 @@ def run_child(mode: str, warm: int, env: dict) -> dict:
     started = time.time()
     out = subprocess.run(
         [sys.executable, "-c", CHILD, mode, str(warm)],
-        capture_output=True, text=True, env=env, cwd=REPO, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=True,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     # From launching the interpreter to holding the first vector (the warm loop after it
@@ -81,7 +85,9 @@ def main() -> None:
         started = time.perf_counter()
         subprocess.run(
             [sys.executable, "-c", "import kgr.embedders as E; E.export_onnx()"],
-            env=env, cwd=REPO, check=True,
+            env=env,
+            cwd=REPO,
+            check=True,
         )
         export_s = time.perf_counter() - started
 
@@ -90,9 +96,11 @@ def main() -> None:
             for mode in results:
                 results[mode].append(run_child("onnx" if mode == "onnx" else "st", args.warm, env))
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians over {args.runs} fresh processes each, "
-          f"warm = median of {args.warm} single-query calls per process; "
-          f"1-min load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians over {args.runs} fresh processes each, "
+        f"warm = median of {args.warm} single-query calls per process; "
+        f"1-min load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
+    )
     print(f"one-time ONNX export (fresh process, torch + export + check): {export_s:.2f} s")
     header = f"{'path':<24}{'backend':<30}{'cold':>9}{'import':>9}{'setup':>9}{'1st q':>9}{'warm q':>10}  torch"
     print(header)
@@ -104,9 +112,11 @@ def main() -> None:
             f"{med['first']:>8.3f}s{med['warm'] * 1000:>8.2f}ms  {'loaded' if runs[0]['torch_loaded'] else 'not loaded'}"
         )
     walls = {mode: statistics.median(r["wall"] for r in runs) for mode, runs in results.items()}
-    print(f"cold query speed-up: {walls['sentence-transformers'] / walls['onnx']:.1f}x "
-          f"(all runs, wall s: onnx {[round(r['wall'], 2) for r in results['onnx']]}, "
-          f"st {[round(r['wall'], 2) for r in results['sentence-transformers']]})")
+    print(
+        f"cold query speed-up: {walls['sentence-transformers'] / walls['onnx']:.1f}x "
+        f"(all runs, wall s: onnx {[round(r['wall'], 2) for r in results['onnx']]}, "
+        f"st {[round(r['wall'], 2) for r in results['sentence-transformers']]})"
+    )
 
 
 if __name__ == "__main__":

@@ -59,9 +59,15 @@ def main() -> None:
             walls[graph] = time.perf_counter() - t
             assert summary.ingested == len(passages)
         with Store(Path(tmp) / "g1.sqlite", readonly=True) as store:
-            chunk_texts = [vectors.chunk_text(p, t) for p, t in store.query("SELECT prelude, text FROM chunks ORDER BY id")]
-            entity_texts = [vectors.entity_text(n, ty, a, d) for n, ty, a, d in
-                            store.query("SELECT name, type, aliases, description FROM entities WHERE status != 'merged'")]
+            chunk_texts = [
+                vectors.chunk_text(p, t) for p, t in store.query("SELECT prelude, text FROM chunks ORDER BY id")
+            ]
+            entity_texts = [
+                vectors.entity_text(n, ty, a, d)
+                for n, ty, a, d in store.query(
+                    "SELECT name, type, aliases, description FROM entities WHERE status != 'merged'"
+                )
+            ]
         # the model at its best: every text in one call, so that it sorts them by length
         # and pads least (ingest hands it 256 texts at a time)
         t = time.perf_counter()
@@ -76,12 +82,16 @@ def main() -> None:
         spacy_s = time.perf_counter() - t
     n = len(passages)
     print(f"{n} passages, {len(chunk_texts)} chunks, {len(entity_texts)} entities")
-    print(f"ingest, no graph:   {walls[False]:.1f} s = {n / walls[False]:.1f} passages/s; "
-          f"model alone on its chunks {model_chunks:.1f} s -> {walls[False] / model_chunks:.2f}x")
-    print(f"ingest, with graph: {walls[True]:.1f} s = {n / walls[True]:.1f} passages/s; "
-          f"models alone (embedding {model_chunks + model_entities:.1f} s + spaCy {spacy_s:.1f} s) "
-          f"-> {walls[True] / (model_chunks + model_entities + spacy_s):.2f}x; "
-          f"against the embedding model only {walls[True] / (model_chunks + model_entities):.2f}x")
+    print(
+        f"ingest, no graph:   {walls[False]:.1f} s = {n / walls[False]:.1f} passages/s; "
+        f"model alone on its chunks {model_chunks:.1f} s -> {walls[False] / model_chunks:.2f}x"
+    )
+    print(
+        f"ingest, with graph: {walls[True]:.1f} s = {n / walls[True]:.1f} passages/s; "
+        f"models alone (embedding {model_chunks + model_entities:.1f} s + spaCy {spacy_s:.1f} s) "
+        f"-> {walls[True] / (model_chunks + model_entities + spacy_s):.2f}x; "
+        f"against the embedding model only {walls[True] / (model_chunks + model_entities):.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ def main() -> None:
     print(f"corpus          {corpus} ({docs} documents, {chunks} chunks)")
     print(f"model load      {load_s:.1f} s (spaCy import + en_core_web_sm)")
     print(f"extract + link  {wall:.1f} s -> {chunks / wall:.1f} chunks/s, {docs / wall:.1f} docs/s")
-    print(f"in spaCy        {spent['spacy']:.1f} s ({100 * spent['spacy'] / wall:.0f}%), the rest {rest:.1f} s ({100 * rest / wall:.0f}%)")
+    print(
+        f"in spaCy        {spent['spacy']:.1f} s ({100 * spent['spacy'] / wall:.0f}%), the rest {rest:.1f} s ({100 * rest / wall:.0f}%)"
+    )
     print(f"graph           {counts}")
 
 

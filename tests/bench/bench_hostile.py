@@ -81,19 +81,107 @@ SEED = 14
 
 # -- ordinary files ------------------------------------------------------------------------
 
-FIRST = ["Maria", "Jonas", "Aiko", "Samuel", "Priya", "Lukas", "Elena", "Tomasz", "Fatima", "Oliver", "Ines", "Kwame",
-         "Sofia", "Daniel", "Hannah", "Mateo", "Yuki", "Amara", "Felix", "Nora", "Rafael", "Leila", "Henrik", "Chiara"]
-LAST = ["Keller", "Okafor", "Tanaka", "Lindqvist", "Moreau", "Novak", "Haddad", "Fischer", "Costa", "Brennan", "Sato",
-        "Mensah", "Varga", "Rossi", "Dubois", "Kowalski", "Alvarez", "Nakamura", "Berg", "Schmidt", "Adeyemi", "Horvat"]
-TEAM_WORDS = ["Platform", "Payments", "Identity", "Search", "Data", "Billing", "Logistics", "Messaging", "Risk",
-              "Storage", "Observability", "Checkout", "Fraud", "Catalog"]
-SERVICE_HEADS = ["Ledger", "Orbit", "Beacon", "Harbor", "Atlas", "Quartz", "Falcon", "Nimbus", "Cobalt", "Juniper",
-                 "Sequoia", "Meridian", "Tundra", "Pioneer", "Lantern", "Granite", "Zephyr", "Copper"]
+FIRST = [
+    "Maria",
+    "Jonas",
+    "Aiko",
+    "Samuel",
+    "Priya",
+    "Lukas",
+    "Elena",
+    "Tomasz",
+    "Fatima",
+    "Oliver",
+    "Ines",
+    "Kwame",
+    "Sofia",
+    "Daniel",
+    "Hannah",
+    "Mateo",
+    "Yuki",
+    "Amara",
+    "Felix",
+    "Nora",
+    "Rafael",
+    "Leila",
+    "Henrik",
+    "Chiara",
+]
+LAST = [
+    "Keller",
+    "Okafor",
+    "Tanaka",
+    "Lindqvist",
+    "Moreau",
+    "Novak",
+    "Haddad",
+    "Fischer",
+    "Costa",
+    "Brennan",
+    "Sato",
+    "Mensah",
+    "Varga",
+    "Rossi",
+    "Dubois",
+    "Kowalski",
+    "Alvarez",
+    "Nakamura",
+    "Berg",
+    "Schmidt",
+    "Adeyemi",
+    "Horvat",
+]
+TEAM_WORDS = [
+    "Platform",
+    "Payments",
+    "Identity",
+    "Search",
+    "Data",
+    "Billing",
+    "Logistics",
+    "Messaging",
+    "Risk",
+    "Storage",
+    "Observability",
+    "Checkout",
+    "Fraud",
+    "Catalog",
+]
+SERVICE_HEADS = [
+    "Ledger",
+    "Orbit",
+    "Beacon",
+    "Harbor",
+    "Atlas",
+    "Quartz",
+    "Falcon",
+    "Nimbus",
+    "Cobalt",
+    "Juniper",
+    "Sequoia",
+    "Meridian",
+    "Tundra",
+    "Pioneer",
+    "Lantern",
+    "Granite",
+    "Zephyr",
+    "Copper",
+]
 SERVICE_TAILS = ["Store", "Gateway", "Service", "API", "Scheduler", "Index", "Cache", "Broker", "Router", "Vault"]
 REGIONS = ["Frankfurt", "Dublin", "Singapore", "Oregon", "Sydney", "Toronto", "Tokyo", "Madrid"]
 VERBS_USE = ["calls", "reads from", "writes to", "sends events to", "uses"]
-TOPICS = ["latency budgets", "capacity planning", "schema migrations", "incident reviews", "release trains",
-          "retention rules", "rate limits", "failover drills", "cost reports", "access reviews"]
+TOPICS = [
+    "latency budgets",
+    "capacity planning",
+    "schema migrations",
+    "incident reviews",
+    "release trains",
+    "retention rules",
+    "rate limits",
+    "failover drills",
+    "cost reports",
+    "access reviews",
+]
 
 
 @dataclass
@@ -127,48 +215,81 @@ def _service_page(w: World, s: str, rng: random.Random, n: int) -> str:
     lines = [f"# {s}", ""]
     if rng.random() < 0.4:
         lines[:0] = ["---", f"title: {s} (page {n})", f"tags: [{team.split()[0].lower()}, service]", "---", ""]
-    lines += ["## Overview", "",
-              f"{s} is owned by {team}. It runs in {w.region[s]} and handles "
-              f"{rng.choice(TOPICS)} for the {rng.choice(TEAM_WORDS).lower()} domain. "
-              f"{w.lead[team]} leads {team} and signs off every change to {s}.", ""]
+    lines += [
+        "## Overview",
+        "",
+        f"{s} is owned by {team}. It runs in {w.region[s]} and handles "
+        f"{rng.choice(TOPICS)} for the {rng.choice(TEAM_WORDS).lower()} domain. "
+        f"{w.lead[team]} leads {team} and signs off every change to {s}.",
+        "",
+    ]
     lines += ["## Dependencies", ""] + [f"- {d}" for d in w.deps[s]] + [""]
-    lines += ["## Operations", "",
-              f"{oncall} is on call for {s} this quarter. {s} {rng.choice(VERBS_USE)} {rng.choice(w.deps[s])}, so an "
-              f"outage there shows up here within minutes. The runbook was last reviewed by {rng.choice(w.people)} "
-              f"after the {rng.choice(TOPICS)} session in week {rng.randint(1, 52)}.", ""]
+    lines += [
+        "## Operations",
+        "",
+        f"{oncall} is on call for {s} this quarter. {s} {rng.choice(VERBS_USE)} {rng.choice(w.deps[s])}, so an "
+        f"outage there shows up here within minutes. The runbook was last reviewed by {rng.choice(w.people)} "
+        f"after the {rng.choice(TOPICS)} session in week {rng.randint(1, 52)}.",
+        "",
+    ]
     if rng.random() < 0.5:
         other = rng.choice(w.services)
-        lines += ["## History", "",
-                  f"{s} replaced an older system in {rng.randint(2015, 2025)}. {rng.choice(w.people)} moved its "
-                  f"data, and {other} took over the reporting it used to do.", ""]
+        lines += [
+            "## History",
+            "",
+            f"{s} replaced an older system in {rng.randint(2015, 2025)}. {rng.choice(w.people)} moved its "
+            f"data, and {other} took over the reporting it used to do.",
+            "",
+        ]
     return "\n".join(lines)
 
 
 def _team_page(w: World, t: str, rng: random.Random, n: int) -> str:
     owned = [s for s in w.services if w.owner[s] == t] or [rng.choice(w.services)]
     members = [p for p in w.people if w.member[p] == t]
-    lines = [f"# {t}", "", "## Mission", "",
-             f"{t} is led by {w.lead[t]}. The team owns {', '.join(owned[:5])} and meets every "
-             f"{rng.choice(['Monday', 'Tuesday', 'Thursday'])} to go through {rng.choice(TOPICS)}.", "",
-             "## People", ""]
+    lines = [
+        f"# {t}",
+        "",
+        "## Mission",
+        "",
+        f"{t} is led by {w.lead[t]}. The team owns {', '.join(owned[:5])} and meets every "
+        f"{rng.choice(['Monday', 'Tuesday', 'Thursday'])} to go through {rng.choice(TOPICS)}.",
+        "",
+        "## People",
+        "",
+    ]
     lines += [f"- {p}: works on {rng.choice(owned)}" for p in (members[:6] or [w.lead[t]])] + [""]
-    lines += ["## Notes", "",
-              f"In the last planning round {w.lead[t]} asked {rng.choice(w.people)} to review how "
-              f"{rng.choice(owned)} depends on {rng.choice(w.services)} (review {n}).", ""]
+    lines += [
+        "## Notes",
+        "",
+        f"In the last planning round {w.lead[t]} asked {rng.choice(w.people)} to review how "
+        f"{rng.choice(owned)} depends on {rng.choice(w.services)} (review {n}).",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _person_page(w: World, p: str, rng: random.Random, n: int) -> str:
     team = w.member[p]
     s = rng.choice(w.services)
-    return "\n".join([
-        f"# {p}", "", f"{p} is a member of {team} and reports to {w.lead[team]}.", "",
-        "## Work", "",
-        f"{p} maintains {s}, which is owned by {w.owner[s]} and runs in {w.region[s]}. "
-        f"Earlier {p.split()[0]} worked on {rng.choice(w.services)} with {rng.choice(w.people)}.", "",
-        "## Meeting notes", "",
-        f"Note {n}: {p} presented the {rng.choice(TOPICS)} for {s}; {rng.choice(w.people)} will follow up "
-        f"with {rng.choice(w.teams)} before the next release.", ""])
+    return "\n".join(
+        [
+            f"# {p}",
+            "",
+            f"{p} is a member of {team} and reports to {w.lead[team]}.",
+            "",
+            "## Work",
+            "",
+            f"{p} maintains {s}, which is owned by {w.owner[s]} and runs in {w.region[s]}. "
+            f"Earlier {p.split()[0]} worked on {rng.choice(w.services)} with {rng.choice(w.people)}.",
+            "",
+            "## Meeting notes",
+            "",
+            f"Note {n}: {p} presented the {rng.choice(TOPICS)} for {s}; {rng.choice(w.people)} will follow up "
+            f"with {rng.choice(w.teams)} before the next release.",
+            "",
+        ]
+    )
 
 
 def ordinary_pages(n: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -206,8 +327,26 @@ class Case:
 
 
 def _filler(rng: random.Random, n_chars: int) -> str:
-    words = [*SERVICE_HEADS, *TEAM_WORDS, "runs", "owns", "depends", "on", "the", "team", "service", "release", "week",
-             "review", "data", "after", "before", "with", "and", "for"]
+    words = [
+        *SERVICE_HEADS,
+        *TEAM_WORDS,
+        "runs",
+        "owns",
+        "depends",
+        "on",
+        "the",
+        "team",
+        "service",
+        "release",
+        "week",
+        "review",
+        "data",
+        "after",
+        "before",
+        "with",
+        "and",
+        "for",
+    ]
     out, size = [], 0
     while size < n_chars:
         sentence = " ".join(rng.choice(words) for _ in range(rng.randint(6, 16))).capitalize() + "."
@@ -249,8 +388,11 @@ def encrypted_pdf(rng: random.Random) -> bytes:
 
 def corrupt_pdf() -> bytes:
     """A real PDF's start, then the file breaks off inside a content stream: no xref, no trailer."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+    ]
     whole = _pdf(objects)
     cut = whole[: whole.index(b"xref")]
     return cut + b"4 0 obj\n<< /Length 9999 /Filter /FlateDecode >>\nstream\n" + zlib.compress(b"BT /F1 12 Tf")[:7]
@@ -258,19 +400,25 @@ def corrupt_pdf() -> bytes:
 
 def bomb_docx(path: Path, inflated_mb: int) -> None:
     """A small .docx whose word/document.xml inflates to ``inflated_mb`` MB (spaces compress ~1000:1)."""
-    ct = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-          '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-          '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-          '<Default Extension="xml" ContentType="application/xml"/>'
-          '<Override PartName="/word/document.xml" '
-          'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
-    rels = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
-            'officeDocument" Target="word/document.xml"/></Relationships>')
-    head = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-            '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-            '<w:p><w:r><w:t>Harbor Gateway is owned by Payments Team.</w:t></w:r></w:p><w:p><w:r><w:t>')
+    ct = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/word/document.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+    )
+    rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+        'officeDocument" Target="word/document.xml"/></Relationships>'
+    )
+    head = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+        "<w:p><w:r><w:t>Harbor Gateway is owned by Payments Team.</w:t></w:r></w:p><w:p><w:r><w:t>"
+    )
     tail = "</w:t></w:r></w:p></w:body></w:document>"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         zf.writestr("[Content_Types].xml", ct)
@@ -283,8 +431,9 @@ def bomb_docx(path: Path, inflated_mb: int) -> None:
             member.write(tail.encode())
 
 
-def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
-                 para_chars: int = 400) -> tuple[list[tuple[str, str]], list[Case]]:
+def build_folder(
+    root: Path, n_ordinary: int, without: set[str], huge_mb: int, para_chars: int = 400
+) -> tuple[list[tuple[str, str]], list[Case]]:
     rng = random.Random(SEED)
     ordinary = ordinary_pages(n_ordinary, rng)
     for rel, text in ordinary:
@@ -296,26 +445,62 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
     h.mkdir(parents=True, exist_ok=True)
     key_body = [base64.b64encode(bytes(rng.getrandbits(8) for _ in range(48))).decode() for _ in range(20)]
     cases = [
-        Case("big-text", "hostile/ledger-1m.md", "ok",
-             "'The Ledger Store is owned by Treasury Team. ' x 25000 (1.1M chars): ingested in pieces", min_chunks=2),
+        Case(
+            "big-text",
+            "hostile/ledger-1m.md",
+            "ok",
+            "'The Ledger Store is owned by Treasury Team. ' x 25000 (1.1M chars): ingested in pieces",
+            min_chunks=2,
+        ),
         Case("symlink-loop-x", "hostile/loop-x.md", "fail", "x.md -> y.md, a link in a loop", has_stat=False),
         Case("symlink-loop-y", "hostile/loop-y.md", "fail", "y.md -> x.md, a link in a loop", has_stat=False),
-        Case("50mb-file", "hostile/huge-50mb.txt", "partial",
-             f"{huge_mb} MB of distinct ~{para_chars}-character paragraphs: kept partially"),
+        Case(
+            "50mb-file",
+            "hostile/huge-50mb.txt",
+            "partial",
+            f"{huge_mb} MB of distinct ~{para_chars}-character paragraphs: kept partially",
+        ),
         Case("invalid-utf8", "hostile/bad-utf8.md", "partial", "text with invalid UTF-8 bytes in it"),
-        Case("secret-password", "hostile/secret-password.md", "ok", "a line 'password: Example#2024x'",
-             secrets=["Example#2024x"], canary="Rotate it after every release of Beacon Router"),
-        Case("secret-aws-key", "hostile/secret-aws.md", "ok", "the AWS documentation key AKIAIOSFODNN7EXAMPLE",
-             secrets=["AKIAIOSFODNN7EXAMPLE"], canary="The backup job runs nightly"),
-        Case("secret-key-no-end", "hostile/secret-private-key.md", "ok",
-             "a BEGIN RSA PRIVATE KEY block with no END line", secrets=[key_body[0], key_body[9], key_body[19]],
-             canary="Henrik Berg rotated the key in March"),
-        Case("secret-passphrase", "hostile/secret-passphrase.md", "ok",
-             "passphrase: \"amber falcon sings at midnight\" (quoted, with spaces)",
-             secrets=["amber falcon sings at midnight"], canary="Keep the recovery sheet in the safe"),
-        Case("secret-front-matter", "hostile/secret-front-matter.md", "ok",
-             "front matter 'database_password: >-' with the value on the next line",
-             secrets=["Tr0ub4dor&3-billing-prod"], canary="Leila Haddad is on call for Zephyr Gateway"),
+        Case(
+            "secret-password",
+            "hostile/secret-password.md",
+            "ok",
+            "a line 'password: Example#2024x'",
+            secrets=["Example#2024x"],
+            canary="Rotate it after every release of Beacon Router",
+        ),
+        Case(
+            "secret-aws-key",
+            "hostile/secret-aws.md",
+            "ok",
+            "the AWS documentation key AKIAIOSFODNN7EXAMPLE",
+            secrets=["AKIAIOSFODNN7EXAMPLE"],
+            canary="The backup job runs nightly",
+        ),
+        Case(
+            "secret-key-no-end",
+            "hostile/secret-private-key.md",
+            "ok",
+            "a BEGIN RSA PRIVATE KEY block with no END line",
+            secrets=[key_body[0], key_body[9], key_body[19]],
+            canary="Henrik Berg rotated the key in March",
+        ),
+        Case(
+            "secret-passphrase",
+            "hostile/secret-passphrase.md",
+            "ok",
+            'passphrase: "amber falcon sings at midnight" (quoted, with spaces)',
+            secrets=["amber falcon sings at midnight"],
+            canary="Keep the recovery sheet in the safe",
+        ),
+        Case(
+            "secret-front-matter",
+            "hostile/secret-front-matter.md",
+            "ok",
+            "front matter 'database_password: >-' with the value on the next line",
+            secrets=["Tr0ub4dor&3-billing-prod"],
+            canary="Leila Haddad is on call for Zephyr Gateway",
+        ),
         Case("corrupt-pdf", "hostile/corrupt.pdf", "fail", "a PDF cut off inside a content stream"),
         Case("junk-pdf", "hostile/junk.pdf", "fail", "random bytes named .pdf"),
         Case("encrypted-pdf", "hostile/encrypted.pdf", "fail", "a PDF under the standard security handler"),
@@ -325,8 +510,12 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
         Case("nul-in-text", "hostile/nul-inside.md", "fail|partial", "20 KB of text with a NUL byte at 12 KB"),
         Case("deep-html", "hostile/deep.html", "ok|fail", "50,000 nested <div> elements around one sentence"),
         Case("long-line", "hostile/long-line.md", "ok", "one 400,000-character line (one 60,000-character word)"),
-        Case("weird-filename", "hostile/weird\nname ünïcødé 文件 with spaces.md", "ok",
-             "an ordinary page under a name with a newline, spaces and non-ASCII letters"),
+        Case(
+            "weird-filename",
+            "hostile/weird\nname ünïcødé 文件 with spaces.md",
+            "ok",
+            "an ordinary page under a name with a newline, spaces and non-ASCII letters",
+        ),
     ]
     cases = [c for c in cases if c.name not in without]
     names = {c.name for c in cases}
@@ -336,7 +525,9 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
         p.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
 
     if "big-text" in names:
-        put("hostile/ledger-1m.md", "# Ledger Store\n\n" + "The Ledger Store is owned by Treasury Team. " * 25000 + "\n")
+        put(
+            "hostile/ledger-1m.md", "# Ledger Store\n\n" + "The Ledger Store is owned by Treasury Team. " * 25000 + "\n"
+        )
     if "symlink-loop-x" in names or "symlink-loop-y" in names:
         os.symlink("loop-y.md", h / "loop-x.md")
         os.symlink("loop-x.md", h / "loop-y.md")
@@ -352,28 +543,47 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
                 fh.write(para + "\n\n")
                 written += len(para) + 2
     if "invalid-utf8" in names:
-        put("hostile/bad-utf8.md", b"# Quartz Index notes\n\nQuartz Index is owned by Search Team. It runs in Dublin.\n\n"
+        put(
+            "hostile/bad-utf8.md",
+            b"# Quartz Index notes\n\nQuartz Index is owned by Search Team. It runs in Dublin.\n\n"
             b"The import from the old system left bytes like \xff\xfe and \xc3\x28 and \xe2\x82 in this line.\n\n"
-            b"Maria Keller reviews the Quartz Index schema every quarter.\n")
+            b"Maria Keller reviews the Quartz Index schema every quarter.\n",
+        )
     if "secret-password" in names:
-        put("hostile/secret-password.md", "# Beacon Router access\n\nBeacon Router is owned by Identity Team.\n\n"
+        put(
+            "hostile/secret-password.md",
+            "# Beacon Router access\n\nBeacon Router is owned by Identity Team.\n\n"
             "The admin console login for the staging box:\n\npassword: Example#2024x\n\n"
-            "Rotate it after every release of Beacon Router.\n")
+            "Rotate it after every release of Beacon Router.\n",
+        )
     if "secret-aws-key" in names:
-        put("hostile/secret-aws.md", "# Nimbus Cache deployment\n\nNimbus Cache is owned by Platform Team and uses "
+        put(
+            "hostile/secret-aws.md",
+            "# Nimbus Cache deployment\n\nNimbus Cache is owned by Platform Team and uses "
             "an AWS account for its backups.\n\n```ini\n[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
-            "region = eu-central-1\n```\n\nThe backup job runs nightly.\n")
+            "region = eu-central-1\n```\n\nThe backup job runs nightly.\n",
+        )
     if "secret-key-no-end" in names:
-        put("hostile/secret-private-key.md", "# Granite Broker signing\n\nGranite Broker is owned by Messaging Team. "
+        put(
+            "hostile/secret-private-key.md",
+            "# Granite Broker signing\n\nGranite Broker is owned by Messaging Team. "
             "The signing key was pasted here by mistake:\n\n-----BEGIN RSA PRIVATE KEY-----\n"
-            + "\n".join(key_body) + "\n\nAfter the paste, the page goes on: Henrik Berg rotated the key in March.\n")
+            + "\n".join(key_body)
+            + "\n\nAfter the paste, the page goes on: Henrik Berg rotated the key in March.\n",
+        )
     if "secret-passphrase" in names:
-        put("hostile/secret-passphrase.md", "# Harbor Vault recovery\n\nHarbor Vault is owned by Storage Team.\n\n"
-            'passphrase: "amber falcon sings at midnight"\n\nKeep the recovery sheet in the safe.\n')
+        put(
+            "hostile/secret-passphrase.md",
+            "# Harbor Vault recovery\n\nHarbor Vault is owned by Storage Team.\n\n"
+            'passphrase: "amber falcon sings at midnight"\n\nKeep the recovery sheet in the safe.\n',
+        )
     if "secret-front-matter" in names:
-        put("hostile/secret-front-matter.md", "---\ntitle: Zephyr Gateway runbook\ndatabase_password: >-\n"
+        put(
+            "hostile/secret-front-matter.md",
+            "---\ntitle: Zephyr Gateway runbook\ndatabase_password: >-\n"
             "  Tr0ub4dor&3-billing-prod\ntags: [billing]\n---\n\n# Zephyr Gateway runbook\n\n"
-            "Zephyr Gateway is owned by Billing Team. Leila Haddad is on call for Zephyr Gateway.\n")
+            "Zephyr Gateway is owned by Billing Team. Leila Haddad is on call for Zephyr Gateway.\n",
+        )
     if "corrupt-pdf" in names:
         put("hostile/corrupt.pdf", corrupt_pdf())
     if "junk-pdf" in names:
@@ -391,14 +601,23 @@ def build_folder(root: Path, n_ordinary: int, without: set[str], huge_mb: int,
         put("hostile/nul-inside.md", text[:12000] + "\x00" + text[12000:] + "\n")
     if "deep-html" in names:
         depth = 50000
-        put("hostile/deep.html", "<!doctype html><html><head><title>Deep page</title></head><body>" + "<div>" * depth
-            + "<p>Atlas Gateway is owned by Checkout Team.</p>" + "</div>" * depth + "</body></html>")
+        put(
+            "hostile/deep.html",
+            "<!doctype html><html><head><title>Deep page</title></head><body>"
+            + "<div>" * depth
+            + "<p>Atlas Gateway is owned by Checkout Team.</p>"
+            + "</div>" * depth
+            + "</body></html>",
+        )
     if "long-line" in names:
         line = _filler(rng, 170000) + " " + "Lantern" * 8572 + " " + _filler(rng, 170000)
         put("hostile/long-line.md", "# Lantern Cache dump\n\n" + line + "\n")
     if "weird-filename" in names:
-        put("hostile/weird\nname ünïcødé 文件 with spaces.md", "# Meridian Index\n\nMeridian Index is owned by Data Team. "
-            "Nora Sato leads Data Team and reviews every change to Meridian Index.\n")
+        put(
+            "hostile/weird\nname ünïcødé 文件 with spaces.md",
+            "# Meridian Index\n\nMeridian Index is owned by Data Team. "
+            "Nora Sato leads Data Team and reviews every change to Meridian Index.\n",
+        )
     return ordinary, cases
 
 
@@ -439,7 +658,9 @@ def run_ingest(folder: Path, db: Path, timeout: float, needles: list[str]) -> Ru
         code, err = None, exc.stderr or b""
         problems = [f"did not finish within {timeout:g}s"]
     db.with_suffix(".ingest.log").write_bytes(err)
-    run = Run("ingest", db, code, err.decode("utf-8", "backslashreplace").splitlines(), time.perf_counter() - t, problems)
+    run = Run(
+        "ingest", db, code, err.decode("utf-8", "backslashreplace").splitlines(), time.perf_counter() - t, problems
+    )
     if code is not None and code != 1:
         run.problems.append(f"exit status {code}, expected 1 (hostile files failed)")
     if not any(re.search(r"\d+ files seen, .* ingested", ln) for ln in run.stderr):
@@ -471,8 +692,10 @@ def run_watch(folder: Path, db: Path, timeout: float, needles: list[str]) -> Run
             st = subprocess.run(wait, capture_output=True, env=child_env())
             run.seconds = time.perf_counter() - t
             if st.returncode != 0:
-                run.problems.append(f"kgr status --wait-idle exited {st.returncode}: "
-                                    + st.stderr.decode("utf-8", "replace").strip()[:300])
+                run.problems.append(
+                    f"kgr status --wait-idle exited {st.returncode}: "
+                    + st.stderr.decode("utf-8", "replace").strip()[:300]
+                )
             elif proc.poll() is not None:
                 run.problems.append(f"watch died before idle (status {proc.returncode})")
             scan_phases(run, needles, "watch running", checkpoint=False)
@@ -560,8 +783,9 @@ def db_facts(db: Path) -> dict[str, DocFacts]:
         for did, n in store.query("SELECT doc_id, count(*) FROM chunks GROUP BY doc_id"):
             out[ids[did]].chunks = n
         if vectors.has_tables(store):
-            missing = store.query("SELECT doc_id, count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec) "
-                                  "GROUP BY doc_id")
+            missing = store.query(
+                "SELECT doc_id, count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec) GROUP BY doc_id"
+            )
         else:
             missing = store.query("SELECT doc_id, count(*) FROM chunks GROUP BY doc_id")
         for did, n in missing:
@@ -689,8 +913,9 @@ def crash_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: list[Case],
-              timeout: float) -> list[tuple[str, str, str, bool]]:
+def check_run(
+    run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: list[Case], timeout: float
+) -> list[tuple[str, str, str, bool]]:
     rows: list[tuple[str, str, str, bool]] = []
     tag = run.label
     crashes = crash_lines(run.stderr)
@@ -709,7 +934,7 @@ def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: li
         if bad:
             bad_ordinary.append(f"{rel}: {', '.join(bad)}")
     n = len(ordinary)
-    obs = (f"{n - len(bad_ordinary)}/{n} complete" + (f"; e.g. {_short(bad_ordinary[0], 140)}" if bad_ordinary else ""))
+    obs = f"{n - len(bad_ordinary)}/{n} complete" + (f"; e.g. {_short(bad_ordinary[0], 140)}" if bad_ordinary else "")
     rows.append((f"{tag}: {n} ordinary files", "doc ok, chunks, vectors, graph", obs, not bad_ordinary))
 
     for c in cases:
@@ -730,15 +955,25 @@ def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: li
 
     # stderr lines that name no file: shown, and counted against nothing but listed for the reader
     noise = [ln for ln in other if re.search(r"\b(?:normalize|chunk|load|extract|link|embed|graph): ", ln)]
-    rows.append((f"{tag}: unattributed error lines", "0", f"{len(noise)}" + (f": {_short(noise[0])}" if noise else ""),
-                 not noise))
+    rows.append(
+        (
+            f"{tag}: unattributed error lines",
+            "0",
+            f"{len(noise)}" + (f": {_short(noise[0])}" if noise else ""),
+            not noise,
+        )
+    )
 
     # secrets, phase by phase; a secret is only looked for where the rest of its file was found
     for c in cases:
         canary_seen = c.canary is not None and any(found[c.canary] for found in run.scans.values())
         for needle in c.secrets:
-            hits = [f"{phase}: {', '.join(files)}" for phase, found in run.scans.items() for files in [found[needle]]
-                    if files]
+            hits = [
+                f"{phase}: {', '.join(files)}"
+                for phase, found in run.scans.items()
+                for files in [found[needle]]
+                if files
+            ]
             shown = needle if len(needle) <= 24 else needle[:12] + "..." + needle[-6:]
             if hits:
                 obs, ok = "; ".join(hits), False
@@ -755,7 +990,9 @@ def check_run(run: Run, folder: Path, ordinary: list[tuple[str, str]], cases: li
 def verify(folder: Path, db: Path) -> tuple[str, bool]:
     if not db.exists():
         return "no database", False
-    proc = subprocess.run(kgr_cmd("verify", str(folder), "--db", str(db), "--json"), capture_output=True, env=child_env())
+    proc = subprocess.run(
+        kgr_cmd("verify", str(folder), "--db", str(db), "--json"), capture_output=True, env=child_env()
+    )
     try:
         rep = json.loads(proc.stdout.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -763,8 +1000,10 @@ def verify(folder: Path, db: Path) -> tuple[str, bool]:
         shown = (crash_lines(err) or err or ["no output"])[-1]
         return f"exit {proc.returncode}: {_short(shown, 160)}", False
     idx, sto = rep["index"], rep.get("storage", {})
-    info = (f"index {'ok' if idx['ok'] else 'BAD'}, storage {'ok' if sto.get('ok') else 'BAD'} "
-            f"({len(rep['missing'])} files without a row, {len(rep['extra'])} extra, {len(rep['stale'])} stale)")
+    info = (
+        f"index {'ok' if idx['ok'] else 'BAD'}, storage {'ok' if sto.get('ok') else 'BAD'} "
+        f"({len(rep['missing'])} files without a row, {len(rep['extra'])} extra, {len(rep['stale'])} stale)"
+    )
     return info, bool(idx["ok"] and sto.get("ok"))
 
 
@@ -785,11 +1024,20 @@ def main() -> int:
     ap.add_argument("--ordinary", type=int, default=200, help="ordinary Markdown files next to the hostile ones")
     ap.add_argument("--keep", metavar="DIR", help="build and keep everything in DIR (must not exist or be empty)")
     ap.add_argument("--skip-watch", action="store_true", help="only run kgr ingest")
-    ap.add_argument("--without", default="", metavar="CASE,...",
-                    help="leave these hostile cases out (e.g. to see the others when one stops the run)")
+    ap.add_argument(
+        "--without",
+        default="",
+        metavar="CASE,...",
+        help="leave these hostile cases out (e.g. to see the others when one stops the run)",
+    )
     ap.add_argument("--huge-mb", type=int, default=50, help="size of the big file [50]")
-    ap.add_argument("--huge-paragraph", type=int, default=400, metavar="CHARS",
-                    help="mean paragraph length in the big file [400]; 65536 makes few, huge paragraphs")
+    ap.add_argument(
+        "--huge-paragraph",
+        type=int,
+        default=400,
+        metavar="CHARS",
+        help="mean paragraph length in the big file [400]; 65536 makes few, huge paragraphs",
+    )
     ap.add_argument("--timeout", type=float, default=3600, help="seconds each of ingest and watch may take [3600]")
     args = ap.parse_args()
 
@@ -806,8 +1054,12 @@ def main() -> int:
     t = time.perf_counter()
     ordinary, cases = build_folder(folder, args.ordinary, without, args.huge_mb, args.huge_paragraph)
     size = sum(p.lstat().st_size for p in folder.rglob("*"))
-    print(f"built {folder}: {len(ordinary)} ordinary files, {len(cases)} hostile cases, {size / 1e6:.1f} MB "
-          f"in {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+    print(
+        f"built {folder}: {len(ordinary)} ordinary files, {len(cases)} hostile cases, {size / 1e6:.1f} MB "
+        f"in {time.perf_counter() - t:.1f}s",
+        file=sys.stderr,
+        flush=True,
+    )
     needles = [s for c in cases for s in c.secrets] + [c.canary for c in cases if c.canary]
 
     rows = []
@@ -835,8 +1087,7 @@ def main() -> int:
             if len(other) > 15:
                 print(f"  ... {len(other) - 15} more")
     failed = sum(1 for r in rows if not r[3])
-    print(f"\n{len(rows) - failed}/{len(rows)} checks passed; work dir {work}"
-          + ("" if args.keep else " (removed)"))
+    print(f"\n{len(rows) - failed}/{len(rows)} checks passed; work dir {work}" + ("" if args.keep else " (removed)"))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if failed == 0 else 1

@@ -14,8 +14,6 @@ wall time to that floor is how far we are from the limit.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -77,7 +75,11 @@ def main() -> None:
     if not corpus.is_dir():
         print(f"skipped: corpus not found at {corpus} (needs ../shared)")
         return
-    files = sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix.lower() in (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"))
+    files = sorted(
+        p
+        for p in corpus.rglob("*")
+        if p.is_file() and p.suffix.lower() in (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
+    )
     walls, peaks, seconds, floors_read, floors_tok = [], [], [], [], []
     mb = 0.0
     for _ in range(args.runs):
@@ -98,7 +100,9 @@ def main() -> None:
     w = statistics.median(walls)
     floor = statistics.median(floors_read) + statistics.median(floors_tok)
     print(f"corpus            {corpus} ({len(files)} files, {mb:.1f} MB)")
-    print(f"cold ingest       median {w:.2f} s over {args.runs} runs -> {len(files) / w:.0f} files/s, {mb / w:.2f} MB/s")
+    print(
+        f"cold ingest       median {w:.2f} s over {args.runs} runs -> {len(files) / w:.0f} files/s, {mb / w:.2f} MB/s"
+    )
     print(f"peak memory       {max(peaks) / 1024:.0f} MiB (largest of the ingest process and its parser children)")
     print(f"unchanged re-run  median {statistics.median(seconds):.2f} s")
     print(f"floor: read       median {statistics.median(floors_read):.2f} s")

@@ -41,10 +41,12 @@ import anyio
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / ".ci" / "node" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 TYPES = ["person", "organization", "project", "service", "place", "event", "document", "concept"]
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
-         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basalt cobalt dune ember "
-         "fjord granite harbor island jasper kelp lagoon meadow nectar orchard pebble quartz river summit "
-         "thistle umber valley willow yarrow zephyr").split()
+WORDS = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber basalt cobalt dune ember "
+    "fjord granite harbor island jasper kelp lagoon meadow nectar orchard pebble quartz river summit "
+    "thistle umber valley willow yarrow zephyr"
+).split()
 RARE = "quasarflux"
 
 
@@ -62,15 +64,28 @@ def build(entities: int, observations: int, seed: int = 7) -> list[str]:
             if rng.random() < 0.0002:
                 words[rng.randrange(len(words))] = RARE
             obs.append(f"{' '.join(words).capitalize()} ({i}.{j}).")
-        lines.append(json.dumps({"type": "entity", "name": name, "entityType": TYPES[i % len(TYPES)],
-                                 "observations": obs}, ensure_ascii=False, separators=(",", ":")))
+        lines.append(
+            json.dumps(
+                {"type": "entity", "name": name, "entityType": TYPES[i % len(TYPES)], "observations": obs},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
+        )
     for i, name in enumerate(names):
         for _ in range(2):
             j = rng.randrange(entities)
             if j != i:
-                lines.append(json.dumps({"type": "relation", "from": name, "to": names[j],
-                                         "relationType": rng.choice(["knows", "uses", "part_of", "owned_by"])},
-                                        separators=(",", ":")))
+                lines.append(
+                    json.dumps(
+                        {
+                            "type": "relation",
+                            "from": name,
+                            "to": names[j],
+                            "relationType": rng.choice(["knows", "uses", "part_of", "owned_by"]),
+                        },
+                        separators=(",", ":"),
+                    )
+                )
     # the reference skips nothing on load: no duplicate relations in its file
     seen, out = set(), []
     for line in lines:
@@ -81,8 +96,10 @@ def build(entities: int, observations: int, seed: int = 7) -> list[str]:
 
 
 def norm(result: dict) -> tuple:
-    return (sorted((e["name"], e["entityType"], tuple(e["observations"])) for e in result.get("entities", [])),
-            sorted((r["from"], r["to"], r["relationType"]) for r in result.get("relations", [])))
+    return (
+        sorted((e["name"], e["entityType"], tuple(e["observations"])) for e in result.get("entities", [])),
+        sorted((r["from"], r["to"], r["relationType"]) for r in result.get("relations", [])),
+    )
 
 
 def main() -> None:
@@ -93,8 +110,10 @@ def main() -> None:
     args = ap.parse_args()
     node = shutil.which("node")
     if node is None or not REFERENCE.is_file():
-        sys.exit(f"needs node and the reference server at {REFERENCE}: "
-                 "npm install --prefix .ci/node @modelcontextprotocol/server-memory@2026.8.31")
+        sys.exit(
+            f"needs node and the reference server at {REFERENCE}: "
+            "npm install --prefix .ci/node @modelcontextprotocol/server-memory@2026.8.31"
+        )
     from mcp import Client, StdioServerParameters
 
     from kgr import memory
@@ -109,9 +128,12 @@ def main() -> None:
         db = tmp / "memory.sqlite"
         with Store(db) as store:
             counts = memory.import_jsonl(store, lines)
-        print(f"graph: {counts['entities']} entities, {counts['observations']} observations, "
-              f"{counts['relations']} relations; memory.jsonl {ref_file.stat().st_size / 1e6:.1f} MB; "
-              f"built and imported in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(
+            f"graph: {counts['entities']} entities, {counts['observations']} observations, "
+            f"{counts['relations']} relations; memory.jsonl {ref_file.stat().st_size / 1e6:.1f} MB; "
+            f"built and imported in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
 
         rng = random.Random(11)
         opened = rng.sample(names, 5)
@@ -125,9 +147,14 @@ def main() -> None:
             ("read_graph (all)", "read_graph", {"limit": 1000}, True),
         ]
         servers = {
-            "reference": StdioServerParameters(command=node, args=[str(REFERENCE)], env={"MEMORY_FILE_PATH": str(ref_file)}),
-            "kgr": StdioServerParameters(command=sys.executable, args=["-m", "kgr", "serve", "--profile", "memory", "--db",
-                                                                       str(db)], env={"KGR_REDACT_KEY": "bench"}),
+            "reference": StdioServerParameters(
+                command=node, args=[str(REFERENCE)], env={"MEMORY_FILE_PATH": str(ref_file)}
+            ),
+            "kgr": StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "kgr", "serve", "--profile", "memory", "--db", str(db)],
+                env={"KGR_REDACT_KEY": "bench"},
+            ),
         }
 
         async def call(client, name, arguments, paged):
@@ -162,8 +189,10 @@ def main() -> None:
 
         results = {who: anyio.run(measure, who, params) for who, params in servers.items()}
         # the reference answers "all" with the very call timed above: reuse those times
-        for label, same_as in (("search_nodes (a type), all", "search_nodes (a type)"),
-                               ("read_graph (all)", "read_graph (first page)")):
+        for label, same_as in (
+            ("search_nodes (a type), all", "search_nodes (a type)"),
+            ("read_graph (all)", "read_graph (first page)"),
+        ):
             results["reference"][label] = (results["reference"][same_as][0], *results["reference"][label][1:])
         for label, _, _, same in calls:
             if same:
@@ -174,10 +203,14 @@ def main() -> None:
         for label, *_ in calls:
             r, k = results["reference"][label], results["kgr"][label]
             print(f"{label:<28} {r[0]:>13.1f} {k[0]:>9.2f} {r[0] / k[0]:>8.0f}x   {r[2]} / {k[2]}")
-        print(f"\nmedians of {args.runs} runs after one warm-up, MCP stdio client to each server; "
-              f"{args.entities} entities, {args.observations} observations")
-        print(f"command: python tests/bench/bench_memory.py --entities {args.entities} "
-              f"--observations {args.observations} --runs {args.runs}")
+        print(
+            f"\nmedians of {args.runs} runs after one warm-up, MCP stdio client to each server; "
+            f"{args.entities} entities, {args.observations} observations"
+        )
+        print(
+            f"command: python tests/bench/bench_memory.py --entities {args.entities} "
+            f"--observations {args.observations} --runs {args.runs}"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

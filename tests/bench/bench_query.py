@@ -26,9 +26,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = [
-    "how do I copy files to a remote computer", "what does the Verbose parameter do", "list the running services",
-    "convert an object to JSON", "who owns the fare engine", "remove an item from the registry",
-    "schedule a job to run every night", "what is a PowerShell module", "compare two files", "stop a process by name",
+    "how do I copy files to a remote computer",
+    "what does the Verbose parameter do",
+    "list the running services",
+    "convert an object to JSON",
+    "who owns the fare engine",
+    "remove an item from the registry",
+    "schedule a job to run every night",
+    "what is a PowerShell module",
+    "compare two files",
+    "stop a process by name",
 ]
 
 
@@ -41,19 +48,26 @@ def cold(examples_db: Path, runs: int = 5) -> None:
     walls = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "kgr", "query", "who approves fare changes", "--db", str(examples_db), "--k", "5"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "kgr", "query", "who approves fare changes", "--db", str(examples_db), "--k", "5"],
+            check=True,
+            capture_output=True,
+        )
         walls.append(time.perf_counter() - t)
     floor = []
-    code = ("import kgr.config as c; from kgr.embedders import get_embedder; "
-            "get_embedder(c.load(None), purpose='query').embed_queries(['who approves fare changes'])")
+    code = (
+        "import kgr.config as c; from kgr.embedders import get_embedder; "
+        "get_embedder(c.load(None), purpose='query').embed_queries(['who approves fare changes'])"
+    )
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
         floor.append(time.perf_counter() - t)
-    print(f"cold `kgr query` on examples: median {statistics.median(walls):.2f} s wall "
-          f"(runs {', '.join(f'{w:.2f}' for w in walls)}); floor (python + onnxruntime + one embedding) "
-          f"{statistics.median(floor):.2f} s -> {statistics.median(walls) / statistics.median(floor):.2f}x")
+    print(
+        f"cold `kgr query` on examples: median {statistics.median(walls):.2f} s wall "
+        f"(runs {', '.join(f'{w:.2f}' for w in walls)}); floor (python + onnxruntime + one embedding) "
+        f"{statistics.median(floor):.2f} s -> {statistics.median(walls) / statistics.median(floor):.2f}x"
+    )
 
 
 def warm(db: Path, label: str, runs: int) -> None:
@@ -85,8 +99,10 @@ def warm(db: Path, label: str, runs: int) -> None:
             t = time.perf_counter()
             vectors.knn(store, vectors.CHUNK, v, 50, in_memory=True)
             t_mem.append(1000 * (time.perf_counter() - t))
-        print(f"\n{label}: {n} chunks, {runs} questions; query embedding p50 {pct(t_embed, 50):.1f} ms, "
-              f"int8 vec0 scan p50 {pct(t_knn, 50):.1f} ms, in-memory matrix p50 {pct(t_mem, 50):.1f} ms")
+        print(
+            f"\n{label}: {n} chunks, {runs} questions; query embedding p50 {pct(t_embed, 50):.1f} ms, "
+            f"int8 vec0 scan p50 {pct(t_knn, 50):.1f} ms, in-memory matrix p50 {pct(t_mem, 50):.1f} ms"
+        )
         print(f"{'mode':<8}{'scan p50':>10}{'scan p95':>10}{'memory p50':>12}{'memory p95':>12}   (ms)")
         for mode in ("bm25", "vector", "hybrid", "graph"):
             cols = []
@@ -94,8 +110,14 @@ def warm(db: Path, label: str, runs: int) -> None:
                 times = []
                 for q in qs:
                     t = time.perf_counter()
-                    hybrid_query(store, q, k=10, mode=mode, embed_query=lambda text: emb.embed_queries([text])[0],
-                                 vectors_in_memory=mem)
+                    hybrid_query(
+                        store,
+                        q,
+                        k=10,
+                        mode=mode,
+                        embed_query=lambda text: emb.embed_queries([text])[0],
+                        vectors_in_memory=mem,
+                    )
                     times.append(1000 * (time.perf_counter() - t))
                 cols += [pct(times, 50), pct(times, 95)]
             print(f"{mode:<8}{cols[0]:>10.1f}{cols[1]:>10.1f}{cols[2]:>12.1f}{cols[3]:>12.1f}")
@@ -117,8 +139,10 @@ def synthetic(path: Path, n: int) -> None:
         vectors.ensure_tables(store, spec)
         docs = max(1, n // 20)
         with store.write() as conn:
-            conn.executemany("INSERT INTO docs(id, path, hash, title, text) VALUES (?, ?, ?, ?, '')",
-                             [(d + 1, f"syn/{d}.md", str(d), f"Doc {d}") for d in range(docs)])
+            conn.executemany(
+                "INSERT INTO docs(id, path, hash, title, text) VALUES (?, ?, ?, ?, '')",
+                [(d + 1, f"syn/{d}.md", str(d), f"Doc {d}") for d in range(docs)],
+            )
             rows = []
             for i in range(n):
                 text = " ".join(rng.choice(words) for _ in range(120))
@@ -135,8 +159,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ex = Path(tmp) / "examples.sqlite"
-        subprocess.run([sys.executable, "-m", "kgr", "ingest", str(REPO / "examples" / "kb"), "--db", str(ex)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "kgr", "ingest", str(REPO / "examples" / "kb"), "--db", str(ex)],
+            check=True,
+            capture_output=True,
+        )
         cold(ex)
         for db in args.db:
             warm(Path(db), db, args.runs)

@@ -25,11 +25,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PEOPLE = ["Alice Johnson", "Bob Smith", "Carol Diaz", "Dana Kim", "Eve Park", "Frank Lee", "Gina Ortiz", "Hana Sato"]
-THINGS = ["the ledger service", "the billing dashboard", "the ingest pipeline", "the release review", "the VPN",
-          "the staging database"]
+THINGS = [
+    "the ledger service",
+    "the billing dashboard",
+    "the ingest pipeline",
+    "the release review",
+    "the VPN",
+    "the staging database",
+]
 ACTS = ["owns", "maintains", "reviews", "migrated", "deprecated", "asked about"]
-QUERIES = ["who owns the ledger service", "what did Carol Diaz migrate", "VPN questions", "billing dashboard reviews",
-           "staging database"]
+QUERIES = [
+    "who owns the ledger service",
+    "what did Carol Diaz migrate",
+    "VPN questions",
+    "billing dashboard reviews",
+    "staging database",
+]
 
 
 def texts(n: int):
@@ -61,8 +72,11 @@ def real_model(n: int, tmp: Path) -> None:
 
     shutil.copytree(REPO / "examples", tmp / "examples", ignore=shutil.ignore_patterns("*.sqlite*"))
     db = tmp / "kb.sqlite"
-    subprocess.run([sys.executable, "-m", "kgr", "ingest", str(tmp / "examples" / "kb"), "--db", str(db)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "kgr", "ingest", str(tmp / "examples" / "kb"), "--db", str(db)],
+        check=True,
+        capture_output=True,
+    )
     cfg = config.load(None)
     with Store(db) as store:
         recall.remember(store, "Warm up: Zed Quinn loads the models.", cfg)
@@ -95,7 +109,9 @@ def at_scale(n: int, tmp: Path) -> None:
         for (path,) in store.query("SELECT path FROM docs WHERE source='memory'"):
             recall._observe(store, path, {"importance": 0.5, "created_ms": 0})
         print(f"stored {n} memories (stub model) in {time.perf_counter() - t0:.0f} s")
-        print(f"recall over {n} memories (stub query vector): {ms(time_recall(store, cfg, query_embedder(store, cfg)))}")
+        print(
+            f"recall over {n} memories (stub query vector): {ms(time_recall(store, cfg, query_embedder(store, cfg)))}"
+        )
         t0 = time.perf_counter()
         recall.consolidate(store, cfg, dry_run=True)
         print(f"consolidate --dry-run over {n} memories: {time.perf_counter() - t0:.2f} s")

@@ -92,8 +92,10 @@ def main() -> None:
                 saved = time.monotonic()
                 fts = vector = None
                 while time.monotonic() - saved < 30:
-                    hit = store.query("SELECT c.id FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-                                      "WHERE chunks_fts MATCH ?", (token,))
+                    hit = store.query(
+                        "SELECT c.id FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ?",
+                        (token,),
+                    )
                     if hit and fts is None:
                         fts = time.monotonic() - saved
                     if hit and store.scalar("SELECT count(*) FROM vec_src WHERE kind='chunk' AND id=?", (hit[0][0],)):
@@ -102,15 +104,23 @@ def main() -> None:
                     time.sleep(0.01)
                 assert vector is not None, f"edit {i} of {rel} not indexed within 30 s"
                 q0 = time.monotonic()
-                result = query_mod.hybrid_query(store, f"latency probe {token}", k=5, mode="hybrid",
-                                                embed_query=embed_query, weights=query_mod.Weights.from_config(cfg))
+                result = query_mod.hybrid_query(
+                    store,
+                    f"latency probe {token}",
+                    k=5,
+                    mode="hybrid",
+                    embed_query=embed_query,
+                    weights=query_mod.Weights.from_config(cfg),
+                )
                 query_s = time.monotonic() - q0
                 top = [r["path"] for r in result["results"]]
                 hybrid = time.monotonic() - saved
                 assert rel in top, f"edit {i}: hybrid_query gave {top}, not {rel}"
                 rows.append((fts, vector, hybrid, query_s))
-                print(f"edit {i:2d} {rel:40s} fts {fts:.3f}s  vector {vector:.3f}s  hybrid {hybrid:.3f}s "
-                      f"(query {1000 * query_s:.0f} ms)")
+                print(
+                    f"edit {i:2d} {rel:40s} fts {fts:.3f}s  vector {vector:.3f}s  hybrid {hybrid:.3f}s "
+                    f"(query {1000 * query_s:.0f} ms)"
+                )
                 time.sleep(rng.uniform(0.5, 1.5))
     finally:
         proc.terminate()
@@ -119,11 +129,12 @@ def main() -> None:
     for name, col in (("fts", 0), ("vector", 1), ("hybrid", 2), ("query", 3)):
         vals = [r[col] for r in rows]
         print(f"{name:7s} median {statistics.median(vals):.3f}s  p95 {pct(vals, 95):.3f}s  max {max(vals):.3f}s")
-    print(f"(debounce {args.debounce_ms} ms, graph {'off' if args.no_graph else 'on'}, {len(rows)} edits; "
-          f"work dir {work})")
+    print(
+        f"(debounce {args.debounce_ms} ms, graph {'off' if args.no_graph else 'on'}, {len(rows)} edits; "
+        f"work dir {work})"
+    )
     if os.environ.get("KGR_KEEP_BENCH") != "1":
         shutil.rmtree(work, ignore_errors=True)
-
 
 
 def serve_main(args) -> None:
@@ -151,8 +162,10 @@ def serve_main(args) -> None:
             raise RuntimeError(res.content[0].text)
         # The edited page, matched by the new token (so the chunk holding it is indexed) and
         # with a cosine (so that chunk's vector is stored): answerable by both halves of hybrid.
-        return any(r["path"] == rel and r["scores"]["bm25_rank"] and r["scores"]["cosine"] is not None
-                   for r in res.structured_content["results"])
+        return any(
+            r["path"] == rel and r["scores"]["bm25_rank"] and r["scores"]["cosine"] is not None
+            for r in res.structured_content["results"]
+        )
 
     async def session():
         with open(work / "serve.log", "w") as errlog:

@@ -28,9 +28,21 @@ sys.path.insert(0, str(HERE.parents[1]))
 import fuzzing  # noqa: E402
 
 # Share of the cases per target (per 100,000): cheap targets get more, every one gets thousands.
-WEIGHTS = {"markdown": 10, "text": 10, "front_matter": 10, "html": 5, "pdf": 4, "docx": 5, "docx_xml": 3,
-           "reader_records": 20, "chunk_records": 8, "extract_records": 6, "link_records": 8, "embed_records": 8,
-           "load_records": 3}
+WEIGHTS = {
+    "markdown": 10,
+    "text": 10,
+    "front_matter": 10,
+    "html": 5,
+    "pdf": 4,
+    "docx": 5,
+    "docx_xml": 3,
+    "reader_records": 20,
+    "chunk_records": 8,
+    "extract_records": 6,
+    "link_records": 8,
+    "embed_records": 8,
+    "load_records": 3,
+}
 
 
 def run_part(name: str, cases: int, seed: int, limit_s: float, shared: str | None, derived: int) -> fuzzing.Stats:
@@ -47,8 +59,13 @@ def run_part(name: str, cases: int, seed: int, limit_s: float, shared: str | Non
     stats = fuzzing.Stats()
 
     @hseed(seed)
-    @settings(max_examples=max(1, cases // (1 + derived)), deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=max(1, cases // (1 + derived)),
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(target.strategy(), st.integers(0, 1 << 32))
     def body(data: bytes, salt: int) -> None:
         rng = random.Random(salt)
@@ -70,7 +87,12 @@ def merge(a: fuzzing.Stats, b: fuzzing.Stats) -> fuzzing.Stats:
     a.crashes += b.crashes
     a.hangs += b.hangs
     if b.slowest > a.slowest:
-        a.slowest, a.slowest_size, a.slowest_data, a.slowest_cpu = b.slowest, b.slowest_size, b.slowest_data, b.slowest_cpu
+        a.slowest, a.slowest_size, a.slowest_data, a.slowest_cpu = (
+            b.slowest,
+            b.slowest_size,
+            b.slowest_data,
+            b.slowest_cpu,
+        )
     a.max_cpu = max(a.max_cpu, b.max_cpu)
     return a
 
@@ -81,12 +103,19 @@ def main() -> int:
     ap.add_argument("--targets", default=",".join(WEIGHTS), help="comma-separated target names")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--part", type=int, default=1000, help="cases per task (one Hypothesis run)")
-    ap.add_argument("--limit", type=float, default=20.0,
-                    help="seconds of CPU time (or 30x that of wall time) before a case counts as a hang")
+    ap.add_argument(
+        "--limit",
+        type=float,
+        default=20.0,
+        help="seconds of CPU time (or 30x that of wall time) before a case counts as a hang",
+    )
     ap.add_argument("--derived", type=int, default=4, help="havoc mutations run after each Hypothesis example")
     ap.add_argument("--seed", type=int, default=20261125)
-    ap.add_argument("--shared", default=os.environ.get("KGR_SHARED", str(HERE.parents[2] / "shared")),
-                    help="../shared, for PowerShell corpus seeds (skipped when absent)")
+    ap.add_argument(
+        "--shared",
+        default=os.environ.get("KGR_SHARED", str(HERE.parents[2] / "shared")),
+        help="../shared, for PowerShell corpus seeds (skipped when absent)",
+    )
     ap.add_argument("--out", default="fuzz-crashers", help="directory for crashing and hanging inputs")
     args = ap.parse_args()
     shared = args.shared if Path(args.shared, "corpora").is_dir() else None
@@ -100,9 +129,12 @@ def main() -> int:
     # round-robin over the targets, so that a run stopped early has covered each in proportion
     position = {t: sum(1 for u in tasks[:i] if u[0] == t[0]) for i, t in enumerate(tasks)}
     tasks.sort(key=lambda t: position[t] / max(1, WEIGHTS[t[0]]))
-    print(f"fuzz soak: {sum(t[1] for t in tasks)} cases, {len(names)} targets, {len(tasks)} tasks, "
-          f"{args.workers} workers, hang limit {args.limit:g}s CPU / {30 * args.limit:g}s wall, "
-          f"{args.derived} havoc cases per Hypothesis example, PowerShell seeds: {'yes' if shared else 'no'}", flush=True)
+    print(
+        f"fuzz soak: {sum(t[1] for t in tasks)} cases, {len(names)} targets, {len(tasks)} tasks, "
+        f"{args.workers} workers, hang limit {args.limit:g}s CPU / {30 * args.limit:g}s wall, "
+        f"{args.derived} havoc cases per Hypothesis example, PowerShell seeds: {'yes' if shared else 'no'}",
+        flush=True,
+    )
     results = {n: fuzzing.Stats() for n in names}
     broken: list[str] = []
     started = time.monotonic()
@@ -120,7 +152,9 @@ def main() -> int:
     pending = list(tasks)
     while pending:
         with cf.ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-            futures = {pool.submit(run_part, n, c, s, args.limit, shared, args.derived): (n, c, s) for n, c, s in pending}
+            futures = {
+                pool.submit(run_part, n, c, s, args.limit, shared, args.derived): (n, c, s) for n, c, s in pending
+            }
             pending = []
             dead = None
             for fut in cf.as_completed(futures):
@@ -132,8 +166,11 @@ def main() -> int:
                     break
                 done = sum(r.cases for r in results.values())
                 part = fut.result()
-                print(f"  {time.monotonic() - started:7.0f}s  {n:16} +{part.cases:5}  total {done}  "
-                      f"{part.outcomes}  slowest {part.slowest:.2f}s", flush=True)
+                print(
+                    f"  {time.monotonic() - started:7.0f}s  {n:16} +{part.cases:5}  total {done}  "
+                    f"{part.outcomes}  slowest {part.slowest:.2f}s",
+                    flush=True,
+                )
                 save(out, n, part)
         if dead is not None:
             broken.append(f"{dead[0]} seed {dead[2]}")
@@ -154,15 +191,19 @@ def save(out: Path, name: str, stats: fuzzing.Stats) -> None:
 
 
 def report(names: list[str], results: dict, broken: list[str], wall: float, out: Path | None = None) -> None:
-    print(f"\n{'target':16} {'cases':>7} {'ok':>7} {'classif':>7} {'library':>7} {'crash':>5} {'hang':>4} "
-          f"{'slowest s':>9} {'its cpu':>7} {'max cpu':>7} {'mean ms':>7}")
+    print(
+        f"\n{'target':16} {'cases':>7} {'ok':>7} {'classif':>7} {'library':>7} {'crash':>5} {'hang':>4} "
+        f"{'slowest s':>9} {'its cpu':>7} {'max cpu':>7} {'mean ms':>7}"
+    )
     tot = fuzzing.Stats()
     for n in names:
         r = results[n]
         o = r.outcomes
-        print(f"{n:16} {r.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
-              f"{o.get('crash', 0):5} {o.get('hang', 0):4} {r.slowest:9.2f} {r.slowest_cpu:7.2f} {r.max_cpu:7.2f} "
-              f"{1000 * r.seconds / max(1, r.cases):7.1f}  (slowest input {r.slowest_size} bytes)")
+        print(
+            f"{n:16} {r.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
+            f"{o.get('crash', 0):5} {o.get('hang', 0):4} {r.slowest:9.2f} {r.slowest_cpu:7.2f} {r.max_cpu:7.2f} "
+            f"{1000 * r.seconds / max(1, r.cases):7.1f}  (slowest input {r.slowest_size} bytes)"
+        )
         merge(tot, r)
         if r.slowest_data and out is not None:  # the slowest input, to profile
             out.mkdir(parents=True, exist_ok=True)
@@ -170,12 +211,16 @@ def report(names: list[str], results: dict, broken: list[str], wall: float, out:
         for detail in sorted({d for d, _ in r.crashes + r.hangs}):
             print(f"    crash/hang: {detail}")
         if r.library:
-            print("    third-party exceptions (the child's safety net records them as malformed): "
-                  + ", ".join(f"{k} x{v}" for k, v in sorted(r.library.items(), key=lambda kv: -kv[1])))
+            print(
+                "    third-party exceptions (the child's safety net records them as malformed): "
+                + ", ".join(f"{k} x{v}" for k, v in sorted(r.library.items(), key=lambda kv: -kv[1]))
+            )
     o = tot.outcomes
-    print(f"{'TOTAL':16} {tot.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
-          f"{o.get('crash', 0):5} {o.get('hang', 0):4} {tot.slowest:9.2f} {tot.slowest_cpu:7.2f} {tot.max_cpu:7.2f} "
-          f"{1000 * tot.seconds / max(1, tot.cases):7.1f}")
+    print(
+        f"{'TOTAL':16} {tot.cases:7} {o.get('ok', 0):7} {o.get('classified', 0):7} {o.get('library', 0):7} "
+        f"{o.get('crash', 0):5} {o.get('hang', 0):4} {tot.slowest:9.2f} {tot.slowest_cpu:7.2f} {tot.max_cpu:7.2f} "
+        f"{1000 * tot.seconds / max(1, tot.cases):7.1f}"
+    )
     print(f"wall {wall:.0f}s; worker deaths: {len(broken)} {broken if broken else ''}", flush=True)
 
 

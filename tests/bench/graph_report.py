@@ -44,12 +44,16 @@ def main() -> None:
         pick = sorted(rng.sample(ids, min(args.sample, len(ids))))
         print(f"\n{len(pick)} random relations of {len(ids)} (seed {args.seed}), with their evidence")
         for rid in pick:
-            (s, rel, d, conf), = store.query(
+            ((s, rel, d, conf),) = store.query(
                 "SELECT s.name, r.rel, d.name, r.confidence FROM relations r JOIN entities s ON s.id = r.src_id "
-                "JOIN entities d ON d.id = r.dst_id WHERE r.id = ?", (rid,))
+                "JOIN entities d ON d.id = r.dst_id WHERE r.id = ?",
+                (rid,),
+            )
             ev = store.query(
                 "SELECT dc.path, e.sentence, e.pattern FROM relation_evidence e JOIN docs dc ON dc.id = e.doc_id "
-                "WHERE e.relation_id = ? ORDER BY e.confidence DESC LIMIT 1", (rid,))
+                "WHERE e.relation_id = ? ORDER BY e.confidence DESC LIMIT 1",
+                (rid,),
+            )
             print(f"- {s} --{rel}--> {d}  ({conf:.2f})")
             if ev:
                 path, sentence, pattern = ev[0]

@@ -44,9 +44,11 @@ def main() -> None:
             with Store(Path(tmp) / "kb.sqlite") as st:
                 r = evaluate.score(st, golden / "annotations")
         c = r["canonical"]
-        print(f"{'with' if use_vectors else 'without'} entity vectors: canonical P {c['precision']:.3f} "
-              f"R {c['recall']:.3f} F1 {c['f1']:.3f} ({c['predicted_entities']} entities, {c['gold_entities']} gold); "
-              f"mention F1 {r['mention']['f1']:.3f}, relation F1 {r['relation']['f1']:.3f}")
+        print(
+            f"{'with' if use_vectors else 'without'} entity vectors: canonical P {c['precision']:.3f} "
+            f"R {c['recall']:.3f} F1 {c['f1']:.3f} ({c['predicted_entities']} entities, {c['gold_entities']} gold); "
+            f"mention F1 {r['mention']['f1']:.3f}, relation F1 {r['relation']['f1']:.3f}"
+        )
 
 
 if __name__ == "__main__":

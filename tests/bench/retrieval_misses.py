@@ -34,20 +34,29 @@ def main() -> None:
     def about(path: str) -> set[int]:
         rows = st.query(
             "SELECT DISTINCT m.entity_id, m.surface, d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
-            "WHERE d.path = ? AND json_extract(m.features, '$.in_title') AND m.source != 'coref'", (path,))
-        return {eid for eid, surf, title in rows if len(surf or "") >= query.ABOUT_SHARE * len((title or "").strip() or " ")}
+            "WHERE d.path = ? AND json_extract(m.features, '$.in_title') AND m.source != 'coref'",
+            (path,),
+        )
+        return {
+            eid for eid, surf, title in rows if len(surf or "") >= query.ABOUT_SHARE * len((title or "").strip() or " ")
+        }
 
     def mentioned(path: str) -> set[int]:
-        return {row[0] for row in st.query(
-            "SELECT DISTINCT m.entity_id FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE d.path = ? AND m.source != 'coref'",
-            (path,))}
+        return {
+            row[0]
+            for row in st.query(
+                "SELECT DISTINCT m.entity_id FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE d.path = ? AND m.source != 'coref'",
+                (path,),
+            )
+        }
 
     causes: collections.Counter = collections.Counter()
     n = 0
     for q in ds.questions:
         qv = embedder.embed_queries([q.text])[0]
-        res = query.hybrid_query(st, q.text, k=50, hops=r["hops"], rels=r["rels"], mode="graph",
-                                 embed_query=lambda _t: qv, weights=w)
+        res = query.hybrid_query(
+            st, q.text, k=50, hops=r["hops"], rels=r["rels"], mode="graph", embed_query=lambda _t: qv, weights=w
+        )
         docs = evalret.doc_ranking(res, depth=1000)
         top = docs[:5]
         for g in q.gold:

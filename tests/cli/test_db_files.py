@@ -20,8 +20,9 @@ ENV = {**os.environ, "KGR_EMBED_STUB": "1", "KGR_REDACT_KEY": "test-key"}
 
 
 def kgr(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "kgr", *map(str, args)], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "kgr", *map(str, args)], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 def one_error(proc) -> tuple[str, str | None]:
@@ -55,8 +56,10 @@ def other_app_db(tmp_path):
     """Another application's SQLite file (rollback journal, its own tables, no application_id)."""
     path = tmp_path / "other.db"
     conn = apsw.Connection(str(path))
-    conn.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); CREATE TABLE tags(name TEXT);"
-                 "INSERT INTO notes(body) VALUES ('keep me')")
+    conn.execute(
+        "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); CREATE TABLE tags(name TEXT);"
+        "INSERT INTO notes(body) VALUES ('keep me')"
+    )
     conn.close()
     return path
 
@@ -102,15 +105,24 @@ def test_ingest_refuses_another_applications_database_and_leaves_it_untouched(tm
     assert siblings(other_app_db) == ["other.db"]  # no -wal, -shm, nor a writer lock file left beside it
 
 
-@pytest.mark.parametrize("command", [["status"], ["query", "widget"], ["load"], ["remember", "a fact"]],
-                         ids=["status", "query", "load", "remember"])
+@pytest.mark.parametrize(
+    "command",
+    [["status"], ["query", "widget"], ["load"], ["remember", "a fact"]],
+    ids=["status", "query", "load", "remember"],
+)
 def test_every_command_refuses_another_applications_database(tmp_path, other_app_db, command):
     conn = apsw.Connection(str(other_app_db))
     conn.execute("PRAGMA application_id=1234")  # and one that does say whose it is
     conn.close()
     before = snapshot(other_app_db)
-    proc = subprocess.run([sys.executable, "-m", "kgr", *command, "--db", str(other_app_db)], input="",
-                          capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", *command, "--db", str(other_app_db)],
+        input="",
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     assert proc.returncode == 1
     error, hint = one_error(proc)
     assert error == f"Error: {other_app_db} is not a kgr database (application_id 0x000004d2, 2 tables)"
@@ -118,8 +130,11 @@ def test_every_command_refuses_another_applications_database(tmp_path, other_app
     assert snapshot(other_app_db) == before
 
 
-@pytest.mark.parametrize("content", [b"just some notes\n" * 20, bytes(range(256)) * 8, b"SQLite format 3\x00" + b"\xff" * 84],
-                         ids=["text", "random-bytes", "bad-sqlite-header"])
+@pytest.mark.parametrize(
+    "content",
+    [b"just some notes\n" * 20, bytes(range(256)) * 8, b"SQLite format 3\x00" + b"\xff" * 84],
+    ids=["text", "random-bytes", "bad-sqlite-header"],
+)
 def test_a_file_that_is_not_sqlite_is_refused_and_untouched(tmp_path, kb, content):
     path = tmp_path / "notes.txt"
     path.write_bytes(content)
@@ -155,8 +170,14 @@ def test_serve_starts_a_new_database_in_a_zero_byte_file_as_in_a_missing_one(tmp
     db = tmp_path / "kb.sqlite"
     db.touch()
     args = [str(kb) if a == "KB" else a for a in how]
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(db), *args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, env=ENV, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve", "--db", str(db), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "kgr serve: " in proc.stderr and "Error" not in proc.stderr
     assert application_id(db) == KGR_APPLICATION_ID
@@ -168,9 +189,14 @@ def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped
     assert kgr("ingest", kb, "--db", db, "--no-embed", "--no-graph").returncode == 0
     # what an older kgr left: the first four migrations, no application_id
     conn = apsw.Connection(str(db))
-    conn.execute("PRAGMA application_id=0; PRAGMA user_version=4;"
-                 + ("UPDATE meta SET value='m005_title_mentions' WHERE key='migration'" if migration_row
-                    else "DELETE FROM meta WHERE key='migration'"))
+    conn.execute(
+        "PRAGMA application_id=0; PRAGMA user_version=4;"
+        + (
+            "UPDATE meta SET value='m005_title_mentions' WHERE key='migration'"
+            if migration_row
+            else "DELETE FROM meta WHERE key='migration'"
+        )
+    )
     conn.close()
     assert application_id(db) == 0
     status = kgr("status", "--db", db, "--json")  # a read leaves it as it is
@@ -182,8 +208,14 @@ def test_a_kgr_database_made_before_the_application_id_is_recognised_and_stamped
     assert "1 unchanged" in proc.stderr  # nothing stored was lost
 
 
-@pytest.mark.parametrize("meta", ["meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('migration', '0042')",
-                                  "meta(id INTEGER PRIMARY KEY, data BLOB)"], ids=["key-value", "other-columns"])
+@pytest.mark.parametrize(
+    "meta",
+    [
+        "meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('migration', '0042')",
+        "meta(id INTEGER PRIMARY KEY, data BLOB)",
+    ],
+    ids=["key-value", "other-columns"],
+)
 def test_a_database_with_a_meta_table_of_its_own_is_not_taken_for_kgrs(tmp_path, meta):
     path = tmp_path / "app.db"
     conn = apsw.Connection(str(path))

@@ -45,7 +45,12 @@ def test_symlink_loop_is_an_error_record_per_entry_and_other_files_are_normalize
     assert "Traceback" not in result.stderr and not isinstance(result.exception, RuntimeError)
     assert result.exit_code == 1
     out = records(result.stdout_bytes)
-    assert [(r["kind"], r["path"]) for r in out] == [("doc", "a.md"), ("doc", "b.md"), ("error", "x.md"), ("error", "y.md")]
+    assert [(r["kind"], r["path"]) for r in out] == [
+        ("doc", "a.md"),
+        ("doc", "b.md"),
+        ("error", "x.md"),
+        ("error", "y.md"),
+    ]
     errors = [r for r in out if r["kind"] == "error"]
     assert {r["reason"] for r in errors} == {"symlink_loop"}
     lines = result.stderr.splitlines()
@@ -79,8 +84,18 @@ def test_ingest_stores_the_other_files_despite_a_symlink_loop(runner, looped, tm
 def _doc(path, text="Some text about the Widget service.", **kw):
     from kgr.records import text_hash
 
-    return {"kind": "doc", "path": path, "source": "file", "text": text, "hash": text_hash(text), "title": "t",
-            "mtime_ms": 1, "size": len(text), "meta": {}, **kw}
+    return {
+        "kind": "doc",
+        "path": path,
+        "source": "file",
+        "text": text,
+        "hash": text_hash(text),
+        "title": "t",
+        "mtime_ms": 1,
+        "size": len(text),
+        "meta": {},
+        **kw,
+    }
 
 
 def _chunk(path, text="Some text about the Widget service."):
@@ -117,7 +132,14 @@ def test_load_library_refuses_a_bad_path_and_does_not_give_its_records_to_the_pr
     from kgr.load import load
     from kgr.store import Store
 
-    mention = {"kind": "mention", "chunk": "/etc/evil.md#0", "surface": "Widget", "type": "PRODUCT", "start": 0, "end": 6}
+    mention = {
+        "kind": "mention",
+        "chunk": "/etc/evil.md#0",
+        "surface": "Widget",
+        "type": "PRODUCT",
+        "start": 0,
+        "end": 6,
+    }
     with Store(tmp_path / "kb.sqlite") as store:
         summary = load([_doc("a.md"), _chunk("a.md"), _doc("/etc/evil.md"), _chunk("/etc/evil.md"), mention], store)
         assert store.query("SELECT path, graph_sig FROM docs") == [("a.md", None)]  # the mention did not go to a.md
@@ -143,7 +165,9 @@ INVALID = b"# Caf\xe9 notes\n\nThe caf\xe9 \xff\xfe serves the Widget team every
 def partial_kb(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
-    (root / "big.md").write_text("# Big\n\n" + "".join(f"Line {i} of the long file about widgets.\n" for i in range(100)))
+    (root / "big.md").write_text(
+        "# Big\n\n" + "".join(f"Line {i} of the long file about widgets.\n" for i in range(100))
+    )
     (root / "latin1.md").write_bytes(INVALID)
     (root / "fine.md").write_text("# Fine\n\nA literal \ufffd replacement character written on purpose.\n")
     cfg = tmp_path / "kgr.yaml"
@@ -184,7 +208,9 @@ def test_truncated_and_misdecoded_documents_are_marked_partial_and_warned_about(
 def test_ingest_warns_and_status_reports_partial_documents(runner, partial_kb, tmp_path):
     root, cfg = partial_kb
     db = tmp_path / "kb.sqlite"
-    result = runner.invoke(cli, ["ingest", str(root), "--db", str(db), "--config", str(cfg), "--no-graph", "--no-embed"])
+    result = runner.invoke(
+        cli, ["ingest", str(root), "--db", str(db), "--config", str(cfg), "--no-graph", "--no-embed"]
+    )
     assert result.exit_code == 0, result.stderr
     assert any("big.md" in ln and "partial" in ln for ln in result.stderr.splitlines())
     assert any("latin1.md" in ln and "partial" in ln for ln in result.stderr.splitlines())
@@ -206,9 +232,13 @@ def test_status_lists_a_bounded_sample_of_partial_documents(tmp_path):
     from kgr.load import load
     from kgr.store import Store
 
-    partial = [{"reason": "truncated", "kept_chars": 10, "total_chars": 20, "message": "kept the first 10 of 20 characters"}]
+    partial = [
+        {"reason": "truncated", "kept_chars": 10, "total_chars": 20, "message": "kept the first 10 of 20 characters"}
+    ]
     with Store(tmp_path / "kb.sqlite") as store:
-        load([_doc(f"p{i:02}.md", f"text {i}", meta={"partial": partial}) for i in range(25)] + [_doc("whole.md")], store)
+        load(
+            [_doc(f"p{i:02}.md", f"text {i}", meta={"partial": partial}) for i in range(25)] + [_doc("whole.md")], store
+        )
         info = status_mod.status(store)
         assert info["partial_docs"]["count"] == 25 and len(info["partial_docs"]["docs"]) == status_mod.PARTIAL_SAMPLE
         import io
@@ -227,8 +257,10 @@ def test_status_lists_a_bounded_sample_of_partial_documents(tmp_path):
 def test_invalid_utf8_in_html_is_counted_too(runner, tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
-    (root / "page.html").write_bytes(b"<html><head><meta charset='utf-8'><title>Caf\xc3\xa9</title></head>"
-                                     b"<body><main><h1>Menu</h1><p>The caf\xe9 serves \xff tea to the Widget team.</p></main></body></html>")
+    (root / "page.html").write_bytes(
+        b"<html><head><meta charset='utf-8'><title>Caf\xc3\xa9</title></head>"
+        b"<body><main><h1>Menu</h1><p>The caf\xe9 serves \xff tea to the Widget team.</p></main></body></html>"
+    )
     result = runner.invoke(cli, ["normalize", str(root)])
     assert result.exit_code == 0, result.stderr
     [doc] = records(result.stdout_bytes)

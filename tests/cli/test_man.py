@@ -16,8 +16,10 @@ from kgr import docs
 from kgr.cli import cli
 
 
-@pytest.mark.parametrize("args, page", [([], "kgr.1"), (["ingest"], "kgr-ingest.1"),
-                                        (["template", "add"], "kgr-template-add.1"), (["man"], "kgr-man.1")])
+@pytest.mark.parametrize(
+    "args, page",
+    [([], "kgr.1"), (["ingest"], "kgr-ingest.1"), (["template", "add"], "kgr-template-add.1"), (["man"], "kgr-man.1")],
+)
 def test_kgr_man_prints_the_page_when_not_on_a_terminal(args, page):
     res = CliRunner().invoke(cli, ["man", *args])
     assert res.exit_code == 0, res.stderr
@@ -34,7 +36,9 @@ def test_man_kgr_finds_the_written_pages(tmp_path):
     target = tmp_path / "share" / "man"
     res = CliRunner().invoke(cli, ["man", "--write", str(target)])
     assert res.exit_code == 0, res.stderr
-    assert sorted(p.name for p in (target / "man1").iterdir()) == sorted(p.name for p in (docs.REPO / "man").glob("*.1"))
+    assert sorted(p.name for p in (target / "man1").iterdir()) == sorted(
+        p.name for p in (docs.REPO / "man").glob("*.1")
+    )
     assert str(target) in res.stderr  # says where they went
     env = {**os.environ, "MANPATH": str(target), "MANPAGER": "cat", "MANWIDTH": "80"}
     where = subprocess.run(["man", "-w", "kgr"], capture_output=True, text=True, env=env)

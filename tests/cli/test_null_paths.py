@@ -49,8 +49,11 @@ def test_ingest_reads_paths_from_stdin_with_null(odd_names, monkeypatch, tmp_pat
     monkeypatch.chdir(root)
     db = tmp_path / "kb.sqlite"
     stdin = b"\0".join(n.encode() for n in names)  # no trailing NUL: the last name still counts
-    res = CliRunner().invoke(cli, ["ingest", "-0", "-", "--root", str(root), "--db", str(db), "--no-embed",
-                                   "--no-graph", "--json"], input=stdin)
+    res = CliRunner().invoke(
+        cli,
+        ["ingest", "-0", "-", "--root", str(root), "--db", str(db), "--no-embed", "--no-graph", "--json"],
+        input=stdin,
+    )
     assert res.exit_code == 0, res.stderr
     from kgr.store import Store
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,16 +15,27 @@ def test_closed_pipe_exits_quietly(tmp_path):
     root.mkdir()
     for i in range(400):
         (root / f"f{i:03}.md").write_text(f"# Page {i}\n\n" + "word " * 200)
-    proc = subprocess.run(f"{sys.executable} -m kgr normalize {root} | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}",
-                          shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        f"{sys.executable} -m kgr normalize {root} | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.stdout.strip() == "0"
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def test_interrupt_exits_130():
     # A shell that starts jobs in the background hands them SIGINT ignored; a user's kgr has the default.
-    proc = subprocess.Popen([*KGR, "chunk"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [*KGR, "chunk"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(3)  # let it start and block on stdin
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
@@ -36,7 +46,9 @@ def test_interrupt_exits_130():
 def test_traceback_flag_shows_the_traceback(tmp_path):
     plain = subprocess.run([*KGR, "status", "--db", str(tmp_path / "x.sqlite")], capture_output=True, text=True)
     assert plain.returncode == 1 and "Traceback" not in plain.stderr
-    full = subprocess.run([*KGR, "--traceback", "status", "--db", str(tmp_path / "x.sqlite")], capture_output=True, text=True)
+    full = subprocess.run(
+        [*KGR, "--traceback", "status", "--db", str(tmp_path / "x.sqlite")], capture_output=True, text=True
+    )
     assert full.returncode == 1 and "Traceback" in full.stderr and "StoreError" in full.stderr
 
 

@@ -35,8 +35,16 @@ def test_main_job_works_on_a_copy_of_examples(repo, tmp_path):
         pytest.skip("examples/kb not present")
     shutil.copytree(repo / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.sqlite*"))
     job = two_commands(repo)[0].split("&&", 1)[1].strip()  # the part after the install
-    proc = subprocess.run(job.replace("kgr ", f"{sys.executable} -m kgr "), shell=True, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        job.replace("kgr ", f"{sys.executable} -m kgr "),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert re.search(r"^ 1\. \S+\.(md|html|txt|pdf|docx)", proc.stdout, re.M), proc.stdout  # a ranked result with its path
+    assert re.search(r"^ 1\. \S+\.(md|html|txt|pdf|docx)", proc.stdout, re.M), (
+        proc.stdout
+    )  # a ranked result with its path
     assert "why:" in proc.stdout

@@ -10,8 +10,13 @@ edges = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.sampled_fr
 
 
 @settings(max_examples=200, deadline=None)
-@given(edges=edges, root=st.integers(0, 14), depth=st.integers(0, 4), direction=st.sampled_from(["out", "in", "both"]),
-       rels=st.sampled_from([None, ["uses"], ["part_of", "uses"]]))
+@given(
+    edges=edges,
+    root=st.integers(0, 14),
+    depth=st.integers(0, 4),
+    direction=st.sampled_from(["out", "in", "both"]),
+    rels=st.sampled_from([None, ["uses"], ["part_of", "uses"]]),
+)
 def test_cte_equals_reference_bfs(edges, root, depth, direction, rels):
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT)")
@@ -42,13 +47,15 @@ HAS_VTAB = load_bfs(apsw.Connection(":memory:")) is not None
 needs_vtab = pytest.mark.skipif(
     not HAS_VTAB,
     reason="bfsvtab is not built (no kgr/_bfsvtab*.so: `pip install -e .` builds it with a C compiler); "
-           "kgr uses the recursive CTE instead")
+    "kgr uses the recursive CTE instead",
+)
 
 directions = st.sampled_from(["out", "in", "both"])
 rel_filters = st.sampled_from([None, ["uses"], ["part_of"], ["part_of", "uses"], ["nosuch"]])
 # Dense small graphs (cycles, self-loops, duplicate edges), ids that may be negative or absent.
-dense_edges = st.lists(st.tuples(st.integers(-2, 12), st.integers(-2, 12), st.sampled_from(["uses", "part_of"])),
-                       max_size=80)
+dense_edges = st.lists(
+    st.tuples(st.integers(-2, 12), st.integers(-2, 12), st.sampled_from(["uses", "part_of"])), max_size=80
+)
 
 
 def _graph(edges, layout):
@@ -57,11 +64,13 @@ def _graph(edges, layout):
     conn = apsw.Connection(":memory:")
     assert load_bfs(conn)
     if layout == "view":
-        conn.execute("CREATE TABLE relations(id INTEGER PRIMARY KEY, src_id INTEGER NOT NULL, dst_id INTEGER NOT NULL,"
-                     " rel TEXT NOT NULL, UNIQUE (src_id, dst_id, rel));"
-                     "CREATE INDEX idx_rel_src_rel ON relations(src_id, rel);"
-                     "CREATE INDEX idx_rel_dst_rel ON relations(dst_id, rel);"
-                     "CREATE VIEW graph_edges AS SELECT src_id AS src, dst_id AS dst, rel FROM relations")
+        conn.execute(
+            "CREATE TABLE relations(id INTEGER PRIMARY KEY, src_id INTEGER NOT NULL, dst_id INTEGER NOT NULL,"
+            " rel TEXT NOT NULL, UNIQUE (src_id, dst_id, rel));"
+            "CREATE INDEX idx_rel_src_rel ON relations(src_id, rel);"
+            "CREATE INDEX idx_rel_dst_rel ON relations(dst_id, rel);"
+            "CREATE VIEW graph_edges AS SELECT src_id AS src, dst_id AS dst, rel FROM relations"
+        )
         conn.executemany("INSERT OR IGNORE INTO relations(src_id, dst_id, rel) VALUES (?, ?, ?)", edges)
         return conn, "graph_edges"
     conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT)")
@@ -73,8 +82,14 @@ def _graph(edges, layout):
 
 @needs_vtab
 @settings(max_examples=300, deadline=None)
-@given(edges=dense_edges, root=st.integers(-3, 14), depth=st.one_of(st.none(), st.integers(0, 5)),
-       direction=directions, rels=rel_filters, layout=st.sampled_from(["table", "indexed", "view"]))
+@given(
+    edges=dense_edges,
+    root=st.integers(-3, 14),
+    depth=st.one_of(st.none(), st.integers(0, 5)),
+    direction=directions,
+    rels=rel_filters,
+    layout=st.sampled_from(["table", "indexed", "view"]),
+)
 def test_vtab_equals_cte_and_reference(edges, root, depth, direction, rels, layout):
     conn, table = _graph(edges, layout)
     got = bfs(conn, root, max_depth=depth, edges=table, direction=direction, rels=rels, method="vtab")
@@ -86,12 +101,18 @@ def test_vtab_equals_cte_and_reference(edges, root, depth, direction, rels, layo
 
 @needs_vtab
 @settings(max_examples=100, deadline=None)
-@given(edges=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.just("uses")), max_size=120),
-       root=st.integers(0, 30), direction=directions, layout=st.sampled_from(["table", "indexed"]))
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.just("uses")), max_size=120),
+    root=st.integers(0, 30),
+    direction=directions,
+    layout=st.sampled_from(["table", "indexed"]),
+)
 def test_vtab_path_follows_parents(edges, root, direction, layout):
     conn, table = _graph(edges, layout)
-    rows = conn.execute("SELECT id, parent, distance, path FROM bfsvtab WHERE tablename=? AND root=? AND direction=?",
-                        (table, root, direction)).fetchall()
+    rows = conn.execute(
+        "SELECT id, parent, distance, path FROM bfsvtab WHERE tablename=? AND root=? AND direction=?",
+        (table, root, direction),
+    ).fetchall()
     parent = {i: p for i, p, _, _ in rows}
     for i, _, d, path in rows:
         chain = [i]
@@ -137,16 +158,29 @@ def test_vtab_reads_a_level_per_statement_when_indexed_and_the_table_once_otherw
 
 def _table_conn():
     conn = apsw.Connection(":memory:")
-    conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT);"
-                 "INSERT INTO g VALUES (1, 2, 'uses'), (2, 3, 'uses'), (3, 1, 'uses'), (3, 4, 'part_of')")
+    conn.execute(
+        "CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT);"
+        "INSERT INTO g VALUES (1, 2, 'uses'), (2, 3, 'uses'), (3, 1, 'uses'), (3, 4, 'part_of')"
+    )
     return conn
 
 
 @needs_vtab
-@pytest.mark.parametrize("name", [
-    "g; DROP TABLE g", 'g" ; DROP TABLE g; --', "g WHERE 0) UNION SELECT 1, 2 --", "sqlite_master", "", "[g]",
-    "nosuch", "g AS x", "'g'", "g\x00",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "g; DROP TABLE g",
+        'g" ; DROP TABLE g; --',
+        "g WHERE 0) UNION SELECT 1, 2 --",
+        "sqlite_master",
+        "",
+        "[g]",
+        "nosuch",
+        "g AS x",
+        "'g'",
+        "g\x00",
+    ],
+)
 def test_vtab_bad_table_names_are_clean_errors(name):
     conn = _table_conn()
     assert load_bfs(conn)
@@ -172,20 +206,23 @@ def test_vtab_bad_column_names_are_clean_errors(column):
 
 
 @needs_vtab
-@pytest.mark.parametrize("sql, message", [
-    ("SELECT * FROM bfsvtab", "tablename and root constraints are required"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g'", "root constraint is required"),
-    ("SELECT * FROM bfsvtab WHERE root=1", "tablename constraint is required"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root > 1", "root constraint is required"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root='one'", "root must be an integer"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=NULL", "root must be an integer"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND direction='up'", "direction must be"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND max_depth=-2", "max_depth must be"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND max_depth='x'", "max_depth must be"),
-    ("SELECT * FROM bfsvtab WHERE tablename=NULL AND root=1", "tablename must not be NULL"),
-    ("SELECT * FROM bfsvtab WHERE tablename=1 AND root=1", "tablename must be text"),
-    ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND tocolumn='rel'", "non-integer value"),
-])
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("SELECT * FROM bfsvtab", "tablename and root constraints are required"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g'", "root constraint is required"),
+        ("SELECT * FROM bfsvtab WHERE root=1", "tablename constraint is required"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root > 1", "root constraint is required"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root='one'", "root must be an integer"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=NULL", "root must be an integer"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND direction='up'", "direction must be"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND max_depth=-2", "max_depth must be"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND max_depth='x'", "max_depth must be"),
+        ("SELECT * FROM bfsvtab WHERE tablename=NULL AND root=1", "tablename must not be NULL"),
+        ("SELECT * FROM bfsvtab WHERE tablename=1 AND root=1", "tablename must be text"),
+        ("SELECT * FROM bfsvtab WHERE tablename='g' AND root=1 AND tocolumn='rel'", "non-integer value"),
+    ],
+)
 def test_vtab_missing_or_bad_constraints_are_clean_errors(sql, message):
     conn = _table_conn()
     assert load_bfs(conn)
@@ -199,13 +236,18 @@ def test_vtab_inputs_from_a_join_and_defaults():
     assert load_bfs(conn)
     conn.execute("CREATE TABLE roots(r INTEGER); INSERT INTO roots VALUES (1), (4)")
     # root comes from another table: SQLite must put `roots` first (the other order is refused).
-    rows = conn.execute("SELECT r, b.id, b.distance FROM bfsvtab b JOIN roots ON b.root = roots.r "
-                        "WHERE b.tablename = 'g' ORDER BY r, b.distance, b.id").fetchall()
+    rows = conn.execute(
+        "SELECT r, b.id, b.distance FROM bfsvtab b JOIN roots ON b.root = roots.r "
+        "WHERE b.tablename = 'g' ORDER BY r, b.distance, b.id"
+    ).fetchall()
     assert rows == [(1, 1, 0), (1, 2, 1), (1, 3, 2), (1, 4, 3), (4, 4, 0)]
-    assert conn.execute("SELECT tablename, fromcolumn, tocolumn, root, max_depth, direction, rels FROM bfsvtab "
-                        "WHERE tablename='g' AND root=9").fetchall() == [("g", "src", "dst", 9, -1, "out", "")]
-    assert conn.execute("SELECT id FROM bfsvtab WHERE tablename='g' AND root IN (4, 3) ORDER BY distance, id"
-                        ).fetchall() == [(3,), (4,), (1,), (4,), (2,)]
+    assert conn.execute(
+        "SELECT tablename, fromcolumn, tocolumn, root, max_depth, direction, rels FROM bfsvtab "
+        "WHERE tablename='g' AND root=9"
+    ).fetchall() == [("g", "src", "dst", 9, -1, "out", "")]
+    assert conn.execute(
+        "SELECT id FROM bfsvtab WHERE tablename='g' AND root IN (4, 3) ORDER BY distance, id"
+    ).fetchall() == [(3,), (4,), (1,), (4,), (2,)]
     assert conn.execute("SELECT bfsvtab_version()").fetchone()[0] == "1.0.0"
     assert bfs_method(conn) == "bfsvtab 1.0.0"
 
@@ -225,11 +267,15 @@ def test_vtab_kept_statements_follow_schema_changes_nesting_and_close():
     conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT); INSERT INTO g VALUES (1, 5, 'uses')")
     assert bfs(conn, 1, edges="g", method="vtab") == [(1, None, 0), (5, 1, 1)]
     # An edge view that runs bfsvtab itself: the nested search has statements of its own.
-    conn.execute("INSERT INTO g VALUES (5, 6, 'uses'), (6, 7, 'uses');"
-                 "CREATE VIEW tree AS SELECT parent AS src, id AS dst, 'uses' AS rel FROM bfsvtab "
-                 "WHERE tablename = 'g' AND root = 1 AND parent IS NOT NULL")
+    conn.execute(
+        "INSERT INTO g VALUES (5, 6, 'uses'), (6, 7, 'uses');"
+        "CREATE VIEW tree AS SELECT parent AS src, id AS dst, 'uses' AS rel FROM bfsvtab "
+        "WHERE tablename = 'g' AND root = 1 AND parent IS NOT NULL"
+    )
     for _ in range(2):
-        assert bfs(conn, 5, edges="tree", direction="both", method="vtab") == bfs_cte(conn, 5, edges="tree", direction="both")
+        assert bfs(conn, 5, edges="tree", direction="both", method="vtab") == bfs_cte(
+            conn, 5, edges="tree", direction="both"
+        )
     conn.close()  # the kept statements are finalized with the connection
 
 
@@ -237,8 +283,13 @@ def test_vtab_kept_statements_follow_schema_changes_nesting_and_close():
 
 
 @settings(max_examples=200, deadline=None)
-@given(edges=dense_edges, root=st.integers(-3, 14), depth=st.one_of(st.none(), st.integers(0, 5)),
-       direction=directions, cap=st.integers(1, 16))
+@given(
+    edges=dense_edges,
+    root=st.integers(-3, 14),
+    depth=st.one_of(st.none(), st.integers(0, 5)),
+    direction=directions,
+    cap=st.integers(1, 16),
+)
 def test_max_nodes_keeps_the_first_rows_of_every_method(edges, root, depth, direction, cap):
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE TABLE g(src INTEGER, dst INTEGER, rel TEXT)")
@@ -249,7 +300,9 @@ def test_max_nodes_keeps_the_first_rows_of_every_method(edges, root, depth, dire
     assert _bfs_python(conn, root, sql, params, depth, max_nodes=cap) == full[:cap]
     if HAS_VTAB:
         assert load_bfs(conn)
-        assert bfs(conn, root, max_depth=depth, edges="g", direction=direction, max_nodes=cap, method="vtab") == full[:cap]
+        assert (
+            bfs(conn, root, max_depth=depth, edges="g", direction=direction, max_nodes=cap, method="vtab") == full[:cap]
+        )
 
 
 def test_the_python_walk_stops_visiting_at_the_cap():

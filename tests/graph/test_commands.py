@@ -78,7 +78,8 @@ def test_eval_extraction_on_a_small_annotated_corpus(tmp_path):
     (root / "annotations" / "mentions.jsonl").write_text("\n".join(orjson.dumps(m).decode() for m in mentions))
     (root / "annotations" / "entities.jsonl").write_text('{"id": "E1"}\n{"id": "E2"}\n')
     (root / "annotations" / "relations.jsonl").write_text(
-        '{"src": "E1", "rel": "owned_by", "dst": "E2", "doc": "a.md", "evidence": "The Ferry Relay is owned by Team Basin."}\n')
+        '{"src": "E1", "rel": "owned_by", "dst": "E2", "doc": "a.md", "evidence": "The Ferry Relay is owned by Team Basin."}\n'
+    )
     result = run("eval", "extraction", "--golden", root, "--json")
     assert result.exit_code == 0, result.stderr
     scores = orjson.loads(result.stdout)

@@ -12,9 +12,11 @@ def triples(relations):
 
 
 def test_regex_families(analyse):
-    text = ("# Billing Gateway\n\nThe gateway exposes `ChargeCard` and `REFUND_LIMIT` on topic billing.charges.v2, "
-            "fixed in v4.1.2 after INC-2041. It follows RFC 9110 and ISO 27001 and runs in eu-west-2. "
-            "Clients call POST /v1/charges. Uptime was 99.95% over 2.5 days.\n")
+    text = (
+        "# Billing Gateway\n\nThe gateway exposes `ChargeCard` and `REFUND_LIMIT` on topic billing.charges.v2, "
+        "fixed in v4.1.2 after INC-2041. It follows RFC 9110 and ISO 27001 and runs in eu-west-2. "
+        "Clients call POST /v1/charges. Uptime was 99.95% over 2.5 days.\n"
+    )
     spans, _ = analyse(text)
     got = {s.surface: (s.type, s.source) for s in spans}
     assert got["ChargeCard"][0] == "API"
@@ -38,16 +40,20 @@ def test_names_by_spelling_and_sentence_starts(analyse):
 
 
 def test_bold_defined_terms_match_plurals_in_lower_case(analyse):
-    text = ("# Glossary\n\n**Cold window**: The hour during which writes are refused.\n\n"
-            "Two cold windows a day are too many; the cold window starts at noon.\n")
+    text = (
+        "# Glossary\n\n**Cold window**: The hour during which writes are refused.\n\n"
+        "Two cold windows a day are too many; the cold window starts at noon.\n"
+    )
     spans, _ = analyse(text)
     assert surfaces(spans).count("cold window") == 1
     assert "cold windows" in surfaces(spans)
 
 
 def test_coreference_to_the_subject(analyse):
-    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans the nightly jobs. It is owned by Team Basin. "
-            "Once a day the scheduler reads the calendar.\n")
+    text = (
+        "# Quarry Scheduler\n\nThe Quarry Scheduler plans the nightly jobs. It is owned by Team Basin. "
+        "Once a day the scheduler reads the calendar.\n"
+    )
     spans, rels = analyse(text)
     corefs = {s.surface: s.refers for s in spans if s.source == "coref"}
     assert corefs.get("It") == "Quarry Scheduler"
@@ -58,8 +64,11 @@ def test_coreference_to_the_subject(analyse):
 def test_coordinated_objects_and_inverse_triggers(analyse):
     text = "Team Basin owns the Quarry Scheduler, the Lumen Index and the Ferry Relay.\n"
     _, rels = analyse(text)
-    assert {("Quarry Scheduler", "owned_by", "Team Basin"), ("Lumen Index", "owned_by", "Team Basin"),
-            ("Ferry Relay", "owned_by", "Team Basin")} <= triples(rels)
+    assert {
+        ("Quarry Scheduler", "owned_by", "Team Basin"),
+        ("Lumen Index", "owned_by", "Team Basin"),
+        ("Ferry Relay", "owned_by", "Team Basin"),
+    } <= triples(rels)
 
 
 def test_negated_statements_are_not_relations(analyse):
@@ -68,10 +77,12 @@ def test_negated_statements_are_not_relations(analyse):
 
 
 def test_structural_rules(analyse):
-    text = ("# Lumen Index\n\n**Owner:** Team Basin\n\n## Dependencies\n\n"
-            "- **Ferry Relay**: required; the index cannot start without it.\n"
-            "- **Borealis Cache**: speeds up reads.\n\n"
-            "## Upgrades\n\nWe upgraded Borealis Cache from v2.1.0 to v2.2.0. Escalation: Hollis Varga -> Ona Pike.\n")
+    text = (
+        "# Lumen Index\n\n**Owner:** Team Basin\n\n## Dependencies\n\n"
+        "- **Ferry Relay**: required; the index cannot start without it.\n"
+        "- **Borealis Cache**: speeds up reads.\n\n"
+        "## Upgrades\n\nWe upgraded Borealis Cache from v2.1.0 to v2.2.0. Escalation: Hollis Varga -> Ona Pike.\n"
+    )
     _, rels = analyse(text)
     t = triples(rels)
     assert ("Lumen Index", "owned_by", "Team Basin") in t
@@ -86,7 +97,7 @@ def test_evidence_points_at_the_sentence(analyse):
     _, rels = analyse(text)
     (rel,) = [r for r in rels if r["rel"] == "depends_on"]
     ev = rel["evidence"]
-    assert text[ev["start"]:ev["end"]].strip() == ev["sentence"] == "The Ferry Relay is built on the Borealis Cache."
+    assert text[ev["start"] : ev["end"]].strip() == ev["sentence"] == "The Ferry Relay is built on the Borealis Cache."
     assert 0 < rel["confidence"] <= 1
 
 
@@ -101,7 +112,10 @@ def test_gazetteer_matches_case_and_boundaries():
 
 def test_mining_keeps_titles_bold_code_and_frequent_names():
     docs = [
-        {"title": "Ferry Relay", "text": "# Ferry Relay\n\nUse `ferry-cli` with **Cold window** rules. The cold window is short.\n"},
+        {
+            "title": "Ferry Relay",
+            "text": "# Ferry Relay\n\nUse `ferry-cli` with **Cold window** rules. The cold window is short.\n",
+        },
         {"title": "Notes", "text": "Ask Hollis Varga. Hollis Varga knows. Then Hollis Varga left. Always ask first.\n"},
     ]
     terms = {t.term: t.source for t in mine_terms(docs, min_freq=3)}
@@ -122,8 +136,10 @@ def test_a_collection_page_has_no_single_subject(extractor):
 
 
 def test_reference_lists_cite_standards_and_refer_to_other_documents(analyse):
-    text = ("# Backup Policy\n\nThe Backup Policy sets how long snapshots are kept.\n\n## 4. References\n\n"
-            "- ISO 22301, clause 8.4: business continuity\n- Storage Handling Policy (POL-021)\n")
+    text = (
+        "# Backup Policy\n\nThe Backup Policy sets how long snapshots are kept.\n\n## 4. References\n\n"
+        "- ISO 22301, clause 8.4: business continuity\n- Storage Handling Policy (POL-021)\n"
+    )
     _, rels = analyse(text)
     got = triples(rels)
     assert ("Backup Policy", "cites", "ISO 22301") in got
@@ -132,9 +148,11 @@ def test_reference_lists_cite_standards_and_refer_to_other_documents(analyse):
 
 
 def test_object_pronouns_and_leading_clauses(analyse):
-    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans every batch. Storage Guild owns it.\n\n"
-            "1. When Borealis confirms the plan, the scheduler starts the run.\n"
-            "2. At noon it sends a report to Hollis Varga.\n")
+    text = (
+        "# Quarry Scheduler\n\nThe Quarry Scheduler plans every batch. Storage Guild owns it.\n\n"
+        "1. When Borealis confirms the plan, the scheduler starts the run.\n"
+        "2. At noon it sends a report to Hollis Varga.\n"
+    )
     spans, rels = analyse(text)
     owned = [r for r in rels if r["rel"] == "owned_by"]
     assert ("Quarry Scheduler", "owned_by", "Storage Guild") in triples(owned)
@@ -143,21 +161,29 @@ def test_object_pronouns_and_leading_clauses(analyse):
 
 
 def test_interfaces_of_a_service_are_its_parts(analyse):
-    text = ("# Quarry Scheduler\n\nThe Quarry Scheduler plans batches.\n\n## Interfaces\n\n"
-            "- gRPC: `PlanBatch`, `CancelBatch`.\n")
+    text = (
+        "# Quarry Scheduler\n\nThe Quarry Scheduler plans batches.\n\n## Interfaces\n\n"
+        "- gRPC: `PlanBatch`, `CancelBatch`.\n"
+    )
     _, rels = analyse(text)
     got = triples(rels)
     assert ("PlanBatch", "part_of", "Quarry Scheduler") in got and ("CancelBatch", "part_of", "Quarry Scheduler") in got
 
 
 def test_both_after_two_clauses_and_decision_error_codes(analyse):
-    text = ("# ADR-031: Reject unbalanced batches\n\n"
-            "The scheduler rejects an unbalanced batch with the error `ERR_BATCH_SKEW`.\n\n"
-            "Quarry Store is the planner, and Borealis Queue is the queue that feeds it. Both are run by Storage Guild.\n")
+    text = (
+        "# ADR-031: Reject unbalanced batches\n\n"
+        "The scheduler rejects an unbalanced batch with the error `ERR_BATCH_SKEW`.\n\n"
+        "Quarry Store is the planner, and Borealis Queue is the queue that feeds it. Both are run by Storage Guild.\n"
+    )
     _, rels = analyse(text)
     got = triples(rels)
     assert ("ADR-031", "defines", "ERR_BATCH_SKEW") in got
-    assert ("Quarry Store", "owned_by", "Storage Guild") in got and ("Borealis Queue", "owned_by", "Storage Guild") in got
+    assert ("Quarry Store", "owned_by", "Storage Guild") in got and (
+        "Borealis Queue",
+        "owned_by",
+        "Storage Guild",
+    ) in got
     assert ("ADR-031", "owned_by", "Storage Guild") not in got
 
 
@@ -171,7 +197,9 @@ def test_parsing_many_documents_in_one_stream_extracts_what_one_at_a_time_does(e
         "c.md": "Plain text without a heading, naming Borealis and Hollis Varga.\n",
     }
     docs = {p: {"kind": "doc", "path": p, "title": None, "text": t, "hash": p} for p, t in texts.items()}
-    chunks = {p: [{"kind": "chunk", "doc": p, "ord": 0, "start": 0, "end": len(t), "text": t}] for p, t in texts.items()}
+    chunks = {
+        p: [{"kind": "chunk", "doc": p, "ord": 0, "start": 0, "end": len(t), "text": t}] for p, t in texts.items()
+    }
     one_by_one = {p: extract_doc(extractor, docs[p], chunks[p]) for p in texts}
     parsed = {p: parse_document(t, path=p) for p, t in texts.items()}
     extractor.parse_many(list(parsed.values()))
@@ -183,8 +211,10 @@ def test_parsing_many_documents_in_one_stream_extracts_what_one_at_a_time_does(e
 
 def test_every_page_title_survives_the_cap_on_mined_terms():
     # more pages than the cap: each still gets its title as a term; the cap bounds the rest
-    docs = [{"title": f"Station {chr(65 + i // 26)}{chr(65 + i % 26)}", "text": "Run by Harbor Transit. " * 3}
-            for i in range(60)]
+    docs = [
+        {"title": f"Station {chr(65 + i // 26)}{chr(65 + i % 26)}", "text": "Run by Harbor Transit. " * 3}
+        for i in range(60)
+    ]
     terms = mine_terms(docs, topk=10, min_freq=3)
     titles = [t.term for t in terms if t.source == "title"]
     assert len(titles) == 60 and "Station AA" in titles and "Station CH" in titles
@@ -203,11 +233,14 @@ def test_redaction_tags_are_never_mentions(analyse):
         f"Maria Lopez rotated the key {key} on Monday; the old one was **{key}**.\n\n"
         "| Service | Secret |\n|---|---|\n| Harbor Relay | password=Zq8#Lm2vT7x |\n\n"
         f"See [{key}](https://example.org/keys) and `{key}` (ask Tomas Berg).\n",
-        key=b"k")
+        key=b"k",
+    )
     assert counts == {"aws-access-key-id": 4, "generic-secret": 1}
     # The tags in every form the text may carry them: bracketed, as a link label, in a bare "REDACTED:rule:digest".
-    text += ("\nThe Quarry Scheduler logs REDACTED:generic-secret:0123abcd (in code font: `REDACTED:jwt:4567cdef`) "
-             "when Ines Okafor signs in.\n")
+    text += (
+        "\nThe Quarry Scheduler logs REDACTED:generic-secret:0123abcd (in code font: `REDACTED:jwt:4567cdef`) "
+        "when Ines Okafor signs in.\n"
+    )
     spans, rels = analyse(text, title="Deploy Keys [REDACTED:aws-access-key-id:89abcdef]")
     found = [s.surface for s in spans] + [s.refers or "" for s in spans]
     assert not [f for f in found if "REDACTED" in f], found
@@ -219,9 +252,13 @@ def test_redaction_tags_are_never_mentions(analyse):
 
 def test_mined_terms_take_nothing_from_redaction_tags():
     tag_a, tag_b = "[REDACTED:generic-secret:0123abcd]", "[REDACTED:aws-access-key-id:89abcdef]"
-    docs = [{"title": f"Generic Secret Store {tag_a}",
-             "text": f"# Generic Secret Store\n\nThe **{tag_b}** key and `REDACTED:jwt:4567cdef` rotate; "
-                     f"password={tag_a} and {tag_b} again.\n"}] * 3
+    docs = [
+        {
+            "title": f"Generic Secret Store {tag_a}",
+            "text": f"# Generic Secret Store\n\nThe **{tag_b}** key and `REDACTED:jwt:4567cdef` rotate; "
+            f"password={tag_a} and {tag_b} again.\n",
+        }
+    ] * 3
     terms = [t.term for t in mine_terms(docs, min_freq=1)]
     assert "Generic Secret Store" in terms
     assert not [t for t in terms if "REDACTED" in t or t in ("generic-secret", "aws-access-key-id")], terms

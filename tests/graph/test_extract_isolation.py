@@ -40,14 +40,23 @@ def test_a_block_over_spacys_max_length_is_parsed_in_pieces_with_right_offsets(n
     text = SENTENCE * 200 + "Lucía Ferrante approved the Harbor Depot plan in Lisbon. " + SENTENCE * 5
     assert len(text) > 4 * nlp.max_length and "\n" not in text  # one paragraph: one block
     doc = {"kind": "doc", "path": "big.md", "title": None, "text": text}
-    chunks = [{"kind": "chunk", "doc": "big.md", "ord": i, "start": s, "end": min(s + 1500, len(text)),
-               "text": text[s:s + 1500]} for i, s in enumerate(range(0, len(text), 1200))]
+    chunks = [
+        {
+            "kind": "chunk",
+            "doc": "big.md",
+            "ord": i,
+            "start": s,
+            "end": min(s + 1500, len(text)),
+            "text": text[s : s + 1500],
+        }
+        for i, s in enumerate(range(0, len(text), 1200))
+    ]
     out = extract_doc(Extractor(nlp=nlp), doc, chunks)
     assert not [r for r in out if r["kind"] == records.ERROR]
     mentions = [r for r in out if r["kind"] == records.MENTION]
     by_chunk = {records.chunk_id("big.md", c["ord"]): c for c in chunks}
     for m in mentions:  # every mention points at its own words in its chunk
-        assert by_chunk[m["chunk"]]["text"][m["start"]:m["end"]] == m["surface"]
+        assert by_chunk[m["chunk"]]["text"][m["start"] : m["end"]] == m["surface"]
     surfaces = {m["surface"] for m in mentions}
     assert {"Ledger Store", "Treasury Team", "Lucía Ferrante"} <= surfaces
     # spaCy's entities come from the last pieces too (offsets carried over the joins)
@@ -60,12 +69,14 @@ def test_a_block_over_spacys_max_length_is_parsed_in_pieces_with_right_offsets(n
 
 def write_kb(root: Path) -> None:
     (root / "services").mkdir(parents=True)
-    (root / "services" / "fare-engine.md").write_text(textwrap.dedent("""\
+    (root / "services" / "fare-engine.md").write_text(
+        textwrap.dedent("""\
         # Fare Engine
 
         The Fare Engine computes fares for every trip. It is owned by the Pricing Team.
         The Fare Engine depends on the Zone Registry for zone boundaries.
-        """))
+        """)
+    )
     (root / "notes.md").write_text("# Notes\n\nThe Harbor Depot office is run by Wren Castellano.\n")
 
 
@@ -100,8 +111,11 @@ def test_a_document_whose_extraction_fails_fails_alone_and_visibly(tmp_path, fai
         assert [(e["stage"], e["path"]) for e in errors] == [("extract", "bad.md")]
         assert "the parser ran out of memory" in errors[0]["message"]
         # the other documents have their graph, and every document its vectors
-        graphed = dict(store.query("SELECT d.path, count(m.id) FROM docs d LEFT JOIN mentions m ON m.doc_id = d.id "
-                                   "GROUP BY d.path"))
+        graphed = dict(
+            store.query(
+                "SELECT d.path, count(m.id) FROM docs d LEFT JOIN mentions m ON m.doc_id = d.id GROUP BY d.path"
+            )
+        )
         assert graphed["services/fare-engine.md"] > 0 and graphed["notes.md"] > 0 and graphed["bad.md"] == 0
         assert store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)") == 0
         info = status.status(store)
@@ -139,7 +153,9 @@ def test_the_watcher_does_not_retry_a_failed_extraction_forever(tmp_path, failin
         for paths in (["notes.md"], ["bad.md"], None):  # events and scans: the failed one is not redone
             writer.ingest(paths).result(120)
         assert attempts == ["bad.md"]
-        mentions = writer.run(lambda st: st.scalar("SELECT count(*) FROM mentions WHERE surface='Tobias Greer'")).result(30)
+        mentions = writer.run(
+            lambda st: st.scalar("SELECT count(*) FROM mentions WHERE surface='Tobias Greer'")
+        ).result(30)
         assert mentions == 1
 
 
@@ -153,8 +169,10 @@ def test_verify_reports_documents_left_without_graph_or_vectors(tmp_path):
         assert store.scalar("SELECT count(*) FROM entities") == 0
         report = verify.check(store, root)
         assert report["ok"] is False
-        assert report["incomplete"] == [{"path": "notes.md", "missing": ["graph", "vectors"]},
-                                        {"path": "services/fare-engine.md", "missing": ["graph", "vectors"]}]
+        assert report["incomplete"] == [
+            {"path": "notes.md", "missing": ["graph", "vectors"]},
+            {"path": "services/fare-engine.md", "missing": ["graph", "vectors"]},
+        ]
         assert verify.check(store, root, graph=False, embed=False)["ok"] is True  # as ingested: nothing expected
         summary = verify.fix(store, root, report, config=stub_config())
         assert summary.extracted == 2 and summary.embedded > 0
@@ -178,8 +196,10 @@ def test_verify_cli_lists_incomplete_documents_and_fix_completes_them(tmp_path):
     assert r.exit_code == 0, r.output
     r = runner.invoke(cli, ["verify", str(root), "--db", str(db), "--config", str(cfg)])
     assert r.exit_code == 1
-    assert r.stdout.splitlines() == ["incomplete\tnotes.md\tno graph and no vectors",
-                                     "incomplete\tservices/fare-engine.md\tno graph and no vectors"]
+    assert r.stdout.splitlines() == [
+        "incomplete\tnotes.md\tno graph and no vectors",
+        "incomplete\tservices/fare-engine.md\tno graph and no vectors",
+    ]
     assert "0 missing, 0 extra, 0 stale, 2 incomplete, 0 failed extraction" in r.stderr
     assert "--fix` builds the missing graphs" in r.stderr
     r = runner.invoke(cli, ["verify", str(root), "--db", str(db), "--config", str(cfg), "--fix"])
@@ -203,7 +223,9 @@ def test_ingest_of_a_text_over_one_million_characters(tmp_path):
     with Store(tmp_path / "big.sqlite") as store:
         s = pipeline.ingest([str(root)], store, config=stub_config(), on_error=errors.append)
         assert errors == [] and (s.extracted, s.extract_failed) == (2, 0)
-        assert store.scalar("SELECT count(*) FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE d.path='b.txt'") >= 50000
+        assert (
+            store.scalar("SELECT count(*) FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE d.path='b.txt'") >= 50000
+        )
         assert store.scalar("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)") == 0
         assert verify.check(store, root)["ok"] is True
     print(f"ingest of 1.1 M characters: {time.perf_counter() - started:.1f}s")
@@ -235,7 +257,9 @@ def test_extract_and_link_twice_on_the_same_documents_changes_nothing(tmp_path):
         for doc_ids in (ids, ids, [one], [one]):
             out = tools.extract_and_link(doc_ids=doc_ids)
             assert out["documents"] == len(doc_ids) and out["failed"] == []
-            assert (out["entities_new"], out["entities_removed"], out["mentions"], out["relations"]) == (0, 0, 0, 0), out
+            assert (out["entities_new"], out["entities_removed"], out["mentions"], out["relations"]) == (0, 0, 0, 0), (
+                out
+            )
     finally:
         svc.close()
     with Store(db) as store:

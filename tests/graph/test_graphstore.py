@@ -11,15 +11,38 @@ def group(path, text, ents, rels):
     recs = [doc, chunk]
     for key in ents:
         recs.append({"kind": "entity", "key": key, "name": key, "type": "SERVICE", "norm": key, "aliases": []})
-        recs.append({"kind": "mention", "chunk": f"{path}#0", "surface": key, "type": "SERVICE", "start": 0, "end": 1, "entity": key})
+        recs.append(
+            {
+                "kind": "mention",
+                "chunk": f"{path}#0",
+                "surface": key,
+                "type": "SERVICE",
+                "start": 0,
+                "end": 1,
+                "entity": key,
+            }
+        )
     for src, rel, dst in rels:
-        recs.append({"kind": "relation", "src": src, "dst": dst, "rel": rel, "confidence": 0.7, "src_surface": src,
-                     "evidence": {"chunk": f"{path}#0", "start": 0, "end": 1, "sentence": text}})
+        recs.append(
+            {
+                "kind": "relation",
+                "src": src,
+                "dst": dst,
+                "rel": rel,
+                "confidence": 0.7,
+                "src_surface": src,
+                "evidence": {"chunk": f"{path}#0", "start": 0, "end": 1, "sentence": text},
+            }
+        )
     return recs
 
 
 def edges(s):
-    return set(s.query("SELECT a.key, r.rel, b.key FROM relations r JOIN entities a ON a.id=r.src_id JOIN entities b ON b.id=r.dst_id"))
+    return set(
+        s.query(
+            "SELECT a.key, r.rel, b.key FROM relations r JOIN entities a ON a.id=r.src_id JOIN entities b ON b.id=r.dst_id"
+        )
+    )
 
 
 def test_deleting_a_file_removes_exactly_the_edges_only_it_supported(db):

@@ -14,8 +14,10 @@ def test_norm_and_abbreviations():
 
 
 def test_declared_aliases():
-    text = ("The Quarry Intake Service (QIS) takes orders. **LIX**: short for Lumen Index. "
-            "Team Basin Operations, usually written BasinOps, runs it.")
+    text = (
+        "The Quarry Intake Service (QIS) takes orders. **LIX**: short for Lumen Index. "
+        "Team Basin Operations, usually written BasinOps, runs it."
+    )
     pairs = set(learn_aliases(text, None))
     assert ("QIS", "Quarry Intake Service") in pairs
     assert ("LIX", "Lumen Index") in pairs
@@ -23,18 +25,40 @@ def test_declared_aliases():
 
 
 def mention(surface, type_="SERVICE", ord_=0, **kw):
-    return {"kind": "mention", "chunk": f"a.md#{ord_}", "surface": surface, "type": type_, "start": 0, "end": len(surface), "score": 0.8, "source": "name", **kw}
+    return {
+        "kind": "mention",
+        "chunk": f"a.md#{ord_}",
+        "surface": surface,
+        "type": type_,
+        "start": 0,
+        "end": len(surface),
+        "score": 0.8,
+        "source": "name",
+        **kw,
+    }
 
 
 def test_linking_merges_aliases_keeps_people_apart_and_is_deterministic():
-    doc = {"kind": "doc", "path": "a.md", "title": "Quarry Intake Service",
-           "text": "The Quarry Intake Service (QIS) is run by Ona Pike. Ona asked QIS to use quarry-intake."}
-    ms = [mention("Quarry Intake Service"), mention("QIS"), mention("Ona Pike", "PERSON"), mention("Ona", "PERSON"),
-          mention("quarry-intake", "COMPONENT"), mention("It", source="coref", refers_to="Quarry Intake Service")]
+    doc = {
+        "kind": "doc",
+        "path": "a.md",
+        "title": "Quarry Intake Service",
+        "text": "The Quarry Intake Service (QIS) is run by Ona Pike. Ona asked QIS to use quarry-intake.",
+    }
+    ms = [
+        mention("Quarry Intake Service"),
+        mention("QIS"),
+        mention("Ona Pike", "PERSON"),
+        mention("Ona", "PERSON"),
+        mention("quarry-intake", "COMPONENT"),
+        mention("It", source="coref", refers_to="Quarry Intake Service"),
+    ]
 
     def run():
         out = list(link([doc, *[dict(m) for m in ms]]))
-        return {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}, [e for e in out if e["kind"] == "entity"]
+        return {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}, [
+            e for e in out if e["kind"] == "entity"
+        ]
 
     keys, entities = run()
     assert keys["QIS"] == keys["Quarry Intake Service"] == keys["quarry-intake"] == keys["It"]
@@ -49,8 +73,14 @@ def test_linking_merges_aliases_keeps_people_apart_and_is_deterministic():
 def test_relations_get_entity_keys():
     doc = {"kind": "doc", "path": "a.md", "title": "x", "text": ""}
     ms = [mention("Lumen Index"), mention("Team Basin", "TEAM")]
-    rel = {"kind": "relation", "src": "Lumen Index", "dst": "Team Basin", "rel": "owned_by", "confidence": 0.8,
-           "evidence": {"start": 0, "end": 5, "sentence": "x"}}
+    rel = {
+        "kind": "relation",
+        "src": "Lumen Index",
+        "dst": "Team Basin",
+        "rel": "owned_by",
+        "confidence": 0.8,
+        "evidence": {"start": 0, "end": 5, "sentence": "x"},
+    }
     out = list(link([doc, *ms, rel]))
     (r,) = [x for x in out if x["kind"] == "relation"]
     keys = {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}
@@ -67,7 +97,9 @@ def test_fuzzy_candidates_and_threshold():
 
 
 def test_ids_and_numbers_only_link_exactly():
-    linker = Linker([{"key": "adr012", "name": "ADR-012", "type": "CONCEPT"}, {"key": "v321", "name": "v3.2.1", "type": "VERSION"}])
+    linker = Linker(
+        [{"key": "adr012", "name": "ADR-012", "type": "CONCEPT"}, {"key": "v321", "name": "v3.2.1", "type": "VERSION"}]
+    )
     assert linker.link("ADR-019", "CONCEPT", "a.md")[2] is True  # created, not merged into ADR-012
     assert linker.link("v3.2.2", "VERSION", "a.md")[2] is True
     assert linker.link("ADR-012", "CONCEPT", "a.md")[0].key == "adr012"

@@ -3,8 +3,26 @@
 from kgr.extract import load_nlp
 
 # From the official en_core_web_sm 3.8.0 meta.json.
-OFFICIAL_NER_LABELS = {"CARDINAL", "DATE", "EVENT", "FAC", "GPE", "LANGUAGE", "LAW", "LOC", "MONEY", "NORP", "ORDINAL",
-                       "ORG", "PERCENT", "PERSON", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART"}
+OFFICIAL_NER_LABELS = {
+    "CARDINAL",
+    "DATE",
+    "EVENT",
+    "FAC",
+    "GPE",
+    "LANGUAGE",
+    "LAW",
+    "LOC",
+    "MONEY",
+    "NORP",
+    "ORDINAL",
+    "ORG",
+    "PERCENT",
+    "PERSON",
+    "PRODUCT",
+    "QUANTITY",
+    "TIME",
+    "WORK_OF_ART",
+}
 
 
 def test_packaged_model_matches_the_official_meta():

@@ -47,7 +47,11 @@ def powershell(shared) -> Path:
 
 
 def test_powershell_corpus_is_stored_whole_and_second_run_is_free(powershell, tmp_path):
-    files = [p for p in powershell.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(powershell).parts)]
+    files = [
+        p
+        for p in powershell.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(powershell).parts)
+    ]
     md = [p for p in files if p.suffix.lower() in (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")]
     db = tmp_path / "ps.sqlite"
     first = ingest_in_child(powershell, db, graph=False)["summary"]
@@ -105,7 +109,11 @@ def test_pipe_and_ingest_give_the_same_database(shared, tmp_path):
 
 def test_planted_secrets_never_reach_the_database_or_its_wal(shared, tmp_path):
     docs = shared / "golden" / "docs"
-    secrets = [json.loads(line)["surface"] for line in (shared / "golden" / "annotations" / "secrets.jsonl").read_text().splitlines() if line.strip()]
+    secrets = [
+        json.loads(line)["surface"]
+        for line in (shared / "golden" / "annotations" / "secrets.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     assert secrets
     planted = len(secrets)
     # A password line leaks if its value survives, even when the key word stays.

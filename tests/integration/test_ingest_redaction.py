@@ -24,8 +24,16 @@ def test_ingest_stores_no_secret_and_no_tag_as_an_entity(tmp_path):
     key_body = [rand(b64, 64, s) for s in range(1, 6)] + [rand(b64, 24, 6) + "=="]
     passphrase = " ".join(rand(string.ascii_lowercase, 7, s) for s in range(10, 14))
     front_secret = rand(string.ascii_letters + string.digits, 14, 20) + "#"
-    secrets = ["Example#2024x", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", front_secret,
-               passphrase, *passphrase.split(), *key_body, *(line[:20] for line in key_body)]
+    secrets = [
+        "Example#2024x",
+        "AKIAIOSFODNN7EXAMPLE",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        front_secret,
+        passphrase,
+        *passphrase.split(),
+        *key_body,
+        *(line[:20] for line in key_body),
+    ]
 
     root = tmp_path / "kb"
     root.mkdir()
@@ -33,20 +41,28 @@ def test_ingest_stores_no_secret_and_no_tag_as_an_entity(tmp_path):
         "# Access for the Harbor Relay\n\nMaria Lopez keeps the relay credentials.\n\n"
         "```\npassword: Example#2024x\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\n"
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n```\n\n"
-        "The key AKIAIOSFODNN7EXAMPLE was issued by Tomas Berg in Lisbon.\n")
+        "The key AKIAIOSFODNN7EXAMPLE was issued by Tomas Berg in Lisbon.\n"
+    )
     (root / "deploy-key.txt").write_text(
         "Deploy key for the Quarry Scheduler, pasted by Ines Okafor:\n\n-----BEGIN RSA PRIVATE KEY-----\n"
-        + "\n".join(key_body) + "\n\nAsk Ines Okafor before rotating it.\n")
+        + "\n".join(key_body)
+        + "\n\nAsk Ines Okafor before rotating it.\n"
+    )
     (root / "vault.md").write_text(
         f"---\ntitle: Vault notes\ndb_password: {front_secret}\nowner: Dana Whitfield\n---\n"
-        f"# Vault notes\n\nUnlock the vault with passphrase = \"{passphrase}\" and tell Dana Whitfield.\n")
+        f'# Vault notes\n\nUnlock the vault with passphrase = "{passphrase}" and tell Dana Whitfield.\n'
+    )
 
     db = tmp_path / "kb.sqlite"
     holder = Store(db)  # a second connection keeps the WAL file in place, so it can be searched too
     try:
         env = {**os.environ, "KGR_REDACT_KEY": "test-key"}
-        proc = subprocess.run([sys.executable, "-m", "kgr", "ingest", str(root), "--db", str(db), "--no-embed", "--json"],
-                              capture_output=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "kgr", "ingest", str(root), "--db", str(db), "--no-embed", "--json"],
+            capture_output=True,
+            env=env,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr.decode()[-3000:]
         blobs = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("kb.sqlite")}
     finally:

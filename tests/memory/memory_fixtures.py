@@ -14,8 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE_VERSION = "2026.8.31"  # pinned in .ci/run
 REFERENCE = REPO / ".ci" / "node" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
-INSTALL = (f"npm install --prefix .ci/node @modelcontextprotocol/server-memory@{REFERENCE_VERSION} "
-           "(as .ci/run does)")
+INSTALL = f"npm install --prefix .ci/node @modelcontextprotocol/server-memory@{REFERENCE_VERSION} (as .ci/run does)"
 
 
 def reference_or_skip() -> tuple[str, Path]:
@@ -43,9 +42,11 @@ def reference_params(memory_file: Path):
 def kgr_params(db: Path, *args: str):
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "kgr", "serve", "--profile", "memory", "--db", str(db), *args],
-                                 env={"KGR_REDACT_KEY": "test-key"})
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kgr", "serve", "--profile", "memory", "--db", str(db), *args],
+        env={"KGR_REDACT_KEY": "test-key"},
+    )
 
 
 def run_sessions(*pairs):

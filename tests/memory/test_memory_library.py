@@ -30,15 +30,18 @@ def test_rows_are_manual_graph_members(store):
     rows = store.query("SELECT key, name, type, origin FROM entities ORDER BY id")
     assert rows == [("memory:Alice", "Alice", "person", "manual"), ("memory:Acme", "Acme", "org", "manual")]
     assert store.query("SELECT rel, origin FROM relations") == [("works_for", "manual")]
-    assert store.query("SELECT content, source, valid_until_ms IS NULL FROM observations") == [("likes tea", "manual", 1)]
+    assert store.query("SELECT content, source, valid_until_ms IS NULL FROM observations") == [
+        ("likes tea", "manual", 1)
+    ]
     # a new relation type joins the registry; a known one is left as it is
     assert store.scalar("SELECT description FROM relation_types WHERE name='works_for'") == memory.NEW_RELATION_TYPE
     before = store.query("SELECT * FROM relation_types WHERE name='uses'")
     memory.create_relations(store, [rel("Acme", "Alice", "uses")])
     assert store.query("SELECT * FROM relation_types WHERE name='uses'") == before
     # retrieval's entity index sees them
-    assert store.query("SELECT e.name FROM entities_fts f JOIN entities e ON e.id = f.rowid "
-                       "WHERE entities_fts MATCH 'alice'") == [("Alice",)]
+    assert store.query(
+        "SELECT e.name FROM entities_fts f JOIN entities e ON e.id = f.rowid WHERE entities_fts MATCH 'alice'"
+    ) == [("Alice",)]
 
 
 def test_duplicates_are_skipped(store):
@@ -46,17 +49,26 @@ def test_duplicates_are_skipped(store):
     created = memory.create_entities(store, [ent("A", "other"), ent("C"), ent("C", "again")])
     assert [e["name"] for e in created] == ["C"]
     assert store.scalar("SELECT type FROM entities WHERE name='A'") == "person"
-    assert memory.create_relations(store, [rel("A", "B"), rel("A", "B"), rel("B", "A")]) == [rel("A", "B"), rel("B", "A")]
+    assert memory.create_relations(store, [rel("A", "B"), rel("A", "B"), rel("B", "A")]) == [
+        rel("A", "B"),
+        rel("B", "A"),
+    ]
     assert memory.create_relations(store, [rel("A", "B")]) == []
-    res = memory.add_observations(store, [{"entityName": "A", "contents": ["x", "y"]},
-                                          {"entityName": "A", "contents": ["y", "z"]}])
-    assert res == [{"entityName": "A", "addedObservations": ["x", "y"]}, {"entityName": "A", "addedObservations": ["z"]}]
+    res = memory.add_observations(
+        store, [{"entityName": "A", "contents": ["x", "y"]}, {"entityName": "A", "contents": ["y", "z"]}]
+    )
+    assert res == [
+        {"entityName": "A", "addedObservations": ["x", "y"]},
+        {"entityName": "A", "addedObservations": ["z"]},
+    ]
 
 
 def test_missing_entities_are_errors_and_change_nothing(store):
     memory.create_entities(store, [ent("A")])
     with pytest.raises(UsageError, match="Entity with name Nope not found"):
-        memory.add_observations(store, [{"entityName": "A", "contents": ["kept?"]}, {"entityName": "Nope", "contents": ["x"]}])
+        memory.add_observations(
+            store, [{"entityName": "A", "contents": ["kept?"]}, {"entityName": "Nope", "contents": ["x"]}]
+        )
     assert store.scalar("SELECT count(*) FROM observations") == 0
     with pytest.raises(UsageError, match="Entity with name Nope not found"):
         memory.create_relations(store, [rel("A", "A", "self"), rel("A", "Nope")])
@@ -92,13 +104,16 @@ def test_delete_observations_closes_validity_and_keeps_history(store):
 
 
 def test_search_is_a_case_insensitive_substring_like_javascript(store):
-    memory.create_entities(store, [
-        ent("Alpha", "SERVICE", ["runs on Kubernetes"]),
-        ent("İstanbul office", "place", []),       # İ lower-cases to "i̇": matches "i"
-        ent("Temperature", "unit", ["255 \u212a"]),  # the Kelvin sign lower-cases to "k"
-        ent("Ωmega", "letter", ["ΣΊΣΥΦΟΣ"]),
-        ent("plain", "thing", ["nothing here"]),
-    ])
+    memory.create_entities(
+        store,
+        [
+            ent("Alpha", "SERVICE", ["runs on Kubernetes"]),
+            ent("İstanbul office", "place", []),  # İ lower-cases to "i̇": matches "i"
+            ent("Temperature", "unit", ["255 \u212a"]),  # the Kelvin sign lower-cases to "k"
+            ent("Ωmega", "letter", ["ΣΊΣΥΦΟΣ"]),
+            ent("plain", "thing", ["nothing here"]),
+        ],
+    )
     names = lambda q: [e["name"] for e in memory.search_nodes(store, q)["entities"]]  # noqa: E731
     assert names("KUBER") == ["Alpha"]
     assert names("service") == ["Alpha"]
@@ -116,8 +131,9 @@ def test_search_is_a_case_insensitive_substring_like_javascript(store):
 
 def test_pages_cover_everything_once(store):
     memory.create_entities(store, [ent(f"e{i:03}", obs=[f"o{i}"]) for i in range(250)])
-    made = memory.create_relations(store, [rel(f"e{i:03}", f"e{(i * 7) % 250:03}") for i in range(250)
-                                           if (i * 7) % 250 != i])
+    made = memory.create_relations(
+        store, [rel(f"e{i:03}", f"e{(i * 7) % 250:03}") for i in range(250) if (i * 7) % 250 != i]
+    )
     seen, rels, cursor, pages = [], [], None, 0
     while True:
         page = memory.read_graph(store, limit=100, cursor=cursor)
@@ -161,7 +177,9 @@ def test_search_agrees_with_a_plain_python_oracle(store):
     ents = []
     for i in range(300):
         word = lambda: "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))  # noqa: E731
-        ents.append(ent(f"{word()}-{i}", rng.choice(["Kind", "kınd", "SORT"]), [word() for _ in range(rng.randint(0, 3))]))
+        ents.append(
+            ent(f"{word()}-{i}", rng.choice(["Kind", "kınd", "SORT"]), [word() for _ in range(rng.randint(0, 3))])
+        )
     # where ASCII case folding is not enough: only U+0130 and U+212A lower-case to ASCII letters
     ents += [ent("xab\u0130", "Kind", []), ent("plain-1", "Kind", ["\u212aelvin scale"]), ent("\u212aiwi", "SORT", [])]
     memory.create_entities(store, ents)
@@ -172,11 +190,38 @@ def test_search_agrees_with_a_plain_python_oracle(store):
 
     def oracle(q):
         q = q.lower()
-        return [e["name"] for e in ents if q in e["name"].lower() or q in e["entityType"].lower()
-                or any(q in o.lower() for o in current[e["name"]])]
+        return [
+            e["name"]
+            for e in ents
+            if q in e["name"].lower() or q in e["entityType"].lower() or any(q in o.lower() for o in current[e["name"]])
+        ]
 
-    queries = ["abc", "kk", "KIND", "kın", "sss", "ss", "i̇", "ik", "a b", "%", "_a", '"', "s-1", "ΣΣ", "ςσ", "é",
-               "K", "k", "ki", "ki-", "ind", "abi", "kelvin", "kiwi"] + ["".join(rng.choice(alphabet) for _ in range(3)) for _ in range(40)]
+    queries = [
+        "abc",
+        "kk",
+        "KIND",
+        "kın",
+        "sss",
+        "ss",
+        "i̇",
+        "ik",
+        "a b",
+        "%",
+        "_a",
+        '"',
+        "s-1",
+        "ΣΣ",
+        "ςσ",
+        "é",
+        "K",
+        "k",
+        "ki",
+        "ki-",
+        "ind",
+        "abi",
+        "kelvin",
+        "kiwi",
+    ] + ["".join(rng.choice(alphabet) for _ in range(3)) for _ in range(40)]
     for q in queries:
         got = memory.search_nodes(store, q, limit=1000, names_only=True)["names"]
         assert got == oracle(q), q

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from memory_fixtures import in_memory
 
-NINE = ["create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
-        "delete_relations", "read_graph", "search_nodes", "open_nodes"]
+NINE = [
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+]
 
 
 def test_the_nine_tools_with_the_reference_arguments(memory_server):
@@ -33,16 +42,28 @@ def test_the_nine_tools_with_the_reference_arguments(memory_server):
 def test_a_session(memory_server):
     async def go(c):
         out = {}
-        out["created"] = await c.call_tool("create_entities", {"entities": [
-            {"name": f"n{i}", "entityType": "note", "observations": [f"text {i}"]} for i in range(30)]})
-        out["rel"] = await c.call_tool("create_relations", {"relations": [{"from": "n0", "to": "n1", "relationType": "next"}]})
-        out["bad_rel"] = await c.call_tool("create_relations", {"relations": [{"from": "n0", "to": "ghost", "relationType": "x"}]})
-        out["bad_obs"] = await c.call_tool("add_observations", {"observations": [{"entityName": "ghost", "contents": ["x"]}]})
+        out["created"] = await c.call_tool(
+            "create_entities",
+            {"entities": [{"name": f"n{i}", "entityType": "note", "observations": [f"text {i}"]} for i in range(30)]},
+        )
+        out["rel"] = await c.call_tool(
+            "create_relations", {"relations": [{"from": "n0", "to": "n1", "relationType": "next"}]}
+        )
+        out["bad_rel"] = await c.call_tool(
+            "create_relations", {"relations": [{"from": "n0", "to": "ghost", "relationType": "x"}]}
+        )
+        out["bad_obs"] = await c.call_tool(
+            "add_observations", {"observations": [{"entityName": "ghost", "contents": ["x"]}]}
+        )
         out["bad_arg"] = await c.call_tool("create_entities", {"entities": [{"name": "x"}]})
         out["page1"] = await c.call_tool("read_graph", {"limit": 20})
-        out["page2"] = await c.call_tool("read_graph", {"limit": 20, "cursor": out["page1"].structured_content["nextCursor"]})
+        out["page2"] = await c.call_tool(
+            "read_graph", {"limit": 20, "cursor": out["page1"].structured_content["nextCursor"]}
+        )
         out["names"] = await c.call_tool("search_nodes", {"query": "TEXT 2", "names_only": True})
-        out["soft"] = await c.call_tool("delete_observations", {"deletions": [{"entityName": "n2", "observations": ["text 2"]}]})
+        out["soft"] = await c.call_tool(
+            "delete_observations", {"deletions": [{"entityName": "n2", "observations": ["text 2"]}]}
+        )
         out["after"] = await c.call_tool("search_nodes", {"query": "text 2"})
         out["open"] = await c.call_tool("open_nodes", {"names": ["n1"]})
         return out
@@ -56,8 +77,19 @@ def test_a_session(memory_server):
     assert [e["name"] for e in p1["entities"]] == [f"n{i}" for i in range(20)] and p1["nextCursor"]
     assert [e["name"] for e in p2["entities"]] == [f"n{i}" for i in range(20, 30)] and p2["nextCursor"] is None
     assert p1["relations"] == [{"from": "n0", "to": "n1", "relationType": "next"}] and p2["relations"] == []
-    assert out["names"].structured_content["names"] == ["n2", "n20", "n21", "n22", "n23", "n24", "n25", "n26", "n27",
-                                                         "n28", "n29"]
+    assert out["names"].structured_content["names"] == [
+        "n2",
+        "n20",
+        "n21",
+        "n22",
+        "n23",
+        "n24",
+        "n25",
+        "n26",
+        "n27",
+        "n28",
+        "n29",
+    ]
     assert out["soft"].structured_content["deleted"] == 1
     assert "n2" not in [e["name"] for e in out["after"].structured_content["entities"]]
     assert out["open"].structured_content["relations"] == [{"from": "n0", "to": "n1", "relationType": "next"}]
@@ -68,8 +100,10 @@ def test_a_page_too_large_for_the_byte_budget_is_shortened_not_cut(memory_servic
     big = "x" * 1000
 
     async def go(c):
-        await c.call_tool("create_entities", {"entities": [
-            {"name": f"n{i:02}", "entityType": "note", "observations": [big]} for i in range(60)]})
+        await c.call_tool(
+            "create_entities",
+            {"entities": [{"name": f"n{i:02}", "entityType": "note", "observations": [big]} for i in range(60)]},
+        )
         names, cursor = [], None
         while True:
             args = {"limit": 50} | ({"cursor": cursor} if cursor else {})
@@ -100,7 +134,9 @@ def test_writes_go_through_the_servers_writer_when_it_has_one(tmp_path):
         server = serve.build_server(svc, "memory")
 
         async def go(c):
-            made = await c.call_tool("create_entities", {"entities": [{"name": "W", "entityType": "t", "observations": ["o"]}]})
+            made = await c.call_tool(
+                "create_entities", {"entities": [{"name": "W", "entityType": "t", "observations": ["o"]}]}
+            )
             added = await c.call_tool("add_observations", {"observations": [{"entityName": "W", "contents": ["p"]}]})
             graph = await c.call_tool("open_nodes", {"names": ["W"]})
             return made, added, graph

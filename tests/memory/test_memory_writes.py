@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import anyio
-
 from memory_fixtures import REPO, kgr_params
 
 N = 60
@@ -32,12 +31,19 @@ def test_two_servers_writing_one_database_lose_nothing(memory_db):
             with anyio.fail_after(300):
                 await both_connected.wait()
             for i in range(N):
-                r = await c.call_tool("create_entities", {"entities": [
-                    {"name": f"{tag}-{i}", "entityType": "note", "observations": [f"{tag} made {i}"]},
-                    {"name": "Shared", "entityType": "hub", "observations": []}]})
+                r = await c.call_tool(
+                    "create_entities",
+                    {
+                        "entities": [
+                            {"name": f"{tag}-{i}", "entityType": "note", "observations": [f"{tag} made {i}"]},
+                            {"name": "Shared", "entityType": "hub", "observations": []},
+                        ]
+                    },
+                )
                 assert not r.is_error, r
-                r = await c.call_tool("add_observations", {"observations": [
-                    {"entityName": "Shared", "contents": [f"{tag} says {i}"]}]})
+                r = await c.call_tool(
+                    "add_observations", {"observations": [{"entityName": "Shared", "contents": [f"{tag} says {i}"]}]}
+                )
                 assert not r.is_error, r
 
     async def main():
@@ -62,8 +68,16 @@ def test_two_servers_writing_one_database_lose_nothing(memory_db):
 
 def _kgr(*args, **kw):
     env = {**os.environ, "KGR_REDACT_KEY": "test-key", "EMBEDDING_GEMMA_STUB": "1"}
-    return subprocess.run([sys.executable, "-m", "kgr", *args], capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL, env=env, cwd=REPO, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "kgr", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+        **kw,
+    )
 
 
 def test_ingest_never_removes_the_memory_graph(tmp_path):
@@ -77,12 +91,21 @@ def test_ingest_never_removes_the_memory_graph(tmp_path):
     proc = _kgr("ingest", str(root), "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     with Store(db) as store:
-        memory.create_entities(store, [
-            {"name": "Kestrel", "entityType": "SERVICE", "observations": ["pumps water"]},
-            {"name": "Maria Lopez", "entityType": "PERSON", "observations": ["on call in May"]},
-            {"name": "Harbour", "entityType": "place", "observations": []}])
-        memory.create_relations(store, [{"from": "Maria Lopez", "to": "Kestrel", "relationType": "runs"},
-                                        {"from": "Kestrel", "to": "Harbour", "relationType": "feeds"}])
+        memory.create_entities(
+            store,
+            [
+                {"name": "Kestrel", "entityType": "SERVICE", "observations": ["pumps water"]},
+                {"name": "Maria Lopez", "entityType": "PERSON", "observations": ["on call in May"]},
+                {"name": "Harbour", "entityType": "place", "observations": []},
+            ],
+        )
+        memory.create_relations(
+            store,
+            [
+                {"from": "Maria Lopez", "to": "Kestrel", "relationType": "runs"},
+                {"from": "Kestrel", "to": "Harbour", "relationType": "feeds"},
+            ],
+        )
         before = memory.read_graph(store)
     # the document changes, then goes: each ingest collects what the file supported, not the memory graph
     (root / "a.md").write_text("# Kestrel\n\nMaria Lopez moved the Kestrel pump station to the Harbour.\n")
@@ -94,8 +117,13 @@ def test_ingest_never_removes_the_memory_graph(tmp_path):
             assert store.scalar("SELECT count(*) FROM entities WHERE origin='manual'") == 3
             assert store.scalar("SELECT count(*) FROM relations WHERE origin='manual'") == 2
             # the next ingest embedded them (the stub model): retrieval's entity vectors include them
-            assert store.scalar("SELECT count(*) FROM vec_src v JOIN entities e ON e.id = v.id "
-                                "WHERE v.kind='entity' AND e.origin='manual'") == 3
+            assert (
+                store.scalar(
+                    "SELECT count(*) FROM vec_src v JOIN entities e ON e.id = v.id "
+                    "WHERE v.kind='entity' AND e.origin='manual'"
+                )
+                == 3
+            )
         if step == "changed":
             (root / "a.md").unlink()
     with Store(db, readonly=True) as store:
@@ -104,9 +132,12 @@ def test_ingest_never_removes_the_memory_graph(tmp_path):
 
 def test_import_and_export_commands(tmp_path):
     src = tmp_path / "memory.jsonl"
-    src.write_text('{"type":"entity","name":"A","entityType":"t","observations":["ü \\"q\\"","\\u0007"]}\n'
-                   '{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
-                   '{"type":"relation","from":"A","to":"B","relationType":"r"}', encoding="utf-8")
+    src.write_text(
+        '{"type":"entity","name":"A","entityType":"t","observations":["ü \\"q\\"","\\u0007"]}\n'
+        '{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}',
+        encoding="utf-8",
+    )
     db = tmp_path / "m.sqlite"
     proc = _kgr("import", "--format", "mcp-memory", str(src), "--db", str(db))
     assert proc.returncode == 0 and proc.stdout == "", proc.stderr
@@ -116,10 +147,14 @@ def test_import_and_export_commands(tmp_path):
     again = _kgr("import", "--format", "mcp-memory", str(src), "--db", str(db))
     assert again.returncode == 0 and "2 entities and 1 relations already present" in again.stderr
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
-                   '{"type":"relation","from":"C","to":"Ghost","relationType":"r"}\n')
+    bad.write_text(
+        '{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
+        '{"type":"relation","from":"C","to":"Ghost","relationType":"r"}\n'
+    )
     proc = _kgr("import", "--format", "mcp-memory", str(bad), "--db", str(db))
-    assert proc.returncode == 1 and "line 2" in proc.stderr and "Ghost" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 1 and "line 2" in proc.stderr and "Ghost" in proc.stderr and "Traceback" not in proc.stderr
+    )
     out2 = _kgr("export", "--format", "mcp-memory", "--db", str(db))
     assert out2.stdout == out.stdout  # nothing of the bad file was kept
     refused = _kgr("export", "--format", "mcp-memory", "--db", str(db), "--type", "t")

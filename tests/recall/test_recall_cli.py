@@ -28,8 +28,19 @@ def records(data: bytes) -> list[dict]:
 
 def test_remember_and_recall(run, tmp_path):
     db = tmp_path / "mem.sqlite"
-    r = run("remember", "Frank Lee approves the quarterly budget.", "--importance", "0.7", "--tag", "finance",
-            "--tag", "people", "--db", db, "--json")
+    r = run(
+        "remember",
+        "Frank Lee approves the quarterly budget.",
+        "--importance",
+        "0.7",
+        "--tag",
+        "finance",
+        "--tag",
+        "people",
+        "--db",
+        db,
+        "--json",
+    )
     assert r.exit_code == 0, r.stderr
     [mem] = records(r.stdout_bytes)
     assert mem["kind"] == "memory" and mem["created"] is True and mem["tags"] == ["finance", "people"]
@@ -71,13 +82,16 @@ def test_export_import_history_and_consolidate(run, tmp_path):
     assert cons.exit_code == 0 and "would merge 0 memories into 0" in cons.stderr
 
 
-@pytest.mark.parametrize("args,code,msg", [
-    (["remember", "   "], 2, "Error: the memory is empty"),
-    (["remember", "x", "--importance", "1.5"], 2, "--importance"),
-    (["recall", "anything", "--db", "{tmp}/none.sqlite"], 1, "database not found"),
-    (["recall", "x", "--as-of", "yesterday"], 2, "neither milliseconds nor an ISO date"),
-    (["memories", "import", "{tmp}/bad.jsonl"], 1, "line 1"),
-])
+@pytest.mark.parametrize(
+    "args,code,msg",
+    [
+        (["remember", "   "], 2, "Error: the memory is empty"),
+        (["remember", "x", "--importance", "1.5"], 2, "--importance"),
+        (["recall", "anything", "--db", "{tmp}/none.sqlite"], 1, "database not found"),
+        (["recall", "x", "--as-of", "yesterday"], 2, "neither milliseconds nor an ISO date"),
+        (["memories", "import", "{tmp}/bad.jsonl"], 1, "line 1"),
+    ],
+)
 def test_errors_are_one_line_and_an_exit_status(tmp_path, args, code, msg):
     (tmp_path / "bad.jsonl").write_text('{"kind": "memory"}\n')
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]

@@ -7,40 +7,54 @@ import math
 
 import orjson
 import pytest
+from conftest import DAY_MS, T0
 
 from kgr import recall
 from kgr.errors import BadRecord, UsageError
 
-from conftest import DAY_MS, T0
-
 
 def test_remember_stores_a_memory_document_through_the_pipeline(store, stub_cfg, clock):
-    out = recall.remember(store, "Alice Johnson moved to Berlin to work at Siemens.", stub_cfg, importance=0.8,
-                          tags=["people", "people", "work"], clock=clock)
+    out = recall.remember(
+        store,
+        "Alice Johnson moved to Berlin to work at Siemens.",
+        stub_cfg,
+        importance=0.8,
+        tags=["people", "people", "work"],
+        clock=clock,
+    )
     assert out["created"] is True
     assert out["path"] == f".memory/{out['id']}.md"
     assert out["tags"] == ["people", "work"]
     doc_id, source, status, graph_sig = store.conn.execute(
-        "SELECT id, source, status, graph_sig FROM docs WHERE path=?", (out["path"],)).fetchone()
+        "SELECT id, source, status, graph_sig FROM docs WHERE path=?", (out["path"],)
+    ).fetchone()
     assert (source, status) == ("memory", "ok")
     assert graph_sig is not None  # extracted and linked
     assert store.scalar("SELECT count(*) FROM chunks WHERE doc_id=?", (doc_id,)) >= 1
     assert store.scalar("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'siemens'") == 1
     # embedded like any chunk (the stub model here)
-    assert store.scalar("SELECT count(*) FROM chunk_vec v JOIN chunks c ON c.id = v.rowid WHERE c.doc_id=?", (doc_id,)) >= 1
+    assert (
+        store.scalar("SELECT count(*) FROM chunk_vec v JOIN chunks c ON c.id = v.rowid WHERE c.doc_id=?", (doc_id,))
+        >= 1
+    )
     names = {e["name"] for e in out["entities"]}
     assert {"Alice Johnson", "Berlin", "Siemens"} <= names
     # each entity has an observation whose source document is the memory, valid from its time
-    rows = store.query("SELECT e.name, o.doc_id, o.valid_from_ms, o.valid_until_ms, o.importance FROM observations o "
-                       "JOIN entities e ON e.id = o.entity_id")
+    rows = store.query(
+        "SELECT e.name, o.doc_id, o.valid_from_ms, o.valid_until_ms, o.importance FROM observations o "
+        "JOIN entities e ON e.id = o.entity_id"
+    )
     assert {r[0] for r in rows} == names
     assert all(r[1:] == (doc_id, T0, None, 0.8) for r in rows)
 
 
 def test_the_same_text_twice_is_one_memory(store, stub_cfg, clock):
-    a = recall.remember(store, "The VPN certificate expires on 1 March.", stub_cfg, importance=0.3, tags=["ops"], clock=clock)
-    b = recall.remember(store, "  The VPN certificate expires on 1 March.\n", stub_cfg, importance=0.9, tags=["certs"],
-                        clock=clock)
+    a = recall.remember(
+        store, "The VPN certificate expires on 1 March.", stub_cfg, importance=0.3, tags=["ops"], clock=clock
+    )
+    b = recall.remember(
+        store, "  The VPN certificate expires on 1 March.\n", stub_cfg, importance=0.9, tags=["certs"], clock=clock
+    )
     assert b["created"] is False and b["id"] == a["id"]
     assert b["importance"] == 0.9 and b["tags"] == ["ops", "certs"]
     c = recall.remember(store, "The VPN certificate expires on 1 March.", stub_cfg, importance=0.1, clock=clock)
@@ -48,12 +62,15 @@ def test_the_same_text_twice_is_one_memory(store, stub_cfg, clock):
     assert store.scalar("SELECT count(*) FROM docs WHERE source='memory'") == 1
 
 
-@pytest.mark.parametrize("text,kw,msg", [
-    ("   ", {}, "empty"),
-    ("x", {"importance": 1.5}, "between 0 and 1"),
-    ("x", {"importance": -0.1}, "between 0 and 1"),
-    ("x", {"tags": ["t" * 65]}, "64 characters"),
-])
+@pytest.mark.parametrize(
+    "text,kw,msg",
+    [
+        ("   ", {}, "empty"),
+        ("x", {"importance": 1.5}, "between 0 and 1"),
+        ("x", {"importance": -0.1}, "between 0 and 1"),
+        ("x", {"tags": ["t" * 65]}, "64 characters"),
+    ],
+)
 def test_remember_refuses_bad_input_and_stores_nothing(store, stub_cfg, text, kw, msg):
     with pytest.raises(UsageError, match=msg):
         recall.remember(store, text, stub_cfg, **kw)
@@ -105,15 +122,25 @@ def test_recency_decays_with_the_half_life(store, stub_cfg, clock):
 @pytest.mark.parametrize("newer", ["alpha", "bravo"])
 def test_a_recent_memory_outranks_an_old_one(store, stub_cfg, clock, newer):
     old, new = T0 - 90 * DAY_MS, T0
-    a, b = _two(store, stub_cfg, clock, a={"clock": lambda: new if newer == "alpha" else old},
-                b={"clock": lambda: new if newer == "bravo" else old})
+    a, b = _two(
+        store,
+        stub_cfg,
+        clock,
+        a={"clock": lambda: new if newer == "alpha" else old},
+        b={"clock": lambda: new if newer == "bravo" else old},
+    )
     assert _order(store, stub_cfg, clock) == ([a, b] if newer == "alpha" else [b, a])
 
 
 @pytest.mark.parametrize("important", ["alpha", "bravo"])
 def test_importance_orders_equally_relevant_memories(store, stub_cfg, clock, important):
-    a, b = _two(store, stub_cfg, clock, a={"clock": clock, "importance": 1.0 if important == "alpha" else 0.0},
-                b={"clock": clock, "importance": 1.0 if important == "bravo" else 0.0})
+    a, b = _two(
+        store,
+        stub_cfg,
+        clock,
+        a={"clock": clock, "importance": 1.0 if important == "alpha" else 0.0},
+        b={"clock": clock, "importance": 1.0 if important == "bravo" else 0.0},
+    )
     assert _order(store, stub_cfg, clock) == ([a, b] if important == "alpha" else [b, a])
 
 
@@ -140,8 +167,11 @@ def test_entities_named_in_the_query_lead_to_their_observations_memories(store, 
     alice = next(e["id"] for e in m1["entities"] if e["name"] == "Alice Johnson")
     # an observation on Alice whose source is the second memory, which never names her
     with store.write() as conn:
-        conn.execute("INSERT INTO observations(entity_id, content, source, doc_id, valid_from_ms, created_ms) "
-                     "VALUES (?, 'asked for a standing desk', 'manual', ?, ?, ?)", (alice, m2["doc_id"], T0, T0))
+        conn.execute(
+            "INSERT INTO observations(entity_id, content, source, doc_id, valid_from_ms, created_ms) "
+            "VALUES (?, 'asked for a standing desk', 'manual', ?, ?, ?)",
+            (alice, m2["doc_id"], T0, T0),
+        )
     q = "what did Alice Johnson ask for"
     with_graph = recall.recall(store, q, stub_cfg, clock=clock, touch=False)
     ids = [r["id"] for r in with_graph["results"]]
@@ -189,14 +219,22 @@ def test_export_import_round_trip_is_exact(tmp_path, stub_cfg, clock):
     from kgr.store import Store
 
     with Store(tmp_path / "a.sqlite") as a:
-        recall.remember(a, "Alice Johnson moved to Berlin to work at Siemens.", stub_cfg, importance=0.9,
-                        tags=["people"], label="conversation", clock=clock)
+        recall.remember(
+            a,
+            "Alice Johnson moved to Berlin to work at Siemens.",
+            stub_cfg,
+            importance=0.9,
+            tags=["people"],
+            label="conversation",
+            clock=clock,
+        )
         clock.advance(2)
         recall.remember(a, "The Ledger Service depends on Postgres 15.", stub_cfg, clock=clock)
         recall.recall(a, "Berlin", stub_cfg, clock=clock)
         with a.write() as conn:  # a closed observation must survive the trip
-            conn.execute("UPDATE observations SET valid_until_ms=? WHERE id=(SELECT min(id) FROM observations)",
-                         (clock.t + 1,))
+            conn.execute(
+                "UPDATE observations SET valid_until_ms=? WHERE id=(SELECT min(id) FROM observations)", (clock.t + 1,)
+            )
         first = recall.export_jsonl(a)
     recs = [orjson.loads(line) for line in first.splitlines()]
     assert len(recs) == 2 and all(r["kind"] == "memory" for r in recs)
@@ -231,12 +269,17 @@ def test_consolidation_keeps_provenance(store, stub_cfg, clock):
     from kgr import vectors
 
     spec = vectors.stored_spec(store)
-    [(blob,)] = store.query("SELECT embedding FROM chunk_vec WHERE rowid=(SELECT min(id) FROM chunks WHERE doc_id=?)",
-                            (a["doc_id"],))
+    [(blob,)] = store.query(
+        "SELECT embedding FROM chunk_vec WHERE rowid=(SELECT min(id) FROM chunks WHERE doc_id=?)", (a["doc_id"],)
+    )
     same = vectors._decode(blob, spec)
     with store.write():  # give both the same vector: a stand-in for near-duplicate meaning
-        vectors.put(store, spec, vectors.CHUNK, [(cid, "test", same) for (cid,) in
-                                                 store.query("SELECT id FROM chunks WHERE doc_id=?", (b["doc_id"],))])
+        vectors.put(
+            store,
+            spec,
+            vectors.CHUNK,
+            [(cid, "test", same) for (cid,) in store.query("SELECT id FROM chunks WHERE doc_id=?", (b["doc_id"],))],
+        )
     recall.touch_memories(store, [a["doc_id"]], clock.t)
     recall.touch_memories(store, [a["doc_id"], b["doc_id"]], clock.t)
     obs_before = store.scalar("SELECT count(*) FROM observations")
@@ -273,11 +316,19 @@ def test_consolidated_memories_round_trip_through_export(tmp_path, store, stub_c
     a = recall.remember(store, "Quinn Hale runs the Lyra standup.", stub_cfg, clock=clock)
     b = recall.remember(store, "Quinn Hale runs the Lyra stand-up.", stub_cfg, importance=0.9, clock=clock)
     spec = vectors.stored_spec(store)
-    [(blob,)] = store.query("SELECT embedding FROM chunk_vec WHERE rowid=(SELECT min(id) FROM chunks WHERE doc_id=?)",
-                            (a["doc_id"],))
+    [(blob,)] = store.query(
+        "SELECT embedding FROM chunk_vec WHERE rowid=(SELECT min(id) FROM chunks WHERE doc_id=?)", (a["doc_id"],)
+    )
     with store.write():
-        vectors.put(store, spec, vectors.CHUNK, [(cid, "test", vectors._decode(blob, spec)) for (cid,) in
-                                                 store.query("SELECT id FROM chunks WHERE doc_id=?", (b["doc_id"],))])
+        vectors.put(
+            store,
+            spec,
+            vectors.CHUNK,
+            [
+                (cid, "test", vectors._decode(blob, spec))
+                for (cid,) in store.query("SELECT id FROM chunks WHERE doc_id=?", (b["doc_id"],))
+            ],
+        )
     assert recall.consolidate(store, stub_cfg)["absorbed"] == 1
     first = recall.export_jsonl(store)
     [rec] = [orjson.loads(x) for x in first.splitlines()]

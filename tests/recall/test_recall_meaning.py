@@ -5,28 +5,33 @@ not of a related, different memory."""
 from __future__ import annotations
 
 import pytest
+from conftest import DAY_MS, REAL_MEMORIES, T0
 
 from kgr import recall
 from kgr.query import query_embedder
 
-from conftest import REAL_MEMORIES, T0, DAY_MS
-
 
 def _ids(store):
-    return {text: mid for mid, text in store.query(
-        "SELECT json_extract(meta, '$.memory.id'), text FROM docs WHERE source='memory'")}
+    return {
+        text: mid
+        for mid, text in store.query("SELECT json_extract(meta, '$.memory.id'), text FROM docs WHERE source='memory'")
+    }
 
 
 def _recall(store, cfg, q, **kw):
-    return recall.recall(store, q, cfg, embed_query=query_embedder(store, cfg), clock=lambda: T0 + 10 * DAY_MS,
-                         touch=False, **kw)
+    return recall.recall(
+        store, q, cfg, embed_query=query_embedder(store, cfg), clock=lambda: T0 + 10 * DAY_MS, touch=False, **kw
+    )
 
 
-@pytest.mark.parametrize("question,key", [
-    ("What sweet treat do I like most?", "dessert"),
-    ("How often are copies of our test DB saved?", "backups"),
-    ("Can we ship releases over Christmas?", "deploys"),
-])
+@pytest.mark.parametrize(
+    "question,key",
+    [
+        ("What sweet treat do I like most?", "dessert"),
+        ("How often are copies of our test DB saved?", "backups"),
+        ("Can we ship releases over Christmas?", "deploys"),
+    ],
+)
 def test_recall_finds_a_paraphrase_by_meaning(real_store, real_cfg, question, key):
     from kgr.entities import fts_query
 
@@ -34,7 +39,8 @@ def test_recall_finds_a_paraphrase_by_meaning(real_store, real_cfg, question, ke
     # no keyword of the question is in the memory: only the vectors can find it
     assert not real_store.query(
         "SELECT 1 FROM chunks_fts f JOIN chunks c ON c.id=f.rowid WHERE chunks_fts MATCH ? AND c.text=?",
-        (fts_query(question), text))
+        (fts_query(question), text),
+    )
     out = _recall(real_store, real_cfg, question, k=3)
     top = out["results"][0]
     assert top["text"] == text
@@ -53,8 +59,10 @@ def test_consolidation_merges_the_near_duplicate_only(real_store, real_cfg):
     ids = _ids(real_store)
     berlin, dup, munich = (ids[REAL_MEMORIES[k]] for k in ("berlin", "berlin_dup", "munich"))
     vecs = recall._memory_vectors(real_store)
-    by_id = {mid: d for d, mid in real_store.query(
-        "SELECT id, json_extract(meta, '$.memory.id') FROM docs WHERE source='memory'")}
+    by_id = {
+        mid: d
+        for d, mid in real_store.query("SELECT id, json_extract(meta, '$.memory.id') FROM docs WHERE source='memory'")
+    }
     cos = lambda a, b: float(vecs[by_id[a]] @ vecs[by_id[b]])  # noqa: E731
     assert cos(berlin, dup) >= 0.9 > cos(berlin, munich)  # the premise, from the model itself
     out = recall.consolidate(real_store, real_cfg)

@@ -45,8 +45,17 @@ def test_the_memory_profile_lists_the_recall_tools(mcp):
 
 
 def test_remember_then_recall_counts_accesses(mcp):
-    m = ok(mcp.call("remember", {"content": "Dana Kim runs the Friday release review.", "importance": 0.9,
-                                 "tags": ["team"], "source": "conversation"}))
+    m = ok(
+        mcp.call(
+            "remember",
+            {
+                "content": "Dana Kim runs the Friday release review.",
+                "importance": 0.9,
+                "tags": ["team"],
+                "source": "conversation",
+            },
+        )
+    )
     assert m["created"] is True and m["importance"] == 0.9 and m["label"] == "conversation"
     assert "Dana Kim" in {e["name"] for e in m["entities"]}
     ok(mcp.call("remember", {"content": "The canteen closes at 3pm on Fridays."}))
@@ -88,13 +97,16 @@ def test_import_and_consolidate_through_tools(mcp, tmp_path, stub_cfg):
     assert dry["groups"] == 0 and dry["threshold"] == 0.9
 
 
-@pytest.mark.parametrize("name,args,msg", [
-    ("remember", {"content": "   "}, "empty"),
-    ("remember", {"content": "x", "importance": 2}, "Argument importance must be at most 1"),
-    ("recall", {"query": "x", "limit": 0}, "Argument limit must be at least 1 (got 0)."),
-    ("import_memories", {"memories": [{"kind": "memory"}]}, "line 1"),
-    ("memory_history", {"entity": "Nobody Known"}, "no entity"),
-])
+@pytest.mark.parametrize(
+    "name,args,msg",
+    [
+        ("remember", {"content": "   "}, "empty"),
+        ("remember", {"content": "x", "importance": 2}, "Argument importance must be at most 1"),
+        ("recall", {"query": "x", "limit": 0}, "Argument limit must be at least 1 (got 0)."),
+        ("import_memories", {"memories": [{"kind": "memory"}]}, "line 1"),
+        ("memory_history", {"entity": "Nobody Known"}, "no entity"),
+    ],
+)
 def test_clear_errors(mcp, name, args, msg):
     assert msg in error_text(mcp.call(name, args))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import logging
 import os
 import signal
 import tempfile
@@ -32,8 +33,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
-
-import logging
 
 import orjson
 from hypothesis import strategies as st
@@ -46,8 +45,22 @@ KGR_DIR = str(REPO / "kgr")
 logging.getLogger("pdfminer").setLevel(logging.ERROR)  # malformed PDFs warn on every case
 logging.getLogger("pdfplumber").setLevel(logging.ERROR)
 
-KNOWN_REASONS = {"binary", "encrypted", "malformed", "dtd", "zip_bomb", "too_many_pages", "too_large", "timeout",
-                 "memory", "recursion", "crash", "unsupported", "unreadable", "redaction_timeout"}
+KNOWN_REASONS = {
+    "binary",
+    "encrypted",
+    "malformed",
+    "dtd",
+    "zip_bomb",
+    "too_many_pages",
+    "too_large",
+    "timeout",
+    "memory",
+    "recursion",
+    "crash",
+    "unsupported",
+    "unreadable",
+    "redaction_timeout",
+}
 
 
 class Hang(BaseException):
@@ -258,13 +271,28 @@ def seeds(fmt: str, shared: str | None = None) -> tuple[bytes, ...]:
 
 # -- mutation strategies -------------------------------------------------------------------------------------
 
-CONTROL_BYTES = [b"\x00", b"\x01", b"\x07", b"\x1b", b"\x7f", b"\r", b"\x0c", b"\xff", b"\xfe\xff", b"\xc3",
-                 b"\xed\xa0\x80", b"\xef\xbf\xbe", b"\xe2\x80\xae", b"\n---\n", b"\n```\n"]
+CONTROL_BYTES = [
+    b"\x00",
+    b"\x01",
+    b"\x07",
+    b"\x1b",
+    b"\x7f",
+    b"\r",
+    b"\x0c",
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xef\xbf\xbe",
+    b"\xe2\x80\xae",
+    b"\n---\n",
+    b"\n```\n",
+]
 CONTROL = st.sampled_from(CONTROL_BYTES)
 NESTERS = {
     "html": [b"<div>", b"<table><tr><td>", b"<ul><li>", b"<b><i>", b"<a href='", b"<!--", b"<![CDATA["],
     "md": [b"> ", b"- ", b"[", b"{", b"  ", b"```", b"|", b"#"],
-    "json": [b"[", b"{\"a\":", b"\"", b"\\"],
+    "json": [b"[", b'{"a":', b'"', b"\\"],
     "pdf": [b"[", b"<<", b"(", b"<", b"q ", b"BT ", b"1 0 obj "],
     "xml": [b"<w:p>", b"<w:r><w:t>", b"<w:tbl><w:tr><w:tc>", b"<!DOCTYPE x>", b"&amp;"],
 }
@@ -276,8 +304,11 @@ def mutated(draw, pool: tuple[bytes, ...], nest: str = "md", max_ops: int = 6, m
     data = bytearray(draw(st.sampled_from(pool)))
     nesters = NESTERS.get(nest, NESTERS["md"])
     for _ in range(draw(st.integers(0, max_ops))):
-        op = draw(st.sampled_from(["flip", "byte", "delete", "dup", "insert_ctrl", "truncate", "splice", "nest",
-                                   "huge_attr", "random"]))
+        op = draw(
+            st.sampled_from(
+                ["flip", "byte", "delete", "dup", "insert_ctrl", "truncate", "splice", "nest", "huge_attr", "random"]
+            )
+        )
         pos = draw(st.integers(0, 1 << 30)) % (len(data) + 1)
         if op == "flip" and data:
             i = min(pos, len(data) - 1)
@@ -285,10 +316,10 @@ def mutated(draw, pool: tuple[bytes, ...], nest: str = "md", max_ops: int = 6, m
         elif op == "byte" and data:
             data[min(pos, len(data) - 1)] = draw(st.integers(0, 255))
         elif op == "delete":
-            del data[pos:pos + draw(st.integers(1, 256))]
+            del data[pos : pos + draw(st.integers(1, 256))]
         elif op == "dup":
             n = draw(st.integers(1, 512))
-            data[pos:pos] = data[pos:pos + n] * draw(st.integers(1, 8))
+            data[pos:pos] = data[pos : pos + n] * draw(st.integers(1, 8))
         elif op == "insert_ctrl":
             data[pos:pos] = draw(CONTROL) * draw(st.integers(1, 16))
         elif op == "truncate":
@@ -301,8 +332,8 @@ def mutated(draw, pool: tuple[bytes, ...], nest: str = "md", max_ops: int = 6, m
             token = draw(st.sampled_from(nesters))
             data[pos:pos] = token * draw(st.integers(1, max(1, max_insert // len(token))))
         elif op == "huge_attr":
-            fill = draw(st.sampled_from([b"A", b"\"", b"&#", b"%", b" ", b"\\"]))
-            data[pos:pos] = b" x=\"" + fill * draw(st.integers(1, max_insert * 4)) + b"\" "
+            fill = draw(st.sampled_from([b"A", b'"', b"&#", b"%", b" ", b"\\"]))
+            data[pos:pos] = b' x="' + fill * draw(st.integers(1, max_insert * 4)) + b'" '
         elif op == "random":
             data[pos:pos] = draw(st.binary(min_size=1, max_size=64))
     return bytes(data)
@@ -321,16 +352,16 @@ def havoc(data: bytes, rng, pool: tuple[bytes, ...], nest: str = "md") -> bytes:
         elif op == "byte" and out:
             out[min(pos, len(out) - 1)] = rng.randint(0, 255)
         elif op == "delete":
-            del out[pos:pos + rng.randint(1, 256)]
+            del out[pos : pos + rng.randint(1, 256)]
         elif op == "dup":
-            out[pos:pos] = out[pos:pos + rng.randint(1, 512)] * rng.randint(1, 8)
+            out[pos:pos] = out[pos : pos + rng.randint(1, 512)] * rng.randint(1, 8)
         elif op == "insert_ctrl":
             out[pos:pos] = rng.choice(CONTROL_BYTES) * rng.randint(1, 16)
         elif op == "truncate":
             del out[pos:]
         elif op == "splice":
             other = rng.choice(pool)
-            out[pos:] = other[rng.randint(0, len(other)):]
+            out[pos:] = other[rng.randint(0, len(other)) :]
         elif op == "nest":
             token = rng.choice(nesters)
             out[pos:pos] = token * rng.randint(1, 4096 // len(token))
@@ -351,11 +382,19 @@ def any_bytes(pool: tuple[bytes, ...], nest: str) -> st.SearchStrategy[bytes]:
 
 
 # JSON values of every shape, for records whose fields have the wrong type
-JSON_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 70), 1 << 70), st.floats(allow_nan=True),
-                        st.text(max_size=40), st.sampled_from(["", "doc", "chunk", "a.md", "a.md#0", "PERSON", "0"]))
-JSON_VALUES = st.recursive(JSON_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                                  st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                           max_leaves=6)
+JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(1 << 70), 1 << 70),
+    st.floats(allow_nan=True),
+    st.text(max_size=40),
+    st.sampled_from(["", "doc", "chunk", "a.md", "a.md#0", "PERSON", "0"]),
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=6,
+)
 
 
 def _json_line(value: Any) -> bytes:
@@ -379,8 +418,28 @@ def generated_record(draw, seed_records: tuple[dict, ...]) -> dict:
         elif op == "drop" and keys:
             rec.pop(draw(st.sampled_from(keys)))
         elif op == "add":
-            rec[draw(st.sampled_from(["start", "end", "ord", "embedding", "model", "dim", "entity", "src_surface",
-                                      "aliases", "meta", "prelude", "title", "key", "evidence"]))] = draw(JSON_VALUES)
+            rec[
+                draw(
+                    st.sampled_from(
+                        [
+                            "start",
+                            "end",
+                            "ord",
+                            "embedding",
+                            "model",
+                            "dim",
+                            "entity",
+                            "src_surface",
+                            "aliases",
+                            "meta",
+                            "prelude",
+                            "title",
+                            "key",
+                            "evidence",
+                        ]
+                    )
+                )
+            ] = draw(JSON_VALUES)
         elif op == "kind":
             rec["kind"] = draw(st.sampled_from(["doc", "chunk", "mention", "entity", "relation", "error", "other"]))
     return rec
@@ -518,14 +577,27 @@ def seed_stream() -> tuple[tuple[dict, ...], tuple[bytes, ...]]:
     for rel in ("services/fare-engine.md", "runbooks/night-shift-notes.txt"):
         p = EXAMPLES / rel
         text, meta = parse_text(p.read_bytes()[:4000], p.suffix[1:])
-        docs.append(finish_doc(FileRef(str(p), rel, p.stat().st_size, 0), p.suffix[1:], text, meta,
-                               NormalizeOptions(redact_key=b"k"), b"k", None))
+        docs.append(
+            finish_doc(
+                FileRef(str(p), rel, p.stat().st_size, 0),
+                p.suffix[1:],
+                text,
+                meta,
+                NormalizeOptions(redact_key=b"k"),
+                b"k",
+                None,
+            )
+        )
     recs = list(link.link(extract.extract(chunk.chunk(docs, max_tokens=64), extractor=_extractor())))
     recs = list(embed.embed(recs, StubEmbedder(dim=8)))
-    recs.append(records.error("normalize", "broken.pdf: not a readable PDF", path="broken.pdf", reason="malformed", size=3))
+    recs.append(
+        records.error("normalize", "broken.pdf: not a readable PDF", path="broken.pdf", reason="malformed", size=3)
+    )
     kinds = {r["kind"] for r in recs}
     assert {"doc", "chunk", "mention", "entity", "relation", "error"} <= kinds, kinds
-    return tuple(recs), tuple(orjson.dumps(r) + b"\n" for r in recs) + (b"".join(orjson.dumps(r) + b"\n" for r in recs[:6]),)
+    return tuple(recs), tuple(orjson.dumps(r) + b"\n" for r in recs) + (
+        b"".join(orjson.dumps(r) + b"\n" for r in recs[:6]),
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -595,20 +667,31 @@ def _stage_target(name: str) -> Callable[[bytes], tuple[str, str]]:
 def targets(shared: str | None = None) -> dict[str, Target]:
     stream = lambda: jsonl_inputs(*seed_stream())  # noqa: E731
     t = [
-        Target("markdown", _text_target("md"), lambda: any_bytes(seeds("md", shared), "md"), lambda: seeds("md", shared)),
+        Target(
+            "markdown", _text_target("md"), lambda: any_bytes(seeds("md", shared), "md"), lambda: seeds("md", shared)
+        ),
         Target("text", _text_target("txt"), lambda: any_bytes(seeds("txt"), "md"), lambda: seeds("txt")),
-        Target("front_matter", _text_target("md"), lambda: st.one_of(
-            mutated(tuple(FRONT_MATTER_SEEDS), "json"),
-            st.tuples(JSON_VALUES, st.text(max_size=200)).map(
-                lambda v: b"---\n" + _yaml(v[0]) + b"---\n" + v[1].encode("utf-8", "surrogatepass"))),
-            lambda: tuple(FRONT_MATTER_SEEDS), "json"),
+        Target(
+            "front_matter",
+            _text_target("md"),
+            lambda: st.one_of(
+                mutated(tuple(FRONT_MATTER_SEEDS), "json"),
+                st.tuples(JSON_VALUES, st.text(max_size=200)).map(
+                    lambda v: b"---\n" + _yaml(v[0]) + b"---\n" + v[1].encode("utf-8", "surrogatepass")
+                ),
+            ),
+            lambda: tuple(FRONT_MATTER_SEEDS),
+            "json",
+        ),
         Target("html", _child_target("html"), lambda: any_bytes(seeds("html"), "html"), lambda: seeds("html"), "html"),
         Target("pdf", _child_target("pdf"), lambda: mutated(seeds("pdf"), "pdf"), lambda: seeds("pdf"), "pdf"),
         Target("docx", _child_target("docx"), lambda: mutated(seeds("docx"), "xml"), lambda: seeds("docx"), "xml"),
         Target("docx_xml", _docx_xml_target, lambda: mutated(docx_xml_seeds(), "xml"), docx_xml_seeds, "xml"),
     ]
-    t += [Target(f"{n}_records", _stage_target(n), stream, lambda: seed_stream()[1], "json")
-          for n in ("reader", "chunk", "extract", "link", "embed", "load")]
+    t += [
+        Target(f"{n}_records", _stage_target(n), stream, lambda: seed_stream()[1], "json")
+        for n in ("reader", "chunk", "extract", "link", "embed", "load")
+    ]
     return {x.name: x for x in t}
 
 
@@ -618,8 +701,9 @@ def warm_up(name: str, shared: str | None = None) -> None:
     target = targets(shared)[name]
     for data in target.pool():
         run_case(target, data, 600)
-    _check_doc(("An English paragraph, long enough for the language model and the de-duplication. " * 2 + "\n\n") * 3,
-               {}, "md")
+    _check_doc(
+        ("An English paragraph, long enough for the language model and the de-duplication. " * 2 + "\n\n") * 3, {}, "md"
+    )
 
 
 def _yaml(value: Any) -> bytes:

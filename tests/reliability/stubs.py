@@ -11,14 +11,16 @@ def parse(path, fmt, limits):
         with open(log, "a") as fh:
             fh.write(os.path.basename(path) + "\n")
     if what == "alloc":
-        blob = bytearray(4 * 1024 ** 3)
+        blob = bytearray(4 * 1024**3)
         return str(len(blob)), {}
     if what == "loop":
         while True:
             pass
     if what == "recurse":
+
         def down(n):
             return down(n + 1) + 1
+
         return str(down(0)), {}
     if what == "segv":
         import ctypes

@@ -20,22 +20,39 @@ import sys
 import zipfile
 from pathlib import Path
 
+import fuzzing
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
-
-import fuzzing
 
 HERE = Path(__file__).resolve().parent
 REGRESSIONS = HERE / "fuzz_regressions"
 LIMIT_S = 20  # CPU seconds per case (wall: 10x); generous: a typical case takes milliseconds
-SHORT = {"markdown": 30, "text": 30, "front_matter": 40, "html": 30, "pdf": 25, "docx": 25, "docx_xml": 20,
-         "reader_records": 40, "chunk_records": 25, "extract_records": 25, "link_records": 25, "embed_records": 25,
-         "load_records": 20}
+SHORT = {
+    "markdown": 30,
+    "text": 30,
+    "front_matter": 40,
+    "html": 30,
+    "pdf": 25,
+    "docx": 25,
+    "docx_xml": 20,
+    "reader_records": 40,
+    "chunk_records": 25,
+    "extract_records": 25,
+    "link_records": 25,
+    "embed_records": 25,
+    "load_records": 20,
+}
 
 
 def fuzz(target: fuzzing.Target, strategy, examples: int) -> None:
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(strategy)
     def check(data: bytes) -> None:
         out = fuzzing.run_case(target, data, LIMIT_S)
@@ -105,11 +122,15 @@ def test_front_matter_integer_beyond_64_bits_is_kept_as_text():
     assert doc["meta"]["front_matter"] == {"big": "18446744073709551616", "small": 3}
 
 
-@pytest.mark.parametrize("front", [
-    b"when: 2025-03-01T50:00:00Z\n",  # PyYAML: ValueError "hour must be in 0..23"
-    b'title: "\\U0011ffff"\n',  # PyYAML: ValueError "chr() arg not in range(0x110000)"
-    b"tags: &a\n- x\n- *a\n",  # a list that contains itself: RecursionError in _jsonable
-], ids=["bad-date", "bad-escape", "self-alias"])
+@pytest.mark.parametrize(
+    "front",
+    [
+        b"when: 2025-03-01T50:00:00Z\n",  # PyYAML: ValueError "hour must be in 0..23"
+        b'title: "\\U0011ffff"\n',  # PyYAML: ValueError "chr() arg not in range(0x110000)"
+        b"tags: &a\n- x\n- *a\n",  # a list that contains itself: RecursionError in _jsonable
+    ],
+    ids=["bad-date", "bad-escape", "self-alias"],
+)
 def test_front_matter_yaml_cannot_build_is_dropped_not_a_crash(front):
     doc = fuzzing._check_doc(("---\n" + front.decode() + "---\n# Heading\n\nBody.\n"), {}, "md")
     assert "front_matter" not in doc["meta"] and doc["text"].startswith("# Heading") and doc["title"] == "Heading"
@@ -120,16 +141,20 @@ def test_docx_whose_member_does_not_read_back_is_malformed(tmp_path):
     with zipfile.ZipFile(io.BytesIO(good)) as z:
         offset = z.getinfo("word/document.xml").header_offset
     broken = bytearray(good)
-    broken[offset:offset + 4] = b"PK\x00\x00"  # "Bad magic number for file header", found while streaming
+    broken[offset : offset + 4] = b"PK\x00\x00"  # "Bad magic number for file header", found while streaming
     path = tmp_path / "broken.docx"
     path.write_bytes(bytes(broken))
     assert fuzzing.child_outcome("docx", str(path)) == ("classified", "malformed")
 
 
-@pytest.mark.parametrize("xml", [
-    b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>',  # no body
-    b'<w:documentx xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body/></w:documentx>',
-], ids=["no-body", "other-root"])
+@pytest.mark.parametrize(
+    "xml",
+    [
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>',  # no body
+        b'<w:documentx xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body/></w:documentx>',
+    ],
+    ids=["no-body", "other-root"],
+)
 def test_docx_main_part_without_a_body_is_malformed(xml):
     assert fuzzing._docx_xml_target(xml) == ("classified", "malformed")
 
@@ -164,8 +189,12 @@ def test_a_field_of_the_wrong_type_is_an_error_record_in_every_stage(stage, line
 def test_p7_soak_100k_cases(tmp_path):
     script = HERE.parent / "bench" / "fuzz_soak.py"
     env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
-    proc = subprocess.run([sys.executable, str(script), "--cases", "100000", "--out", str(tmp_path / "crashers")],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--cases", "100000", "--out", str(tmp_path / "crashers")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
@@ -181,8 +210,14 @@ def test_p7_mutated_files_through_the_parser_children_end_as_docs_or_classified_
     for fmt, nest in (("html", "html"), ("pdf", "pdf"), ("docx", "xml"), ("md", "md")):
         made: list[bytes] = []
 
-        @settings(max_examples=8, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=8,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(fuzzing.mutated(fuzzing.seeds(fmt), nest))
         def collect(data):
             made.append(data)

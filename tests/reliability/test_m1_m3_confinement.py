@@ -29,21 +29,85 @@ from kgr.errors import OutsideRoot  # noqa: E402
 
 CANARY = "canary-7d41-outside-the-root"
 LEGIT = [
-    "with space.md", "two  spaces.md", "tab\tname.md", "café.md", "naïve résumé.md", "日本語.md", "emoji 🚋.md",
-    "hash#tag.md", "percent%41.md", "100%.md", "plus+sign.md", "amp&ersand.md", "equals=.md", "quote'.md",
-    'dquote".md', "paren (1).md", "brackets [x].md", "braces {y}.md", "star*.md", "question?.md", "-leading-dash.md",
-    "trailing-dot..md", "a..b.md", "..leading-dots.md", "...md", "semi;colon.md", "comma,name.md", "at@sign.md",
-    "tilde~.md", "caret^.md", "backtick`.md", "excl!.md", "dollar$HOME.md", "back\\slash.md", "colon:name.md",
-    "UPPER.MD", "MiXeD.Md", "notes.txt", "x" * 200 + ".md", "sub/nested.md", "sub/deeper/leaf.md",
-    "sub dir/with space.md", "ünï/cödé.md", "%2e%2e/literal-dir.md", "．．／fullwidth-dir/x.md", "file:/x.md",
-    "link_in/inner.md", "link_in_file.md", "sub/./dot.md", "sub//double.md",
+    "with space.md",
+    "two  spaces.md",
+    "tab\tname.md",
+    "café.md",
+    "naïve résumé.md",
+    "日本語.md",
+    "emoji 🚋.md",
+    "hash#tag.md",
+    "percent%41.md",
+    "100%.md",
+    "plus+sign.md",
+    "amp&ersand.md",
+    "equals=.md",
+    "quote'.md",
+    'dquote".md',
+    "paren (1).md",
+    "brackets [x].md",
+    "braces {y}.md",
+    "star*.md",
+    "question?.md",
+    "-leading-dash.md",
+    "trailing-dot..md",
+    "a..b.md",
+    "..leading-dots.md",
+    "...md",
+    "semi;colon.md",
+    "comma,name.md",
+    "at@sign.md",
+    "tilde~.md",
+    "caret^.md",
+    "backtick`.md",
+    "excl!.md",
+    "dollar$HOME.md",
+    "back\\slash.md",
+    "colon:name.md",
+    "UPPER.MD",
+    "MiXeD.Md",
+    "notes.txt",
+    "x" * 200 + ".md",
+    "sub/nested.md",
+    "sub/deeper/leaf.md",
+    "sub dir/with space.md",
+    "ünï/cödé.md",
+    "%2e%2e/literal-dir.md",
+    "．．／fullwidth-dir/x.md",
+    "file:/x.md",
+    "link_in/inner.md",
+    "link_in_file.md",
+    "sub/./dot.md",
+    "sub//double.md",
 ]
 ATTACKS = [
-    "../secret.txt", "sub/../../secret.txt", "{t}/secret.txt", "/{t}/secret.txt", "../kb_evil/x.md",
-    "{t}/kb_evil/x.md", "{t}/kb/../kb_evil/x.md", "%2e%2e/secret.txt", "..%2fsecret.txt", "file://{t}/secret.txt",
-    "notes.md\x00.png", "a/" * 2500, "．．／secret.txt", "link_out", "link_out/secret.txt", "link_file",
-    "link_loop", "link_loop/x.md", "dangling", "link_sub_out/secret.txt", "..", "", "sub/..", "\\..\\secret.txt",
-    "C:\\secret.txt", "kb_evil/x.md", "../kb/../secret.txt",
+    "../secret.txt",
+    "sub/../../secret.txt",
+    "{t}/secret.txt",
+    "/{t}/secret.txt",
+    "../kb_evil/x.md",
+    "{t}/kb_evil/x.md",
+    "{t}/kb/../kb_evil/x.md",
+    "%2e%2e/secret.txt",
+    "..%2fsecret.txt",
+    "file://{t}/secret.txt",
+    "notes.md\x00.png",
+    "a/" * 2500,
+    "．．／secret.txt",
+    "link_out",
+    "link_out/secret.txt",
+    "link_file",
+    "link_loop",
+    "link_loop/x.md",
+    "dangling",
+    "link_sub_out/secret.txt",
+    "..",
+    "",
+    "sub/..",
+    "\\..\\secret.txt",
+    "C:\\secret.txt",
+    "kb_evil/x.md",
+    "../kb/../secret.txt",
 ]
 
 
@@ -182,8 +246,23 @@ def test_m1_no_startswith_containment_checks():
 
 # -- M3 --------------------------------------------------------------------------------------
 
-PIECES = ["..", ".", "/", "//", "sub", "kb_evil", "link_out", "link_loop", "\x00", "%2e", "．", "secret.txt", "x.md",
-          "notes.md", "up"]
+PIECES = [
+    "..",
+    ".",
+    "/",
+    "//",
+    "sub",
+    "kb_evil",
+    "link_out",
+    "link_loop",
+    "\x00",
+    "%2e",
+    "．",
+    "secret.txt",
+    "x.md",
+    "notes.md",
+    "up",
+]
 M3_EXAMPLES = 10_000 if os.environ.get("KGR_SLOW") == "1" else 400
 
 
@@ -205,8 +284,11 @@ def m3_tree(tmp_path_factory):
     return t, root
 
 
-@settings(max_examples=M3_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=M3_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(parts=st.lists(st.sampled_from(PIECES), min_size=1, max_size=8), joiner=st.sampled_from(["/", "", "//"]))
 def test_m3_generated_paths_never_leave_the_root(m3_tree, parts, joiner):
     t, root = m3_tree

@@ -27,15 +27,23 @@ def add_hub(db: Path) -> None:
     from kgr.store import Store
 
     with Store(db) as store, store.write() as conn:
-        conn.execute("INSERT INTO entities(key, name, type, norm) VALUES ('hubcentral', 'Hub Central', 'SERVICE', 'hub central')")
+        conn.execute(
+            "INSERT INTO entities(key, name, type, norm) VALUES ('hubcentral', 'Hub Central', 'SERVICE', 'hub central')"
+        )
         hub = conn.last_insert_rowid()
-        conn.executemany("INSERT INTO entities(key, name, type, norm) VALUES (?, ?, 'COMPONENT', ?)",
-                         [(f"spoke{i}", f"Spoke {i}", f"spoke {i}") for i in range(HUB_EDGES)])
+        conn.executemany(
+            "INSERT INTO entities(key, name, type, norm) VALUES (?, ?, 'COMPONENT', ?)",
+            [(f"spoke{i}", f"Spoke {i}", f"spoke {i}") for i in range(HUB_EDGES)],
+        )
         first = hub + 1
-        conn.executemany("INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, 'uses', 0.9)",
-                         [(hub, first + i) for i in range(HUB_EDGES)])
+        conn.executemany(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, 'uses', 0.9)",
+            [(hub, first + i) for i in range(HUB_EDGES)],
+        )
         fe = conn.execute("SELECT id FROM entities WHERE name = 'Fare Engine'").fetchone()[0]
-        conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, 'depends_on', 0.9)", (fe, hub))
+        conn.execute(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, 'depends_on', 0.9)", (fe, hub)
+        )
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +53,10 @@ def hub_server(built_kb, tmp_path_factory):
     add_hub(work / "kb.sqlite")
     # A generous time budget: on a loaded 2-core machine a 10,000-node hub walk can pass the
     # default 2 s, and this checks the clamping, not the speed (tests/bench has the timings).
-    raw = RawStdio(["--db", str(work / "kb.sqlite"), "--profile", "all", "--config", str(work / "config.yaml")],
-                   env={"KGR_SERVE_TIME_BUDGET_S": "30"})
+    raw = RawStdio(
+        ["--db", str(work / "kb.sqlite"), "--profile", "all", "--config", str(work / "config.yaml")],
+        env={"KGR_SERVE_TIME_BUDGET_S": "30"},
+    )
     raw.call("hybrid_query", {"query": "warm up", "k": 1})  # the model and the vector matrix load
     yield raw
     raw.close()
@@ -102,13 +112,28 @@ def test_m4_invalid_arguments_are_refused_fast(hub_server):
 
 
 def test_m4_a_numeric_string_is_coerced(hub_server):
-    """"10" for k: pydantic's lax mode reads it as 10 (clients send numbers as strings)."""
+    """ "10" for k: pydantic's lax mode reads it as 10 (clients send numbers as strings)."""
     frame = hub_server.call("hybrid_query", {"query": "fare cap", "k": "10", "mode": "bm25"})
     assert frame["result"]["structuredContent"]["k"] == 10
 
 
-@pytest.mark.parametrize("q", ['"', 'NEAR(fare cap', "fare*", "text: fare", "prelude:cap", "fare AND OR NOT",
-                               "'; DROP TABLE docs; --", "\\x00", "^fare", "{fare cap}", "-fare", "((((("])
+@pytest.mark.parametrize(
+    "q",
+    [
+        '"',
+        "NEAR(fare cap",
+        "fare*",
+        "text: fare",
+        "prelude:cap",
+        "fare AND OR NOT",
+        "'; DROP TABLE docs; --",
+        "\\x00",
+        "^fare",
+        "{fare cap}",
+        "-fare",
+        "(((((",
+    ],
+)
 def test_m4_fts_syntax_is_only_text(hub_server, q):
     for mode in ("bm25", "graph"):
         frame = hub_server.call("hybrid_query", {"query": q, "k": 5, "mode": mode})
@@ -152,8 +177,12 @@ def test_m4_huge_request_line_and_memory(hub_server):
     before = hub_server.rss_kb()
     hub_server._next_id += 1
     rid = hub_server._next_id
-    big = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-           "params": {"name": "hybrid_query", "arguments": {"query": "z" * (50 * 1024 * 1024)}}}
+    big = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": "hybrid_query", "arguments": {"query": "z" * (50 * 1024 * 1024)}},
+    }
     t0 = time.perf_counter()
     hub_server.send(json.dumps(big).encode())
     frame = hub_server.wait_for(rid, timeout=120)

@@ -22,8 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 from serve_fixtures import built_kb, spawn_http, stop  # noqa: E402,F401 - built_kb is a fixture
 
 TOKEN = "m5-secret-token-7f3a9c1e5b2d4680"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "m5", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "m5", "version": "1"}},
+}
 CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}}
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -40,7 +44,7 @@ def listening_addresses(port: int) -> set[str]:
             addr, prt = fields[1].rsplit(":", 1)
             if int(prt, 16) == port and fields[3] == "0A":  # LISTEN
                 if name == "tcp":
-                    out.add(".".join(str(int(addr[i:i + 2], 16)) for i in (6, 4, 2, 0)))
+                    out.add(".".join(str(int(addr[i : i + 2], 16)) for i in (6, 4, 2, 0)))
                 else:
                     out.add("::" if set(addr) == {"0"} else addr)
     return out
@@ -101,8 +105,12 @@ def test_m5_token(token_server):
     sid = ok.headers["mcp-session-id"]
     assert len(sid) >= 32 and int(sid, 16) > 0  # uuid4().hex: 128 bits, 122 of them random
     # the session id is useless without the token
-    r = post(url, CALL, Authorization="Bearer nope-nope-nope-nope", **{"mcp-session-id": sid,
-                                                                      "mcp-protocol-version": "2025-06-18"})
+    r = post(
+        url,
+        CALL,
+        Authorization="Bearer nope-nope-nope-nope",
+        **{"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"},
+    )
     assert r.status_code == 401 and "counts" not in r.text
 
 
@@ -111,9 +119,16 @@ def test_m5_token_never_logged(built_kb, tmp_path):
     try:
         for auth in (f"Bearer {TOKEN}x", f"Bearer {TOKEN}", TOKEN, f"Bearer {TOKEN[:8]}"):
             post(url, INIT, Authorization=auth)
-        post(url, {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "explain_entity",
-                                                                                 "arguments": {"entity": TOKEN}}},
-             Authorization=f"Bearer {TOKEN}")
+        post(
+            url,
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "tools/call",
+                "params": {"name": "explain_entity", "arguments": {"entity": TOKEN}},
+            },
+            Authorization=f"Bearer {TOKEN}",
+        )
     finally:
         log = "".join(lines) + stop(proc)
     assert TOKEN not in log
@@ -122,16 +137,26 @@ def test_m5_token_never_logged(built_kb, tmp_path):
 
 def test_m5_non_loopback_bind_needs_a_token(built_kb):
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(built_kb[0]), "--http", "--host", "0.0.0.0",
-                           "--port", "0"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve", "--db", str(built_kb[0]), "--http", "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "refusing to listen on 0.0.0.0 without a token" in proc.stderr
     assert time.perf_counter() - t0 < 30
 
 
 def test_m5_a_short_token_is_refused(built_kb):
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(built_kb[0]), "--http", "--port", "0",
-                           "--token", "short"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve", "--db", str(built_kb[0]), "--http", "--port", "0", "--token", "short"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 2 and "too short" in proc.stderr and "short" not in proc.stdout
 
 

@@ -60,8 +60,11 @@ def test_m8_stdio_frames_and_error_hygiene(built_kb, tmp_path):
     wrapper = tmp_path / "noisy_kgr.py"
     wrapper.write_text(NOISY)
 
-    raw = RawStdio(["serve", "--db", str(db), "--root", str(root), "--profile", "all"], env={"PYTHONWARNINGS": "always"},
-                   command=[sys.executable, str(wrapper)])
+    raw = RawStdio(
+        ["serve", "--db", str(db), "--root", str(root), "--profile", "all"],
+        env={"PYTHONWARNINGS": "always"},
+        command=[sys.executable, str(wrapper)],
+    )
     answers = []
     try:
         answers.append(raw.request("tools/list"))
@@ -107,7 +110,9 @@ def test_m8_stdio_frames_and_error_hygiene(built_kb, tmp_path):
         assert not re.search(r"/(usr|root|home|etc)/", text.replace("../../etc/passwd", "")), text
     for f in parsed:  # and no tool output at all carries the planted secret
         assert SECRET not in json.dumps(f)
-    print(f"M8: {len(lines)} stdout lines, {len(parsed)} parsed (100%), {len(errors)} error texts, 0 traces/paths/secrets")
+    print(
+        f"M8: {len(lines)} stdout lines, {len(parsed)} parsed (100%), {len(errors)} error texts, 0 traces/paths/secrets"
+    )
 
 
 class _rw:

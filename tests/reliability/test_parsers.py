@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import resource
-import sys
 import time
 import unicodedata
 import zipfile
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kgr.normalize import FileRef, NormalizeOptions, discover, normalize, normalize_files
+from kgr.normalize import NormalizeOptions, normalize
 
 HERE = Path(__file__).parent
 
@@ -46,15 +45,20 @@ def test_p1_parser_that_explodes_hangs_recurses_or_crashes_costs_one_record(tmp_
     out = run(root, parsers={"html": "stubs:parse"}, parse_timeout_s=4, parse_memory_mb=512, workers=2)
     assert time.monotonic() - started < 60
     reasons = {k: r.get("reason") for k, r in out.items() if r["kind"] == "error"}
-    assert reasons == {"bad-alloc.html": "memory", "bad-loop.html": "timeout", "bad-recurse.html": "recursion",
-                       "bad-segv.html": "crash"}
+    assert reasons == {
+        "bad-alloc.html": "memory",
+        "bad-loop.html": "timeout",
+        "bad-recurse.html": "recursion",
+        "bad-segv.html": "crash",
+    }
     assert sum(1 for r in out.values() if r["kind"] == "doc") == 16
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 50 * 1024
 
 
 def test_p1_failed_files_are_not_parsed_again_until_they_change(tmp_path, monkeypatch):
-    from kgr import config, normalize as norm
+    from kgr import config
+    from kgr import normalize as norm
     from kgr.pipeline import ingest
     from kgr.store import Store
 
@@ -65,8 +69,13 @@ def test_p1_failed_files_are_not_parsed_again_until_they_change(tmp_path, monkey
     log = tmp_path / "calls.log"
     monkeypatch.setenv("KGR_STUB_LOG", str(log))
     original = norm.NormalizeOptions.from_config
-    monkeypatch.setattr(norm.NormalizeOptions, "from_config",
-                        classmethod(lambda cls, cfg: norm.NormalizeOptions(**{**original(cfg).__dict__, "parsers": {"html": "stubs:parse"}})))
+    monkeypatch.setattr(
+        norm.NormalizeOptions,
+        "from_config",
+        classmethod(
+            lambda cls, cfg: norm.NormalizeOptions(**{**original(cfg).__dict__, "parsers": {"html": "stubs:parse"}})
+        ),
+    )
     with Store(tmp_path / "kb.sqlite") as s:
         first = ingest([str(root)], s, config=config.load(None), graph=False)
         second = ingest([str(root)], s, config=config.load(None), graph=False)
@@ -142,8 +151,10 @@ def test_p3_docx_bombs_dtds_encryption_and_directories(tmp_path):
     with zipfile.ZipFile(root / "bomb.docx", "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("[Content_Types].xml", "<Types/>")
         z.writestr("word/document.xml", b"\0" * (200 * 1024 * 1024))
-    laughs = (b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]>'
-              b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&lol2;</w:t></w:r></w:p></w:body></w:document>')
+    laughs = (
+        b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]>'
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&lol2;</w:t></w:r></w:p></w:body></w:document>'
+    )
     _rewrite_member(base, root / "laughs.docx", "word/document.xml", laughs)
     xxe = laughs.replace(b'<!ENTITY lol "lol">', b'<!ENTITY lol SYSTEM "file:///etc/passwd">')
     _rewrite_member(base, root / "xxe.docx", "word/document.xml", xxe)
@@ -272,8 +283,15 @@ def test_p6_extracted_text_over_the_cap_is_truncated_and_flagged(tmp_path):
 def test_p8_hostile_file_names(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
-    names = ["new\nline.md", "ctrl\x07bell.md", "-leading-dash.md", ("n" * 250) + ".md",
-             unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md"), "sp ace #%.md"]
+    names = [
+        "new\nline.md",
+        "ctrl\x07bell.md",
+        "-leading-dash.md",
+        ("n" * 250) + ".md",
+        unicodedata.normalize("NFC", "café.md"),
+        unicodedata.normalize("NFD", "café.md"),
+        "sp ace #%.md",
+    ]
     for name in names:
         (root / name).write_text(f"# {name!r}\n")
     bad = os.fsencode(str(root)) + b"/bad\xff\xfename.md"

@@ -10,13 +10,11 @@ import time
 import zlib
 
 import orjson
-
 import pytest
-
 from fuzzing import pdf_from_objects
 
-from kgr.parsers import Limits, _inflate, parse_pdf
 from kgr.errors import ParseFailure
+from kgr.parsers import Limits, _inflate, parse_pdf
 
 GIB = 1 << 30
 

@@ -17,7 +17,7 @@ import time
 
 import apsw
 import pytest
-from harness import Live, expect_exact, figures, files_under, invariants, kb_config, tier, write_corpus
+from harness import expect_exact, figures, files_under, invariants, kb_config, tier, write_corpus
 
 from kgr.store import Store
 from kgr.writer import writer_pid
@@ -26,12 +26,18 @@ ENV = {**os.environ, "KGR_EMBED_STUB": "1", "KGR_REDACT_KEY": "test-key"}
 
 
 def kgr(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "kgr", *args], capture_output=True, text=True, env=ENV, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "kgr", *args], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 def start_watch(root, db, log):
-    return subprocess.Popen([sys.executable, "-m", "kgr", "watch", str(root), "--db", str(db), "--no-graph",
-                             "--debounce-ms", "200"], stdout=subprocess.DEVNULL, stderr=log, env=ENV)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kgr", "watch", str(root), "--db", str(db), "--no-graph", "--debounce-ms", "200"],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        env=ENV,
+    )
 
 
 def wait_for_lock(db, proc, timeout=60):
@@ -119,9 +125,22 @@ def test_s1_kill_9_loop_never_corrupts_or_desyncs(tmp_path):
             proc.kill()
         log.close()
     assert max(idle_times) <= 30, idle_times
-    figures("S1", files=n, rounds=rounds, mutations=ops, kill_at_s=kill_times, restart_to_idle_max_s=max(idle_times),
-            restart_to_idle_median_s=sorted(idle_times)[len(idle_times) // 2], final_docs=report["docs"],
-            missing=0, extra=0, stale=0, index_ok=report["index"]["ok"], storage_ok=report["storage"]["ok"], seed=seed)
+    figures(
+        "S1",
+        files=n,
+        rounds=rounds,
+        mutations=ops,
+        kill_at_s=kill_times,
+        restart_to_idle_max_s=max(idle_times),
+        restart_to_idle_median_s=sorted(idle_times)[len(idle_times) // 2],
+        final_docs=report["docs"],
+        missing=0,
+        extra=0,
+        stale=0,
+        index_ok=report["index"]["ok"],
+        storage_ok=report["storage"]["ok"],
+        seed=seed,
+    )
 
 
 def test_s4_deferred_upgrade_trap_is_real(tmp_path):
@@ -178,8 +197,16 @@ def test_s4_contended_commits_and_a_second_writer_refused(tmp_path):
     with Store(db) as store, store.write():
         store.execute("CREATE TABLE contend(tag TEXT, i INTEGER, seen INTEGER)")
     started = time.monotonic()
-    procs = [subprocess.Popen([sys.executable, "-c", _CONTENDER, str(db), str(n), tag], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=ENV) for tag in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CONTENDER, str(db), str(n), tag],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for tag in ("a", "b")
+    ]
     results = [p.communicate(timeout=300) for p in procs]
     seconds = time.monotonic() - started
     fails = [int(out.strip() or -1) for out, _ in results]
@@ -199,8 +226,13 @@ def test_s4_contended_commits_and_a_second_writer_refused(tmp_path):
     try:
         wait_for_lock(db2, first)
         t0 = time.monotonic()
-        second = subprocess.run([sys.executable, "-m", "kgr", "watch", str(root), "--db", str(db2)],
-                                capture_output=True, text=True, env=ENV, timeout=30)
+        second = subprocess.run(
+            [sys.executable, "-m", "kgr", "watch", str(root), "--db", str(db2)],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=30,
+        )
         second_s = time.monotonic() - t0
         t0 = time.monotonic()
         ingest = kgr("ingest", str(root), "--db", str(db2), "--no-embed", "--no-graph")
@@ -217,9 +249,17 @@ def test_s4_contended_commits_and_a_second_writer_refused(tmp_path):
     # Python's start-up and imports are most of it; the refusal itself is immediate (a watcher
     # that was not refused would run until the 30 s timeout). Generous for a loaded machine.
     assert second_s <= 5.0 + 2 * _startup_allowance(), second_s
-    figures("S4", commits_per_process=n, processes=2, failures=sum(fails), seconds=seconds,
-            commits_per_s=2 * n / seconds, second_watch_refused_s=second_s, ingest_refused_s=ingest_s,
-            message=second.stderr.splitlines()[0])
+    figures(
+        "S4",
+        commits_per_process=n,
+        processes=2,
+        failures=sum(fails),
+        seconds=seconds,
+        commits_per_s=2 * n / seconds,
+        second_watch_refused_s=second_s,
+        ingest_refused_s=ingest_s,
+        message=second.stderr.splitlines()[0],
+    )
 
 
 def _startup_allowance() -> float:
@@ -279,8 +319,12 @@ def test_s3_watcher_writes_while_the_server_reads(tmp_path):
     failures: list[str] = []
     calls = [0]
     stop = threading.Event()
-    queries = ["ledger settlement retention", "who owns the deploy runbook", "replica backup latency budget",
-               "incident audit schema"]
+    queries = [
+        "ledger settlement retention",
+        "who owns the deploy runbook",
+        "replica backup latency budget",
+        "incident audit schema",
+    ]
 
     async def reader(client, q):
         while not stop.is_set():
@@ -329,14 +373,28 @@ def test_s3_watcher_writes_while_the_server_reads(tmp_path):
     busy = [f for f in failures if "locked" in f.lower() or "busy" in f.lower()]
     assert busy == [] and failures == [], failures[:5]
     p99 = sorted(latencies)[int(0.99 * (len(latencies) - 1))]
-    assert p99 <= 4.0, f"reader p99 {p99:.3f}s"  # readers never wait out the 5 s busy timeout (a loaded machine's bound)
+    assert p99 <= 4.0, (
+        f"reader p99 {p99:.3f}s"
+    )  # readers never wait out the 5 s busy timeout (a loaded machine's bound)
     assert batch_failures == 0
     assert audit.violations == [], audit.violations[:5]
     assert audit.writes > 0 and audit.immediate_txns > 0
-    figures("S3", files_written=written, bursts=bursts, seconds=elapsed, reader_calls=calls[0], concurrent_readers=4,
-            client_errors=len(failures), busy_errors=len(busy), reader_p50_ms=1000 * sorted(latencies)[len(latencies) // 2],
-            reader_p99_ms=1000 * p99, failed_write_batches=batch_failures, write_statements=audit.writes,
-            immediate_transactions=audit.immediate_txns, writes_outside_immediate=len(audit.violations))
+    figures(
+        "S3",
+        files_written=written,
+        bursts=bursts,
+        seconds=elapsed,
+        reader_calls=calls[0],
+        concurrent_readers=4,
+        client_errors=len(failures),
+        busy_errors=len(busy),
+        reader_p50_ms=1000 * sorted(latencies)[len(latencies) // 2],
+        reader_p99_ms=1000 * p99,
+        failed_write_batches=batch_failures,
+        write_statements=audit.writes,
+        immediate_transactions=audit.immediate_txns,
+        writes_outside_immediate=len(audit.violations),
+    )
 
 
 def test_s3_the_write_audit_catches_writes_outside_begin_immediate(tmp_path):

@@ -44,7 +44,9 @@ def test_every_mode_answers_a_plain_question(kb):
 
 def test_graph_mode_reaches_what_a_dependency_leads_to(kb):
     store, embed, _ = kb
-    res = hybrid_query(store, "what does the Vehicle Locator Service depend on", k=10, mode="graph", hops=2, embed_query=embed)
+    res = hybrid_query(
+        store, "what does the Vehicle Locator Service depend on", k=10, mode="graph", hops=2, embed_query=embed
+    )
     assert res["results"][0]["path"] == "services/vehicle-locator.md"
     assert any(e["rel"] == "depends_on" for e in res["edges"])
     assert all(r["why"] for r in res["results"])
@@ -52,15 +54,18 @@ def test_graph_mode_reaches_what_a_dependency_leads_to(kb):
 
 def test_cli_query_json_and_cold_start_loads_no_torch(kb):
     _, _, db = kb
-    code = ("import sys, json; from kgr.cli import main\n"
-            f"sys.argv = ['kgr', 'query', 'who owns the fare engine', '--db', {str(db)!r}, '--json', '--k', '2']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'sentence_transformers', 'spacy')))\n")
+    code = (
+        "import sys, json; from kgr.cli import main\n"
+        f"sys.argv = ['kgr', 'query', 'who owns the fare engine', '--db', {str(db)!r}, '--json', '--k', '2']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'sentence_transformers', 'spacy')))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[-1] == "HEAVY []", lines[-1]
     import json
+
     rows = [json.loads(line) for line in lines[:-1]]
     assert len(rows) == 2 and all({"path", "section", "snippet", "why", "entities"} <= set(r) for r in rows)
 
@@ -73,26 +78,38 @@ def test_embed_as_a_filter_gives_the_vectors_ingest_gives(kb, examples, tmp_path
     _, _, ingest_db = kb
     pipe_db = tmp_path / "pipe.sqlite"
     kgr = f"{sys.executable} -m kgr"
-    proc = subprocess.run(f"{kgr} normalize {examples / 'kb'} | {kgr} chunk | {kgr} embed | {kgr} load --db {pipe_db}",
-                          shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        f"{kgr} normalize {examples / 'kb'} | {kgr} chunk | {kgr} embed | {kgr} load --db {pipe_db}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     with Store(pipe_db, readonly=True) as a, Store(ingest_db, readonly=True) as b:
         assert a.scalar("SELECT count(*) FROM chunk_vec") == a.scalar("SELECT count(*) FROM chunks") > 0
         assert vectors.stored_spec(a) == vectors.stored_spec(b)
         q = "who approves changes to the fare tables"
         emb = get_embedder(config.load(None), purpose="query").embed_queries([q])[0]
-        top_a = [a.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
-                 for i, _ in vectors.knn(a, vectors.CHUNK, emb, 3)]
-        top_b = [b.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
-                 for i, _ in vectors.knn(b, vectors.CHUNK, emb, 3)]
+        top_a = [
+            a.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
+            for i, _ in vectors.knn(a, vectors.CHUNK, emb, 3)
+        ]
+        top_b = [
+            b.scalar("SELECT d.path FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id = ?", (i,))
+            for i, _ in vectors.knn(b, vectors.CHUNK, emb, 3)
+        ]
         assert top_a == top_b
-        assert np.isclose(vectors.knn(a, vectors.CHUNK, emb, 1)[0][1], vectors.knn(b, vectors.CHUNK, emb, 1)[0][1], atol=1e-3)
+        assert np.isclose(
+            vectors.knn(a, vectors.CHUNK, emb, 1)[0][1], vectors.knn(b, vectors.CHUNK, emb, 1)[0][1], atol=1e-3
+        )
 
 
 def test_the_linker_weighs_loose_matches_by_entity_vectors(kb):
     """A loose string match (shared words) scores by meaning once entities have vectors."""
     from kgr.graphbuild import EntityVectors, stored_entities
-    from kgr.link import Entity, Linker, STRUCTURAL
+    from kgr.link import STRUCTURAL, Entity, Linker
 
     store, _, _ = kb
     ev = EntityVectors(store, config.load(None))
@@ -110,9 +127,12 @@ def test_the_linker_weighs_loose_matches_by_entity_vectors(kb):
     linker = Linker([vls], vectors=lambda e, s, sim: asked.append(s) or sim)
     linker.link("Vehicle Locator Service", "SERVICE", "x.md")
     assert asked == []
-    assert linker.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") and asked == ["vehicle location service"]
+    assert linker.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") and asked == [
+        "vehicle location service"
+    ]
     assert 0.7 < STRUCTURAL
     real = Linker([vls], vectors=ev)
-    gap = real.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") \
-        - real.score(ent, 0.7, "SERVICE", "x.md", "vehicle insurance paperwork")
+    gap = real.score(ent, 0.7, "SERVICE", "x.md", "vehicle location service") - real.score(
+        ent, 0.7, "SERVICE", "x.md", "vehicle insurance paperwork"
+    )
     assert gap > 0.1, gap  # the same string similarity, told apart by meaning

@@ -15,6 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+if sys.version_info < (3, 11):  # anyio depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
+
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
 
@@ -24,9 +27,24 @@ def build_kb(dest: Path) -> tuple[Path, Path]:
     shutil.copytree(REPO / "examples", dest, ignore=shutil.ignore_patterns("*.sqlite*"))
     db = dest / "kb.sqlite"
     env = {**os.environ, "KGR_REDACT_KEY": "test-key"}
-    proc = subprocess.run([sys.executable, "-m", "kgr", "ingest", str(dest / "kb"), "--db", str(db), "--config",
-                           str(dest / "config.yaml")], capture_output=True, text=True, timeout=600, env=env,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kgr",
+            "ingest",
+            str(dest / "kb"),
+            "--db",
+            str(db),
+            "--config",
+            str(dest / "config.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return db, dest / "kb"
 
@@ -132,8 +150,14 @@ def error_text(result) -> str:
 def spawn_http(db, *args, env=None, timeout=60):
     """`kgr serve --http --port 0` as a subprocess; returns (process, url) once it listens."""
     cmd = [sys.executable, "-m", "kgr", "serve", "--db", str(db), "--http", "--port", "0", *args]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     deadline = time.monotonic() + timeout
     lines = []
     while time.monotonic() < deadline:
@@ -169,9 +193,13 @@ class RawStdio:
         import threading
 
         command = command or [sys.executable, "-m", "kgr", "serve"]
-        self.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env={**os.environ, "KGR_REDACT_KEY": "test-key", **(env or {})})
+        self.proc = subprocess.Popen(
+            [*command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "KGR_REDACT_KEY": "test-key", **(env or {})},
+        )
         self.lines: list[bytes] = []
         self.frames: "queue.Queue[dict]" = queue.Queue()
         self.stderr_chunks: list[bytes] = []
@@ -191,8 +219,10 @@ class RawStdio:
 
         threading.Thread(target=read_out, daemon=True).start()
         threading.Thread(target=read_err, daemon=True).start()
-        init = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                           "clientInfo": {"name": "raw", "version": "1"}})
+        init = self.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
         assert "result" in init, init
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 

@@ -30,8 +30,11 @@ def test_client_configs_start_the_server(repo, built_kb):
         assert entry["command"] == "kgr" and entry["args"][:2] == ["serve", "--db"]
         args = [str(built_kb[0]) if a == "/abs/path/kb.sqlite" else a for a in entry["args"]]
         command = shutil.which("kgr")
-        params = (StdioServerParameters(command=command, args=args) if command else
-                  StdioServerParameters(command=sys.executable, args=["-m", "kgr", *args]))
+        params = (
+            StdioServerParameters(command=command, args=args)
+            if command
+            else StdioServerParameters(command=sys.executable, args=["-m", "kgr", *args])
+        )
 
         async def main():
             async with Client(params) as client:

@@ -14,8 +14,11 @@ import pytest
 def params(db, *args, env=None):
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=sys.executable, args=["-m", "kgr", "serve", "--db", str(db), *args],
-                                 env={"KGR_REDACT_KEY": "test-key", **(env or {})})
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kgr", "serve", "--db", str(db), *args],
+        env={"KGR_REDACT_KEY": "test-key", **(env or {})},
+    )
 
 
 def run_client(server_params, fn, errlog=None):
@@ -35,7 +38,9 @@ def test_stdio_graphrag_with_the_real_model(built_kb, tmp_path):
     async def session(client):
         tools = {t.name for t in (await client.list_tools()).tools}
         t0 = time.perf_counter()
-        first = await client.call_tool("hybrid_query", {"query": "Which team owns the Vehicle Locator Service?", "k": 5})
+        first = await client.call_tool(
+            "hybrid_query", {"query": "Which team owns the Vehicle Locator Service?", "k": 5}
+        )
         cold = time.perf_counter() - t0
         t0 = time.perf_counter()
         again = await client.call_tool("hybrid_query", {"query": "What is the most a rider pays in one day?", "k": 5})
@@ -85,8 +90,13 @@ def test_stdio_kb_profile_and_a_bad_profile(built_kb):
 
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(db), "--profile", "everything"],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve", "--db", str(db), "--profile", "everything"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "Invalid value for '--profile'" in proc.stderr
@@ -95,8 +105,13 @@ def test_stdio_kb_profile_and_a_bad_profile(built_kb):
 def test_missing_database_is_a_clear_error(tmp_path):
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "kgr", "serve", "--db", str(tmp_path / "none.sqlite")],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve", "--db", str(tmp_path / "none.sqlite")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert "database not found" in proc.stderr and "Traceback" not in proc.stderr
 

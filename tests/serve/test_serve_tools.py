@@ -12,7 +12,15 @@ from serve_fixtures import Mcp, error_text, make_service
 from kgr import entities, kb, serve
 from kgr.errors import UsageError
 
-GRAPHRAG = {"ingest_docs", "extract_and_link", "hybrid_query", "entity_lookup", "explain_entity", "status", "review_links"}
+GRAPHRAG = {
+    "ingest_docs",
+    "extract_and_link",
+    "hybrid_query",
+    "entity_lookup",
+    "explain_entity",
+    "status",
+    "review_links",
+}
 KB = {"search_concepts", "get_concept", "get_related", "list_concepts", "kb_health", "status"}
 
 
@@ -43,8 +51,12 @@ def test_a_registered_tool_joins_its_profile(service, monkeypatch):
         """The whole graph."""
         return {"entities": self.svc.read(lambda s: s.scalar("SELECT count(*) FROM entities"))}
 
-    monkeypatch.setattr(serve.Tools, "count_graph", serve.tool("count_graph", profiles=("later",), title="Count the graph")(
-        serve._boundary(count_graph)), raising=False)
+    monkeypatch.setattr(
+        serve.Tools,
+        "count_graph",
+        serve.tool("count_graph", profiles=("later",), title="Count the graph")(serve._boundary(count_graph)),
+        raising=False,
+    )
     mcp = Mcp(serve.build_server(service, "later"))
     assert [t.name for t in mcp.tools()] == ["count_graph"]
     assert mcp.call("count_graph").structured_content["entities"] > 0
@@ -77,9 +89,16 @@ def test_hybrid_query_matches_the_library(mcp_all, service):
     r = mcp_all.call("hybrid_query", {"query": "Who is on call for the fare engine?", "k": 5})
     assert not r.is_error
     got = r.structured_content
-    want = service.read(query.hybrid_query, "Who is on call for the fare engine?", k=5, hops=2,
-                        rels=service.cfg["retrieval"]["rels"], embed_query=service.embed_query(),
-                        weights=query.Weights.from_config(service.cfg), vectors_in_memory=True)
+    want = service.read(
+        query.hybrid_query,
+        "Who is on call for the fare engine?",
+        k=5,
+        hops=2,
+        rels=service.cfg["retrieval"]["rels"],
+        embed_query=service.embed_query(),
+        weights=query.Weights.from_config(service.cfg),
+        vectors_in_memory=True,
+    )
     assert [x["chunk_id"] for x in got["results"]] == [x["chunk_id"] for x in want["results"]]
     assert got["truncated"] is False
     assert len(got["results"]) == 5
@@ -177,23 +196,42 @@ def test_kb_health_finds_damage(kb_copy, kb_config):
     assert h["checks"]["foreign_key_violations"] >= 1
 
 
-@pytest.mark.parametrize("name,args,needle", [
-    ("hybrid_query", {"query": "x", "k": 0}, "Argument k must be at least 1 (got 0)."),
-    ("hybrid_query", {"query": "x", "k": 101}, "Argument k must be at most 100 (got 101)."),
-    ("hybrid_query", {"query": "x", "hops": 4}, "Argument hops must be at most 3 (got 4)."),
-    ("hybrid_query", {"query": ""}, "Argument query must not be empty."),
-    ("hybrid_query", {"query": "x" * 4001}, "Argument query must be at most 4000 characters long"),
-    ("hybrid_query", {"query": "x", "mode": "magic"}, "Argument mode must be 'graph', 'hybrid', 'vector' or 'bm25'"),
-    ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "Argument rels must have at most 20 items (got 21)."),
-    ("hybrid_query", {"k": 3}, "Argument query is required."),
-    ("entity_lookup", {"q": "x", "limit": 1000}, "Argument limit must be at most 100 (got 1000)."),
-    ("get_related", {"concept": "Fare Engine", "max_nodes": 10001}, "Argument max_nodes must be at most 10000 (got 10001)."),
-    ("get_related", {"concept": "Fare Engine", "direction": "sideways"}, "Argument direction must be 'both', 'out' or 'in' (got 'sideways')."),
-    ("list_concepts", {"offset": -1}, "Argument offset must be at least 0 (got -1)."),
-    ("review_links", {"limit": 201}, "Argument limit must be at most 200 (got 201)."),
-    ("ingest_docs", {"paths": ["a.md"] * 201}, "Argument paths must have at most 200 items (got 201)."),
-    ("ingest_docs", {"paths": ["x" * 1025]}, "Argument paths[0] must be at most 1024 characters long (got 1025 characters)."),
-])
+@pytest.mark.parametrize(
+    "name,args,needle",
+    [
+        ("hybrid_query", {"query": "x", "k": 0}, "Argument k must be at least 1 (got 0)."),
+        ("hybrid_query", {"query": "x", "k": 101}, "Argument k must be at most 100 (got 101)."),
+        ("hybrid_query", {"query": "x", "hops": 4}, "Argument hops must be at most 3 (got 4)."),
+        ("hybrid_query", {"query": ""}, "Argument query must not be empty."),
+        ("hybrid_query", {"query": "x" * 4001}, "Argument query must be at most 4000 characters long"),
+        (
+            "hybrid_query",
+            {"query": "x", "mode": "magic"},
+            "Argument mode must be 'graph', 'hybrid', 'vector' or 'bm25'",
+        ),
+        ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "Argument rels must have at most 20 items (got 21)."),
+        ("hybrid_query", {"k": 3}, "Argument query is required."),
+        ("entity_lookup", {"q": "x", "limit": 1000}, "Argument limit must be at most 100 (got 1000)."),
+        (
+            "get_related",
+            {"concept": "Fare Engine", "max_nodes": 10001},
+            "Argument max_nodes must be at most 10000 (got 10001).",
+        ),
+        (
+            "get_related",
+            {"concept": "Fare Engine", "direction": "sideways"},
+            "Argument direction must be 'both', 'out' or 'in' (got 'sideways').",
+        ),
+        ("list_concepts", {"offset": -1}, "Argument offset must be at least 0 (got -1)."),
+        ("review_links", {"limit": 201}, "Argument limit must be at most 200 (got 201)."),
+        ("ingest_docs", {"paths": ["a.md"] * 201}, "Argument paths must have at most 200 items (got 201)."),
+        (
+            "ingest_docs",
+            {"paths": ["x" * 1025]},
+            "Argument paths[0] must be at most 1024 characters long (got 1025 characters).",
+        ),
+    ],
+)
 def test_bad_arguments_are_tool_errors(mcp_all, name, args, needle):
     r = mcp_all.call(name, args)
     text = error_text(r)

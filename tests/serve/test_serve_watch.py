@@ -16,10 +16,11 @@ def test_serve_watch_answers_a_saved_edit(built_kb, tmp_path):
     work = tmp_path / "examples"
     shutil.copytree(built_kb[0].parent, work, ignore=shutil.ignore_patterns("*.writer.lock"))
     db, root = work / "kb.sqlite", work / "kb"
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "kgr", "serve", "--db", str(db), "--watch", str(root),
-                                         "--config", str(work / "config.yaml")],
-                                   env={"KGR_REDACT_KEY": "test-key"})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kgr", "serve", "--db", str(db), "--watch", str(root), "--config", str(work / "config.yaml")],
+        env={"KGR_REDACT_KEY": "test-key"},
+    )
     target = root / "services" / "trip-planner.md"
 
     async def idle(client, timeout=120):
@@ -41,7 +42,9 @@ def test_serve_watch_answers_a_saved_edit(built_kb, tmp_path):
                 fh.write(f"\n## Depot {depot}\n\nThe Zanzibar trams are stored overnight at the {depot} depot.\n")
             saved = time.monotonic()
             while time.monotonic() - saved < 60:
-                r = await client.call_tool("hybrid_query", {"query": f"Which depot stores the Zanzibar trams? {depot}", "k": 3})
+                r = await client.call_tool(
+                    "hybrid_query", {"query": f"Which depot stores the Zanzibar trams? {depot}", "k": 3}
+                )
                 top = r.structured_content["results"][:1]
                 if top and top[0]["path"] == "services/trip-planner.md" and depot in top[0]["snippet"]:
                     times.append(time.monotonic() - saved)

@@ -32,12 +32,14 @@ def test_a_read_only_server_takes_no_writer_lock(writable):
 
 def test_ingest_docs_adds_a_new_file_and_it_is_answerable(writable):
     mcp, svc, db, root = writable
-    (root / "handbook" / "ferries.md").write_text(textwrap.dedent("""\
+    (root / "handbook" / "ferries.md").write_text(
+        textwrap.dedent("""\
         # Ferry fuel policy
 
         The Quokka Ferry Service refuels at Pelican Wharf every night. Refuelling is owned by
         Harbour Operations and follows the Zephyr refuelling checklist.
-        """))
+        """)
+    )
     r = mcp.call("ingest_docs", {"paths": ["handbook/ferries.md"]})
     assert not r.is_error, error_text(r)
     out = r.structured_content
@@ -94,13 +96,21 @@ def test_extract_and_link_rebuilds_the_graph_of_given_documents(writable):
 def test_a_second_writer_process_is_refused_clearly(writable):
     mcp, svc, db, root = writable
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys, time
             from kgr.writer import WriterLock
             with WriterLock({str(db)!r}):
                 print("locked", flush=True)
                 sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         w = mcp.call("status").structured_content["writer"]

@@ -38,7 +38,7 @@ def check_chunks(doc: dict, chunks: list[dict], budget: int = 256) -> None:
     prelude_counts = COUNTER.count_batch([c["prelude"] for c in chunks])
     for i, (c, n, pn) in enumerate(zip(chunks, counts, prelude_counts)):
         assert c["kind"] == "chunk" and c["doc"] == doc["path"] and c["ord"] == i
-        assert text[c["start"]:c["end"]] == c["text"], (c["start"], c["end"])
+        assert text[c["start"] : c["end"]] == c["text"], (c["start"], c["end"])
         assert c["text"].strip(), "empty chunk"
         assert c["tokens"] == n, (i, c["tokens"], n)
         assert n <= budget
@@ -79,7 +79,7 @@ def test_doc_first_then_its_chunks_and_other_kinds_pass_through_in_order():
     assert all(r["kind"] == "chunk" and r["doc"] == "a.md" for r in out[2:i2])
     assert out[i2 + 1] is d2 and out[i2 + 1] == before[3]
     assert out[-1] is err
-    assert all(r["kind"] == "chunk" and r["doc"] == "b.md" for r in out[i2 + 2:-1])
+    assert all(r["kind"] == "chunk" and r["doc"] == "b.md" for r in out[i2 + 2 : -1])
     assert [r for r in out if r["kind"] != "chunk"] == before  # nothing else changed
 
 
@@ -146,8 +146,20 @@ def test_fields_headings_section_and_prelude():
     assert last["section"] == "Linux"
     assert last["headings"] == ["Guide", "Install", "Linux"]
     assert last["prelude"] == "notes/guide.md • Linux • Guide > Install"
-    assert set(last) == {"kind", "doc", "ord", "text", "prelude", "section", "headings", "start", "end",
-                         "tokens", "hash", "chunk_kind"}
+    assert set(last) == {
+        "kind",
+        "doc",
+        "ord",
+        "text",
+        "prelude",
+        "section",
+        "headings",
+        "start",
+        "end",
+        "tokens",
+        "hash",
+        "chunk_kind",
+    }
 
 
 def test_prelude_does_not_repeat_parts():
@@ -261,11 +273,16 @@ def test_overlap_between_consecutive_chunks_of_a_section():
     assert len(out) >= 3
     for a, b in zip(out, out[1:]):
         assert b["start"] < a["end"], "the next chunk starts with the tail of the previous one"
-        shared = COUNTER.count(text[b["start"]:a["end"]])
+        shared = COUNTER.count(text[b["start"] : a["end"]])
         assert 0 < shared <= round(0.15 * 256)
         # cut at a block or sentence boundary
-        before = text[:b["start"]].rstrip(" ")
-        assert before.endswith("\n") or before.endswith(".") or text[b["start"] - 1] == " " and text[:b["start"]].rstrip().endswith(".")
+        before = text[: b["start"]].rstrip(" ")
+        assert (
+            before.endswith("\n")
+            or before.endswith(".")
+            or text[b["start"] - 1] == " "
+            and text[: b["start"]].rstrip().endswith(".")
+        )
 
 
 def test_overlap_share_follows_the_option():
@@ -274,7 +291,7 @@ def test_overlap_share_follows_the_option():
     for a, b in zip(none, none[1:]):
         assert b["start"] >= a["end"]
     wide = chunks_of(make_doc(text), overlap=0.3)
-    shared = [COUNTER.count(text[b["start"]:a["end"]]) for a, b in zip(wide, wide[1:])]
+    shared = [COUNTER.count(text[b["start"] : a["end"]]) for a, b in zip(wide, wide[1:])]
     assert max(shared) > round(0.15 * 256)
 
 
@@ -296,7 +313,11 @@ def test_long_paragraph_is_cut_at_sentences():
 
 
 def test_tiny_sections_are_merged_under_the_same_parent():
-    text = "# Ref\n\n" + paragraphs(4) + "\n\n## A\n\nShort a.\n\n## B\n\nShort b.\n\n## C\n\nShort c.\n\n# Other\n\nShort other."
+    text = (
+        "# Ref\n\n"
+        + paragraphs(4)
+        + "\n\n## A\n\nShort a.\n\n## B\n\nShort b.\n\n## C\n\nShort c.\n\n# Other\n\nShort other."
+    )
     out = chunks_of(make_doc(text, title="Ref"))
     assert [c["section"] for c in out] == ["Ref", "A", "Other"]
     merged = out[1]
@@ -330,9 +351,7 @@ def test_procedure_keeps_its_step_list_together():
 
 
 def test_procedure_longer_than_a_chunk_is_split_between_steps():
-    steps = [
-        f"{i}. " + sentences(2, topic=f"step{i}") for i in range(1, 16)
-    ]
+    steps = [f"{i}. " + sentences(2, topic=f"step{i}") for i in range(1, 16)]
     text = "# Runbook: restore the database\n\n" + "\n".join(steps)
     out = chunks_of(make_doc(text, path="ops/runbooks/restore.md", title="Restore the database"))
     assert len(out) > 2
@@ -400,7 +419,7 @@ def test_giant_line_without_spaces_is_hard_split_in_linear_time():
     assert len(big) > 100
     assert "".join(c["text"] for c in big) == text  # nothing lost, nothing repeated
     for c in big[:20] + big[-20:]:
-        assert text[c["start"]:c["end"]] == c["text"]
+        assert text[c["start"] : c["end"]] == c["text"]
     check_chunks(make_doc(text, path="giant.txt", title="Giant"), big[:50])
     assert max(c["end"] - c["start"] for c in big) <= 256 * 16
     assert big_t < 30
@@ -432,8 +451,13 @@ def test_unicode_offsets_are_exact():
         "# Ünïcödé 🎉\n\n"
         "Emoji: 👩‍👩‍👧‍👦 family, 👍🏽 thumbs, flags 🇫🇷🇯🇵. Combining: e\u0301 a\u0308 n\u0303.\n\n"
         "## 中文部分\n\n" + "这是一个很长的中文段落，没有空格。" * 60 + "\n\n"
-        "## Mixed\n\n" + ("Zalgo z\u0351\u0352\u0353o\u0354\u0355 and café naïve résumé. " * 40) + "\n\n"
-        + "🙂" * 3000 + "\n\n" + "e\u0301" * 5000 + "\n"
+        "## Mixed\n\n"
+        + ("Zalgo z\u0351\u0352\u0353o\u0354\u0355 and café naïve résumé. " * 40)
+        + "\n\n"
+        + "🙂" * 3000
+        + "\n\n"
+        + "e\u0301" * 5000
+        + "\n"
     )
     doc = make_doc(text, title="Ünïcödé")
     out = chunks_of(doc)
@@ -459,9 +483,7 @@ def metaspace_model(tmp_path_factory):
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>"])
     tok.train_from_iterator([paragraphs(20), "# How to\n\n1. Step one.\n- item `code`"] * 3, trainer=trainer)
-    tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)]
-    )
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
     directory = tmp_path_factory.mktemp("metaspace-model")
     tok.save(str(directory / "tokenizer.json"))
     (directory / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
@@ -472,8 +494,15 @@ def test_other_tokenizers_are_counted_on_the_final_text(metaspace_model):
     counter = get_counter(str(metaspace_model))
     assert not counter.additive and counter.max_length == 128 and counter.special_tokens == 2
     text = (
-        "# Guide\n\n" + paragraphs(6) + "\n\n## Steps\n\n" + "\n".join(f"{i}. Step {i} runs." for i in range(1, 9))
-        + "\n\n" + "q" * 20000 + "\n\n" + "中文字符" * 300 + "\n"
+        "# Guide\n\n"
+        + paragraphs(6)
+        + "\n\n## Steps\n\n"
+        + "\n".join(f"{i}. Step {i} runs." for i in range(1, 9))
+        + "\n\n"
+        + "q" * 20000
+        + "\n\n"
+        + "中文字符" * 300
+        + "\n"
     )
     doc = make_doc(text)
     out = chunk_doc(doc, model=str(metaspace_model), max_tokens=256)
@@ -481,7 +510,7 @@ def test_other_tokenizers_are_counted_on_the_final_text(metaspace_model):
     counts = counter.count_batch([c["text"] for c in out])
     preludes = counter.count_batch([c["prelude"] for c in out])
     for c, n, pn in zip(out, counts, preludes):
-        assert text[c["start"]:c["end"]] == c["text"]
+        assert text[c["start"] : c["end"]] == c["text"]
         assert c["tokens"] == n
         assert n + pn + 2 <= 128
         assert len(counter.encode(c["prelude"] + "\n" + c["text"], add_special_tokens=True).ids) <= 128

@@ -35,10 +35,15 @@ def corpus_docs(root: Path) -> list[dict]:
             path = Path(dirpath) / name
             text = FRONT_MATTER.sub("", path.read_text(encoding="utf-8", errors="replace"), count=1)
             m = H1.search(text)
-            docs.append({
-                "kind": "doc", "path": path.relative_to(root).as_posix(), "text": text,
-                "title": m.group(1).strip() if m else path.stem, "hash": records.text_hash(text),
-            })
+            docs.append(
+                {
+                    "kind": "doc",
+                    "path": path.relative_to(root).as_posix(),
+                    "text": text,
+                    "title": m.group(1).strip() if m else path.stem,
+                    "hash": records.text_hash(text),
+                }
+            )
     return docs
 
 
@@ -59,7 +64,7 @@ def test_powershell_corpus(shared):
     counts = counter.count_batch([c["text"] for c in chunks])
     prelude_counts = counter.count_batch([c["prelude"] for c in chunks])
     for c, n, pn in zip(chunks, counts, prelude_counts):
-        assert texts[c["doc"]][c["start"]:c["end"]] == c["text"]
+        assert texts[c["doc"]][c["start"] : c["end"]] == c["text"]
         assert c["tokens"] == n
         assert n + pn + counter.special_tokens <= counter.max_length
 

@@ -13,11 +13,39 @@ from kgr.tokens import get_counter
 
 COUNTER = get_counter()
 
-WORDS = st.sampled_from([
-    "the", "Get-Process", "configure", "option", "café", "naïve", "中文", "東京", "😀", "👩‍💻", "e\u0301",
-    "x" * 30, "y" * 150, "a.b.c", "https://example.com/a?b=c", "v1.2.3", "**bold**", "`code`", "[link](x.md)",
-    "end.", "why?", "wow!", "—", "|", "#tag", "1.", "-", "\t", "z\u0351\u0352",
-])
+WORDS = st.sampled_from(
+    [
+        "the",
+        "Get-Process",
+        "configure",
+        "option",
+        "café",
+        "naïve",
+        "中文",
+        "東京",
+        "😀",
+        "👩‍💻",
+        "e\u0301",
+        "x" * 30,
+        "y" * 150,
+        "a.b.c",
+        "https://example.com/a?b=c",
+        "v1.2.3",
+        "**bold**",
+        "`code`",
+        "[link](x.md)",
+        "end.",
+        "why?",
+        "wow!",
+        "—",
+        "|",
+        "#tag",
+        "1.",
+        "-",
+        "\t",
+        "z\u0351\u0352",
+    ]
+)
 SENTENCE = st.lists(WORDS, min_size=1, max_size=40).map(" ".join)
 LINE = st.one_of(
     SENTENCE,
@@ -48,8 +76,12 @@ def only_headings(text: str) -> bool:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=TEXT, max_tokens=st.sampled_from([8, 24, 64, 160, 256]), overlap=st.sampled_from([0, 0.1, 0.2]),
-       path=st.sampled_from(["a.md", "docs/faq.md", "glossary.md", "how-to/x.md", "d/" * 40 + "long.md"]))
+@given(
+    text=TEXT,
+    max_tokens=st.sampled_from([8, 24, 64, 160, 256]),
+    overlap=st.sampled_from([0, 0.1, 0.2]),
+    path=st.sampled_from(["a.md", "docs/faq.md", "glossary.md", "how-to/x.md", "d/" * 40 + "long.md"]),
+)
 def test_offsets_exact_and_tokens_bounded(text, max_tokens, overlap, path):
     doc = {"kind": "doc", "path": path, "text": text, "hash": records.text_hash(text), "title": "T"}
     out = list(chunk([doc], max_tokens=max_tokens, overlap=overlap))
@@ -60,7 +92,7 @@ def test_offsets_exact_and_tokens_bounded(text, max_tokens, overlap, path):
     preludes = COUNTER.count_batch([c["prelude"] for c in chunks])
     for i, (c, n, pn) in enumerate(zip(chunks, counts, preludes)):
         assert c["ord"] == i
-        assert text[c["start"]:c["end"]] == c["text"]
+        assert text[c["start"] : c["end"]] == c["text"]
         assert c["tokens"] == n
         assert n <= max_tokens
         assert n + pn + 2 <= COUNTER.max_length

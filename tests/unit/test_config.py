@@ -23,7 +23,9 @@ def test_precedence_flag_over_env_over_file_over_default(tmp_path):
 
 
 def test_env_types_are_coerced_and_checked():
-    cfg = config.load(None, env={"KGR_RETRIEVAL_RELS": "uses, cites", "KGR_SQLITE_WAL": "false", "KGR_CHUNK_OVERLAP": "0.2"})
+    cfg = config.load(
+        None, env={"KGR_RETRIEVAL_RELS": "uses, cites", "KGR_SQLITE_WAL": "false", "KGR_CHUNK_OVERLAP": "0.2"}
+    )
     assert cfg["retrieval"]["rels"] == ["uses", "cites"]
     assert cfg["sqlite"]["wal"] is False
     assert cfg["chunk"]["overlap"] == 0.2

@@ -51,7 +51,7 @@ VARIED_TEXTS = [
     "x" * 3000,
     "Tab\tseparated\tvalues\nand\nnewlines",
     "<html><body><p>Some markup</p></body></html>",
-    "{\"json\": [1, 2, 3], \"nested\": {\"k\": null}}",
+    '{"json": [1, 2, 3], "nested": {"k": null}}',
     "The cat sat on the mat.",
     "A feline rested on the rug.",
     "Quantum chromodynamics describes the strong interaction.",
@@ -122,7 +122,9 @@ def assert_unit_rows(x: np.ndarray, n: int, dim: int) -> None:
 def test_import_does_not_load_heavy_libraries():
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import kgr.embedders"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     roots = {m.split(".")[0] for m in modules}
@@ -143,22 +145,26 @@ def test_default_model_identity_shape_and_normalisation(st_default):
 
 
 def test_paraphrases_are_closer_than_unrelated_texts(st_default):
-    q, para, unrelated = st_default.embed_documents([
-        "How do I reset my password?",
-        "What are the steps to change my login password?",
-        "The quarterly revenue grew by ten percent.",
-    ])
+    q, para, unrelated = st_default.embed_documents(
+        [
+            "How do I reset my password?",
+            "What are the steps to change my login password?",
+            "The quarterly revenue grew by ten percent.",
+        ]
+    )
     assert float(q @ para) > float(q @ unrelated) + 0.3
     cat, feline, physics = st_default.embed_documents(VARIED_TEXTS[27:30])
     assert float(cat @ feline) > float(cat @ physics)
 
 
 def test_query_finds_its_document(st_default):
-    docs = st_default.embed_documents([
-        "To rotate the signing keys, run keyctl rotate and restart the gateway.",
-        "The cafeteria is open from 8 am to 3 pm on weekdays.",
-        "Invoices are archived for ten years in the finance bucket.",
-    ])
+    docs = st_default.embed_documents(
+        [
+            "To rotate the signing keys, run keyctl rotate and restart the gateway.",
+            "The cafeteria is open from 8 am to 3 pm on weekdays.",
+            "Invoices are archived for ten years in the finance bucket.",
+        ]
+    )
     (query,) = st_default.embed_queries(["how do I rotate signing keys"])
     assert int(np.argmax(docs @ query)) == 0
 
@@ -220,7 +226,9 @@ def test_a_failed_export_is_an_error_and_leaves_nothing(monkeypatch, tmp_path):
         raise RuntimeError("tracer blew up")
 
     monkeypatch.setattr(E, "_export_to", exploding)
-    with pytest.raises(E.EmbeddingError, match="exporting all-MiniLM-L6-v2 to ONNX failed: RuntimeError: tracer blew up"):
+    with pytest.raises(
+        E.EmbeddingError, match="exporting all-MiniLM-L6-v2 to ONNX failed: RuntimeError: tracer blew up"
+    ):
         E.export_onnx(root=tmp_path)
     assert list((tmp_path / "onnx").iterdir()) == []
     assert E.find_onnx_export(root=tmp_path) is None
@@ -288,7 +296,9 @@ def test_truncation_renormalises_the_prefix_with_the_stub():
 def test_truncation_with_the_real_model(st_default, onnx_dir):
     full = st_default.embed_documents(VARIED_TEXTS[:6])
     for dim in (256, 128):
-        cut = E.SentenceTransformerEmbedder(E.default_model_dir(), name=E.DEFAULT_MODEL, dim=dim).embed_documents(VARIED_TEXTS[:6])
+        cut = E.SentenceTransformerEmbedder(E.default_model_dir(), name=E.DEFAULT_MODEL, dim=dim).embed_documents(
+            VARIED_TEXTS[:6]
+        )
         assert_unit_rows(cut, 6, dim)
         prefix = full[:, :dim] / np.linalg.norm(full[:, :dim], axis=1, keepdims=True)
         np.testing.assert_allclose(cut, prefix, atol=1e-5)
@@ -405,8 +415,14 @@ def expected(texts: list[str], dim: int | None = None) -> np.ndarray:
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/embeddings"])
 def test_endpoint_success_in_batches(server, suffix):
     texts = ["alpha", "beta gamma", "", "delta", "épsilon"]
-    cfg = config.load(env={"EMBEDDING_GEMMA_ENDPOINT": server + suffix, "KGR_EMBED_BATCH_SIZE": "2",
-                           "KGR_EMBED_MODEL": "embeddinggemma-300m", "KGR_EMBED_DIM": "0"})
+    cfg = config.load(
+        env={
+            "EMBEDDING_GEMMA_ENDPOINT": server + suffix,
+            "KGR_EMBED_BATCH_SIZE": "2",
+            "KGR_EMBED_MODEL": "embeddinggemma-300m",
+            "KGR_EMBED_DIM": "0",
+        }
+    )
     emb = E.get_embedder(cfg)
     assert isinstance(emb, E.HttpEmbedder) and emb.url == server + "/v1/embeddings"
     vectors = emb.embed_documents(texts)

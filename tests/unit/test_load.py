@@ -5,11 +5,23 @@ from kgr.store import Store
 def doc(path, text, **kw):
     from kgr.records import text_hash
 
-    return {"kind": "doc", "path": path, "text": text, "hash": text_hash(text), "title": path, "mtime_ms": 1, "size": len(text), **kw}
+    return {
+        "kind": "doc",
+        "path": path,
+        "text": text,
+        "hash": text_hash(text),
+        "title": path,
+        "mtime_ms": 1,
+        "size": len(text),
+        **kw,
+    }
 
 
 def chunks(path, *texts):
-    return [{"kind": "chunk", "doc": path, "ord": i, "text": t, "prelude": path, "start": 0, "end": len(t)} for i, t in enumerate(texts)]
+    return [
+        {"kind": "chunk", "doc": path, "ord": i, "text": t, "prelude": path, "start": 0, "end": len(t)}
+        for i, t in enumerate(texts)
+    ]
 
 
 def snapshot(s):
@@ -39,7 +51,10 @@ def test_changed_document_replaces_exactly_its_rows(db):
         b_rows = s.query("SELECT c.id, c.text FROM chunks c JOIN docs d ON d.id=c.doc_id WHERE d.path='b.md'")
         summary = load([doc("a.md", "uno dos"), *chunks("a.md", "uno", "dos")], s)
         assert summary.written == 1
-        assert s.query("SELECT c.text FROM chunks c JOIN docs d ON d.id=c.doc_id WHERE d.path='a.md' ORDER BY ord") == [("uno",), ("dos",)]
+        assert s.query("SELECT c.text FROM chunks c JOIN docs d ON d.id=c.doc_id WHERE d.path='a.md' ORDER BY ord") == [
+            ("uno",),
+            ("dos",),
+        ]
         assert s.query("SELECT c.id, c.text FROM chunks c JOIN docs d ON d.id=c.doc_id WHERE d.path='b.md'") == b_rows
         assert s.query("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'one'") == []
         assert len(s.query("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'dos'")) == 1
@@ -60,11 +75,22 @@ def test_touched_file_updates_only_its_stat(db):
 
 
 def test_failed_file_is_remembered_and_stored_content_is_kept(db):
-    err = {"kind": "error", "stage": "normalize", "path": "a.pdf", "message": "cannot parse", "reason": "malformed", "size": 10, "mtime_ms": 5, "file_hash": "f"}
+    err = {
+        "kind": "error",
+        "stage": "normalize",
+        "path": "a.pdf",
+        "message": "cannot parse",
+        "reason": "malformed",
+        "size": 10,
+        "mtime_ms": 5,
+        "file_hash": "f",
+    }
     with Store(db) as s:
         summary = load([err], s)
         assert summary.failed == 1 and summary.errors == 1
-        assert s.query("SELECT path, status, size, error FROM docs") == [("a.pdf", "failed", 10, "malformed: cannot parse")]
+        assert s.query("SELECT path, status, size, error FROM docs") == [
+            ("a.pdf", "failed", 10, "malformed: cannot parse")
+        ]
         assert "a.pdf" in s.get_meta("last_error")
         # a good file that later fails keeps its content
         load([doc("b.md", "good"), *chunks("b.md", "good")], s)
@@ -75,8 +101,19 @@ def test_failed_file_is_remembered_and_stored_content_is_kept(db):
 
 def test_errors_without_a_file_are_counted_not_stored(db):
     with Store(db) as s:
-        summary = load([{"kind": "error", "stage": "input", "message": "line 3: bad", "line": 3},
-                        {"kind": "error", "stage": "normalize", "path": "gone.md", "message": "not found", "reason": "not_found"}], s)
+        summary = load(
+            [
+                {"kind": "error", "stage": "input", "message": "line 3: bad", "line": 3},
+                {
+                    "kind": "error",
+                    "stage": "normalize",
+                    "path": "gone.md",
+                    "message": "not found",
+                    "reason": "not_found",
+                },
+            ],
+            s,
+        )
         assert summary.errors == 2 and summary.failed == 0
         assert s.scalar("SELECT count(*) FROM docs") == 0
 

@@ -42,7 +42,18 @@ def test_discover_ignores_dotfiles_editor_files_and_kgrignore(tmp_path):
     root = tmp_path / "kb"
     (root / ".git").mkdir(parents=True)
     (root / ".git" / "x.md").write_text("no")
-    for name in ("a.md", ".hidden.md", "b.md~", ".#c.md", "#d.md#", "e.md.swp", "4913", "f.tmp", "notes.bin", "skip.md"):
+    for name in (
+        "a.md",
+        ".hidden.md",
+        "b.md~",
+        ".#c.md",
+        "#d.md#",
+        "e.md.swp",
+        "4913",
+        "f.tmp",
+        "notes.bin",
+        "skip.md",
+    ):
         (root / name).write_text("x")
     (root / ".kgrignore").write_text("skip.md\n")
     found = [f.rel_path for f in discover([str(root)], root=str(root))]
@@ -53,7 +64,11 @@ def test_error_records_pass_through_in_order(tmp_path):
     root = tmp_path / "kb"
     root.mkdir()
     (root / "a.md").write_text("# A\n")
-    out = list(normalize([str(root / "missing.md"), str(root / "a.md")], root=str(root), options=NormalizeOptions(redact_key=b"k")))
+    out = list(
+        normalize(
+            [str(root / "missing.md"), str(root / "a.md")], root=str(root), options=NormalizeOptions(redact_key=b"k")
+        )
+    )
     assert [r["kind"] for r in out] == ["error", "doc"] and out[0]["reason"] == "not_found"
 
 
@@ -70,7 +85,8 @@ def test_a_redacted_front_matter_value_stays_a_string(tmp_path):
     (root / "a.md").write_text(
         "---\ntitle: Vault\ndb_password: Kq7#vR2pLx9w\napi_key: [REDACTED:generic-secret:0123abcd]\n"
         "passphrase: 'amber kite over salt'\n\"client_secret\": Zr4!kP9qWm2x\nowner: Dana\ntags: [ops, vault]\n---\n"
-        "# Vault\n\nBody.\n")
+        "# Vault\n\nBody.\n"
+    )
     (doc,) = normalize([str(root)], root=str(root), options=NormalizeOptions(redact_key=b"k"))
     front = doc["meta"]["front_matter"]
     for field in ("db_password", "api_key", "passphrase", "client_secret"):
@@ -102,10 +118,16 @@ def test_dedup_of_many_paragraphs_is_not_quadratic_and_matches_the_pairwise_rule
     import re
     import zlib
 
-    sets = [[" ".join(w[j:j + 3]).encode() for j in range(max(1, len(w) - 2))]
-            for w in (re.findall(r"\w+", p.lower()) for p in paras)]
-    hvs = [m.hashvalues for m in MinHash.bulk(sets, num_perm=nz.NUM_PERM, permutations=nz._permutations(),
-                                              scheme="affine32", hashfunc=zlib.crc32)]
+    sets = [
+        [" ".join(w[j : j + 3]).encode() for j in range(max(1, len(w) - 2))]
+        for w in (re.findall(r"\w+", p.lower()) for p in paras)
+    ]
+    hvs = [
+        m.hashvalues
+        for m in MinHash.bulk(
+            sets, num_perm=nz.NUM_PERM, permutations=nz._permutations(), scheme="affine32", hashfunc=zlib.crc32
+        )
+    ]
     kept, expected = [], []
     for p, hv in zip(paras, hvs):
         if kept and float((np.vstack(kept) == hv).mean(axis=1).max()) >= 0.9:

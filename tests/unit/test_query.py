@@ -18,14 +18,20 @@ def kb(tmp_path):
         load(records("ledger.md", ["the ledger service records money movements", "it publishes to kestrel"]), store)
         load(records("team.md", ["payments platform owns the ledger service"]), store)
         with store.write() as conn:
-            conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases) VALUES "
-                         "(1, 'SERVICE:ledger service', 'Ledger Service', 'SERVICE', 'ledger service', '[]'),"
-                         "(2, 'TEAM:payments platform', 'Payments Platform', 'TEAM', 'payments platform', '[]')")
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES "
+                "(1, 'SERVICE:ledger service', 'Ledger Service', 'SERVICE', 'ledger service', '[]'),"
+                "(2, 'TEAM:payments platform', 'Payments Platform', 'TEAM', 'payments platform', '[]')"
+            )
             conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (1, 2, 'owned_by', 0.9)")
-            conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
-                         "SELECT 1, doc_id, id, 4, 18, 'ledger service', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'the ledger%'")
-            conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
-                         "SELECT 2, doc_id, id, 0, 17, 'payments platform', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'payments%'")
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 1, doc_id, id, 4, 18, 'ledger service', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'the ledger%'"
+            )
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 2, doc_id, id, 0, 17, 'payments platform', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'payments%'"
+            )
         fake = CountingFake()
         vectors.embed_pending(store, lambda: fake)
         yield store, (lambda text: fake._vec(text))
@@ -65,7 +71,7 @@ def test_pinned_places_keep_the_best_fused_results_first(kb):
 
 def test_user_text_is_never_fts_syntax(kb):
     store, embed = kb
-    for q in ['NEAR(kestrel bus)', 'text:kestrel', '"unbalanced', 'kestrel*', 'AND OR NOT', "-- ; DROP TABLE chunks"]:
+    for q in ["NEAR(kestrel bus)", "text:kestrel", '"unbalanced', "kestrel*", "AND OR NOT", "-- ; DROP TABLE chunks"]:
         hybrid_query(store, q, mode="bm25")
     assert store.scalar("SELECT count(*) FROM chunks") == 5
 
@@ -104,7 +110,10 @@ def rivers(tmp_path):
     pages = {
         "Bubye River": ["The Bubye River flows south through Zimbabwe into the Limpopo"],
         "Victoria Falls": ["Victoria Falls lies on the Zambezi at the border of Zambia and Zimbabwe"],
-        **{f"Waterfall guide {i}": [f"waterfall guide {i} for a country: waterfall seasons, waterfall hikes"] for i in range(8)},
+        **{
+            f"Waterfall guide {i}": [f"waterfall guide {i} for a country: waterfall seasons, waterfall hikes"]
+            for i in range(8)
+        },
     }
     with Store(tmp_path / "r.sqlite") as store:
         for path, texts in pages.items():
@@ -112,16 +121,29 @@ def rivers(tmp_path):
         names = {1: ("Bubye River", "LOCATION"), 2: ("Zimbabwe", "LOCATION"), 3: ("Victoria Falls", "LOCATION")}
         with store.write() as conn:
             for eid, (name, typ) in names.items():
-                conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
-                             (eid, f"{typ}:{name.lower()}", name, typ, name.lower()))
+                conn.execute(
+                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
+                    (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
+                )
             for eid, (name, _) in names.items():
                 for cid, doc_id, path, text in conn.execute(
-                        "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall():
+                    "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
+                ).fetchall():
                     at = text.find(name)
                     if at >= 0:
-                        conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
-                                     "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
-                                     (eid, doc_id, cid, at, at + len(name), name, f'{{"in_title": {str(path == name).lower()}}}'))
+                        conn.execute(
+                            'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                            "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
+                            (
+                                eid,
+                                doc_id,
+                                cid,
+                                at,
+                                at + len(name),
+                                name,
+                                f'{{"in_title": {str(path == name).lower()}}}',
+                            ),
+                        )
         fake = CountingFake()
         vectors.embed_pending(store, lambda: fake)
         yield store, (lambda text: fake._vec(text))
@@ -135,8 +157,17 @@ def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_w
 
     def ranked(feedback):
         # the first searches keep their best 4: Victoria Falls, sharing no word with the question, is not among them
-        res = hybrid_query(store, q, k=10, mode="graph", hops=1, rels=["part_of"], embed_query=embed, candidates=4,
-                           weights=Weights(feedback=feedback))
+        res = hybrid_query(
+            store,
+            q,
+            k=10,
+            mode="graph",
+            hops=1,
+            rels=["part_of"],
+            embed_query=embed,
+            candidates=4,
+            weights=Weights(feedback=feedback),
+        )
         return [r["path"] for r in res["results"]]
 
     without, with_ = ranked(0.0), ranked(3.0)
@@ -152,8 +183,10 @@ def test_feedback_needs_a_page_the_question_names(rivers):
 
     store, embed = rivers
     q = "which waterfall flows south into a river"  # names no entity: nothing to follow
-    got = [hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(feedback=f))["results"]
-           for f in (0.0, 3.0)]
+    got = [
+        hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(feedback=f))["results"]
+        for f in (0.0, 3.0)
+    ]
     assert [(r["path"], r["score"]) for r in got[0]] == [(r["path"], r["score"]) for r in got[1]]
 
 
@@ -172,11 +205,17 @@ def test_a_title_qualifier_does_not_hide_whose_page_it_is(tmp_path):
         for path in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"):
             load(records(path, ["Hardcase is a western directed by John Moxey"]), store)
         with store.write() as conn:
-            conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases) "
-                         "VALUES (1, 'PRODUCT:hardcase', 'Hardcase', 'PRODUCT', 'hardcase', '[]')")
-            conn.execute("INSERT INTO mentions(entity_id, doc_id, chunk_id, start, \"end\", surface, source, features) "
-                         "SELECT 1, doc_id, id, 0, 8, 'Hardcase', 'ner', '{\"in_title\": true}' FROM chunks")
-        film, roundup = (store.scalar("SELECT c.id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.path = ?", (p,))
-                         for p in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"))
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) "
+                "VALUES (1, 'PRODUCT:hardcase', 'Hardcase', 'PRODUCT', 'hardcase', '[]')"
+            )
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 1, doc_id, id, 0, 8, 'Hardcase', 'ner', '{\"in_title\": true}' FROM chunks"
+            )
+        film, roundup = (
+            store.scalar("SELECT c.id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.path = ?", (p,))
+            for p in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972")
+        )
         assert _is_about(store, film, [1])  # "(1972 film)" only tells which Hardcase
         assert not _is_about(store, roundup, [1])  # a page that mentions it in a longer title is not its page

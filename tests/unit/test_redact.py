@@ -34,16 +34,29 @@ def test_recall_on_generated_secrets():
     text = "db: https://svc:" + rand(alnum, 16, 1) + "@db.internal/x\npassword = " + rand(alnum, 14, 2) + "!\n"
     out, counts = redact(text, key=b"k")
     assert counts == {"url-credentials": 1, "generic-secret": 1}
-    pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + rand(alnum, 64, 3) + "\n" + rand(alnum, 64, 4) + "\n-----END OPENSSH PRIVATE KEY-----"
+    pem = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+        + rand(alnum, 64, 3)
+        + "\n"
+        + rand(alnum, 64, 4)
+        + "\n-----END OPENSSH PRIVATE KEY-----"
+    )
     assert redact(pem, key=b"k")[1] == {"private-key": 1}
 
 
 def test_false_positives_stay_untouched():
     lines = [
-        "id 123e4567-e89b-12d3-a456-426614174000", "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "id 123e4567-e89b-12d3-a456-426614174000",
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
         "integrity sha512-9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-        "password = ${DB_PASSWORD}", "token: {{ secrets.TOKEN }}", 'api_version = "2024-01-01"', "key_id: primary",
-        "token_count = 4096", "The password must be rotated every 90 days.", "| key | value |", "password: required",
+        "password = ${DB_PASSWORD}",
+        "token: {{ secrets.TOKEN }}",
+        'api_version = "2024-01-01"',
+        "key_id: primary",
+        "token_count = 4096",
+        "The password must be rotated every 90 days.",
+        "| key | value |",
+        "password: required",
         "image data:image/png;base64,iVBORw0KGgo=",
     ]
     for line in lines:
@@ -76,7 +89,10 @@ def test_a_value_spelling_example_is_still_a_secret():
     for text, secret in [
         ("password: Example#2024x\n", "Example#2024x"),
         ("key AKIAIOSFODNN7EXAMPLE in the guide", "AKIAIOSFODNN7EXAMPLE"),
-        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
         ("api_key=EXAMPLE-" + rand(string.ascii_letters + string.digits, 24, 5), "EXAMPLE-"),
     ]:
         out, counts = redact(text, key=b"k")
@@ -85,15 +101,27 @@ def test_a_value_spelling_example_is_still_a_secret():
 
 def test_placeholders_are_told_by_shape_not_spelling():
     for line in [
-        "password: <your-password>", 'password: "<your password here>"', "password = ${DB_PASSWORD}", "password: ****",
-        "password: xxxxxxxx", "password: changeme", "api_key = YOUR_API_KEY", "password: Placeholder",
-        "secret: {{ secrets.DEPLOY }}", "password: %DB_PASS%", "password = os.environ['DB_PASSWORD']",
+        "password: <your-password>",
+        'password: "<your password here>"',
+        "password = ${DB_PASSWORD}",
+        "password: ****",
+        "password: xxxxxxxx",
+        "password: changeme",
+        "api_key = YOUR_API_KEY",
+        "password: Placeholder",
+        "secret: {{ secrets.DEPLOY }}",
+        "password: %DB_PASS%",
+        "password = os.environ['DB_PASSWORD']",
         "password: '[REDACTED:generic-secret:0123abcd]'",
     ]:
         assert redact(line, key=b"k")[0] == line, line
     # ...while the same words shaped like a key are not exempt.
-    for line in ["password: MyPassword2024!", "token: your-t0ken-9f8Kq2", "password: Sample#77x",
-                 "password: correct-horse-battery-staple"]:
+    for line in [
+        "password: MyPassword2024!",
+        "token: your-t0ken-9f8Kq2",
+        "password: Sample#77x",
+        "password: correct-horse-battery-staple",
+    ]:
         assert redact(line, key=b"k")[1], line
 
 
@@ -102,8 +130,12 @@ def test_private_key_without_end_line_leaks_no_body():
     cases = {
         "bare": "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(body) + "\n",
         "then prose": "-----BEGIN PRIVATE KEY-----\n" + "\n".join(body) + "\n\nRotate it on Monday.\n",
-        "encrypted": ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
-                      + rand("0123456789ABCDEF", 32, 7) + "\n\n" + "\n".join(body)),
+        "encrypted": (
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
+            + rand("0123456789ABCDEF", 32, 7)
+            + "\n\n"
+            + "\n".join(body)
+        ),
         "quoted": "> -----BEGIN OPENSSH PRIVATE KEY-----\n" + "".join("> " + b + "\n" for b in body),
         "json": '{"private_key": "-----BEGIN PRIVATE KEY-----\\n' + "\\n".join(body) + '\\n", "client_email": "a@b.c"}',
         "one line": "key: -----BEGIN EC PRIVATE KEY----- " + " ".join(body) + "\n",
@@ -127,13 +159,13 @@ def test_quoted_passphrases_with_spaces_are_redacted_whole():
         ('password: "correct horse battery staple"\n', "correct horse battery staple"),
         ("passphrase='violet lantern under nine bridges'", "violet lantern under nine bridges"),
         ('{"db_password": "tall grey fox 42"}', "tall grey fox 42"),
-        ("The vault passphrase is \"seven quiet rivers\".", "seven quiet rivers"),
+        ('The vault passphrase is "seven quiet rivers".', "seven quiet rivers"),
     ]:
         out, counts = redact(text, key=b"k")
         assert counts, text
         for word in phrase.split():
             assert word not in out, (text, out)
-        tagged = out[out.index("[REDACTED:") - 1: out.index("]", out.index("[REDACTED:")) + 2]
+        tagged = out[out.index("[REDACTED:") - 1 : out.index("]", out.index("[REDACTED:")) + 2]
         assert tagged[0] == tagged[-1] and tagged[0] in "\"'", out  # the quotes stay: the value stays a string
 
 

@@ -13,9 +13,25 @@ def test_new_database_has_the_whole_schema_wal_and_foreign_keys(db):
         assert s.scalar("PRAGMA foreign_keys") == 1
         assert s.scalar("PRAGMA secure_delete") == 1
         names = {n for (n,) in s.query("SELECT name FROM sqlite_master")}
-        for table in ("docs", "chunks", "chunks_fts", "entities", "entities_fts", "mentions", "relations",
-                      "relation_evidence", "observations", "relation_types", "templates", "document_cache",
-                      "gazetteer", "embed_cache", "meta", "events", "graph_edges"):
+        for table in (
+            "docs",
+            "chunks",
+            "chunks_fts",
+            "entities",
+            "entities_fts",
+            "mentions",
+            "relations",
+            "relation_evidence",
+            "observations",
+            "relation_types",
+            "templates",
+            "document_cache",
+            "gazetteer",
+            "embed_cache",
+            "meta",
+            "events",
+            "graph_edges",
+        ):
             assert table in names
         assert s.scalar("SELECT count(*) FROM relation_types") == 10
         assert s.extensions["sqlite-vec"].startswith("v")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from kgr.errors import DatabaseLocked, EmptyDatabase, NotKgrDatabase
 from kgr import migrations
+from kgr.errors import DatabaseLocked, EmptyDatabase, NotKgrDatabase
 from kgr.store import APPLICATION_ID, Store
 
 

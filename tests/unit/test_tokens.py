@@ -50,7 +50,7 @@ def test_count_excludes_special_tokens_and_matches_encode(counter):
 
 def test_offsets_are_character_offsets(counter):
     text = "héllo 😀 wörld 中文 e\u0301 x"
-    for (a, b) in counter.offsets(text):
+    for a, b in counter.offsets(text):
         assert 0 <= a < b <= len(text)
     pieces = [text[a:b] for a, b in counter.offsets(text)]
     assert "中" in pieces and "文" in pieces and "😀" in pieces and "wörld" in pieces

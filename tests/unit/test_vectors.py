@@ -37,9 +37,24 @@ class CountingFake:
 
 
 def records(path, texts):
-    yield {"kind": "doc", "path": path, "hash": hashlib.sha256("".join(texts).encode()).hexdigest(), "title": path, "text": " ".join(texts)}
+    yield {
+        "kind": "doc",
+        "path": path,
+        "hash": hashlib.sha256("".join(texts).encode()).hexdigest(),
+        "title": path,
+        "text": " ".join(texts),
+    }
     for i, t in enumerate(texts):
-        yield {"kind": "chunk", "doc": path, "ord": i, "text": t, "prelude": path, "hash": str(i), "start": 0, "end": len(t)}
+        yield {
+            "kind": "chunk",
+            "doc": path,
+            "ord": i,
+            "text": t,
+            "prelude": path,
+            "hash": str(i),
+            "start": 0,
+            "end": len(t),
+        }
 
 
 @pytest.fixture()
@@ -88,7 +103,9 @@ def test_another_model_is_a_clear_error(store):
 def test_entity_vectors_follow_changes_of_name_and_aliases(store):
     load(records("a.md", ["kestrel event bus"]), store)
     with store.write() as conn:
-        conn.execute("INSERT INTO entities(key, name, type, norm, aliases) VALUES ('SERVICE:kestrel', 'Kestrel', 'SERVICE', 'kestrel', '[]')")
+        conn.execute(
+            "INSERT INTO entities(key, name, type, norm, aliases) VALUES ('SERVICE:kestrel', 'Kestrel', 'SERVICE', 'kestrel', '[]')"
+        )
     fake = CountingFake()
     assert vectors.embed_pending(store, lambda: fake)["entities"] == 1
     assert vectors.embed_pending(store, lambda: fake)["entities"] == 0

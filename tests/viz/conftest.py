@@ -27,9 +27,14 @@ def build_kb(dest: Path) -> tuple[Path, Path]:
     """examples/kb copied to dest/kb and ingested into dest/kb.sqlite: (db, root)."""
     shutil.copytree(REPO / "examples" / "kb", dest / "kb")
     db = dest / "kb.sqlite"
-    proc = subprocess.run([sys.executable, "-m", "kgr", "ingest", str(dest / "kb"), "--db", str(db)],
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
-                          env={**os.environ, **STUB_ENV})
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "ingest", str(dest / "kb"), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **STUB_ENV},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return db, dest / "kb"
 
@@ -79,8 +84,12 @@ def serve_viz():
 
 
 def chromium_path() -> str | None:
-    for candidate in (os.environ.get("KGR_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("KGR_CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and os.path.exists(candidate):
             return candidate
     return None

@@ -21,7 +21,9 @@ from kgr.store import Store
 
 # Mermaid's browser build, put there by .ci/run (npm registry tarball); read at import, before
 # the suite's autouse fixture clears KGR_* variables.
-MERMAID_JS = Path(os.environ.get("KGR_MERMAID_JS") or Path(__file__).resolve().parents[2] / ".ci/node/mermaid/mermaid.min.js")
+MERMAID_JS = Path(
+    os.environ.get("KGR_MERMAID_JS") or Path(__file__).resolve().parents[2] / ".ci/node/mermaid/mermaid.min.js"
+)
 
 TRICKY = 'Q&A <Desk> "quoted" \\ back|pipe #1 `tick`\nsecond line\x01'
 
@@ -30,15 +32,24 @@ def tiny_db(path) -> dict[str, int]:
     """Three entities (one with every character the formats must escape) and two edges."""
     with Store(path) as store, store.write() as conn:
         ids = {}
-        for key, name, typ, aliases in (("svc:a", "Alpha Service", "SERVICE", ["AS"]), ("team:b", "Team Bravo", "TEAM", []),
-                                        ("x:tricky", TRICKY, "WEIRD TYPE", ["ünïcode ✓"])):
-            conn.execute("INSERT INTO entities(key, name, type, norm, aliases, origin) VALUES (?, ?, ?, ?, ?, 'manual')",
-                         (key, name, typ, key, orjson.dumps(aliases).decode()))
+        for key, name, typ, aliases in (
+            ("svc:a", "Alpha Service", "SERVICE", ["AS"]),
+            ("team:b", "Team Bravo", "TEAM", []),
+            ("x:tricky", TRICKY, "WEIRD TYPE", ["ünïcode ✓"]),
+        ):
+            conn.execute(
+                "INSERT INTO entities(key, name, type, norm, aliases, origin) VALUES (?, ?, ?, ?, ?, 'manual')",
+                (key, name, typ, key, orjson.dumps(aliases).decode()),
+            )
             ids[key] = conn.last_insert_rowid()
-        conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'owned_by', 0.9, 'manual')",
-                     (ids["svc:a"], ids["team:b"]))
-        conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'uses', 0.4, 'manual')",
-                     (ids["x:tricky"], ids["svc:a"]))
+        conn.execute(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'owned_by', 0.9, 'manual')",
+            (ids["svc:a"], ids["team:b"]),
+        )
+        conn.execute(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'uses', 0.4, 'manual')",
+            (ids["x:tricky"], ids["svc:a"]),
+        )
     return ids
 
 
@@ -60,8 +71,11 @@ def test_graphml_of_the_examples_is_read_back_by_networkx(built_kb, tmp_path):
         n_ent = store.scalar("SELECT count(*) FROM entities")
         n_rel = store.scalar("SELECT count(*) FROM relations")
         fe_id, fe_aliases = store.query("SELECT id, aliases FROM entities WHERE name = 'Fare Engine'")[0]
-        owner = store.scalar("SELECT b.name FROM relations r JOIN entities b ON b.id = r.dst_id "
-                             "WHERE r.src_id = ? AND r.rel = 'owned_by'", (fe_id,))
+        owner = store.scalar(
+            "SELECT b.name FROM relations r JOIN entities b ON b.id = r.dst_id "
+            "WHERE r.src_id = ? AND r.rel = 'owned_by'",
+            (fe_id,),
+        )
     assert f"exported {n_ent} entities and {n_rel} relations as graphml" in result.stderr
     assert graph.number_of_nodes() == n_ent and graph.number_of_edges() == n_rel
     fare = graph.nodes[f"n{fe_id}"]
@@ -96,13 +110,15 @@ def test_dot_labels_round_trip_and_graphviz_accepts_the_file(tmp_path):
     ids = tiny_db(db)
     text = run_export(db, "dot")
     assert text.startswith("digraph kgr {\n") and text.endswith("}\n")
-    labels = {int(m.group(1)): dot_unescape(m.group(2))
-              for m in re.finditer(r"^  n(\d+) \[label=" + DOT_STRING, text, re.M)}
+    labels = {
+        int(m.group(1)): dot_unescape(m.group(2)) for m in re.finditer(r"^  n(\d+) \[label=" + DOT_STRING, text, re.M)
+    }
     assert labels[ids["x:tricky"]] == TRICKY.replace("\x01", " ")
     assert labels[ids["svc:a"]] == "Alpha Service"
     edges = re.findall(r"^  n(\d+) -> n(\d+) \[label=" + DOT_STRING + r"\];$", text, re.M)
-    assert sorted(edges) == sorted([(str(ids["svc:a"]), str(ids["team:b"]), "owned_by"),
-                                    (str(ids["x:tricky"]), str(ids["svc:a"]), "uses")])
+    assert sorted(edges) == sorted(
+        [(str(ids["svc:a"]), str(ids["team:b"]), "owned_by"), (str(ids["x:tricky"]), str(ids["svc:a"]), "uses")]
+    )
     assert f'fillcolor="{export.type_color("SERVICE")}"' in text
     dot = shutil.which("dot")
     if dot is None:
@@ -142,7 +158,9 @@ def test_mermaid_is_a_flowchart_with_escaped_labels(tmp_path):
     bad = [line for line in lines[1:] if not MERMAID_LINE.match(line)]
     assert not bad, bad
     tricky = next(line for line in lines if line.startswith(f"  n{ids['x:tricky']}["))
-    assert "#quot;quoted#quot;" in tricky and "#lt;Desk#gt;" in tricky and "back#124;pipe" in tricky and "#35;1" in tricky
+    assert (
+        "#quot;quoted#quot;" in tricky and "#lt;Desk#gt;" in tricky and "back#124;pipe" in tricky and "#35;1" in tricky
+    )
     assert tricky.endswith(":::t_WEIRD_TYPE")
     assert f'  n{ids["svc:a"]} -->|"owned_by"| n{ids["team:b"]}' in lines
     assert f"  classDef t_SERVICE fill:{export.type_color('SERVICE')},stroke:#333,color:#111" in lines
@@ -169,7 +187,9 @@ def test_mermaid_itself_parses_and_draws_the_export(tmp_path, built_kb, chromium
                     edges: [...out.querySelectorAll('.edgeLabel')].map(n => n.textContent).filter(t => t)};
         }"""
         tiny = page.evaluate(draw, run_export(db, "mermaid"))
-        assert sorted(tiny["nodes"]) == sorted(["Alpha Service", "Team Bravo", " ".join(TRICKY.replace("\x01", "").split())])
+        assert sorted(tiny["nodes"]) == sorted(
+            ["Alpha Service", "Team Bravo", " ".join(TRICKY.replace("\x01", "").split())]
+        )
         assert sorted(set(tiny["edges"])) == ["owned_by", "uses"]
         kb = page.evaluate(draw, run_export(built_kb[0], "mermaid"))
         with Store(built_kb[0], readonly=True) as store:
@@ -181,15 +201,17 @@ def test_mermaid_itself_parses_and_draws_the_export(tmp_path, built_kb, chromium
 
 def test_type_and_relation_filters(built_kb):
     db, _ = built_kb
-    result = CliRunner().invoke(cli, ["export", "--format", "graphml", "--db", str(db), "--type", "SERVICE,team",
-                                      "--type", "PERSON"])
+    result = CliRunner().invoke(
+        cli, ["export", "--format", "graphml", "--db", str(db), "--type", "SERVICE,team", "--type", "PERSON"]
+    )
     assert result.exit_code == 0, result.stderr
     graph = nx.read_graphml(io.BytesIO(result.stdout.encode()))
     with Store(db, readonly=True) as store:
         expected = store.scalar("SELECT count(*) FROM entities WHERE type IN ('SERVICE', 'TEAM', 'PERSON')")
         expected_edges = store.scalar(
             "SELECT count(*) FROM relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
-            "WHERE a.type IN ('SERVICE', 'TEAM', 'PERSON') AND b.type IN ('SERVICE', 'TEAM', 'PERSON')")
+            "WHERE a.type IN ('SERVICE', 'TEAM', 'PERSON') AND b.type IN ('SERVICE', 'TEAM', 'PERSON')"
+        )
     assert {d["type"] for _, d in graph.nodes(data=True)} <= {"SERVICE", "TEAM", "PERSON"}
     assert graph.number_of_nodes() == expected > 0 and graph.number_of_edges() == expected_edges > 0
     only = CliRunner().invoke(cli, ["export", "--format", "mermaid", "--db", str(db), "--rel", "owned_by"])
@@ -206,7 +228,9 @@ def test_errors_are_one_clear_line(tmp_path, built_kb):
 
     choices = ", ".join(f"'{name}'" for name in sorted(FORMATS))
     assert bad.exit_code == 2 and f"'gexf' is not one of {choices}" in bad.stderr
-    no_dir = runner.invoke(cli, ["export", "--format", "dot", "--db", str(built_kb[0]), "-o", str(tmp_path / "no" / "x.dot")])
+    no_dir = runner.invoke(
+        cli, ["export", "--format", "dot", "--db", str(built_kb[0]), "-o", str(tmp_path / "no" / "x.dot")]
+    )
     assert no_dir.exit_code == 1 and "No such file or directory" in no_dir.stderr
     assert not (tmp_path / "no").exists()
 

@@ -9,10 +9,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import orjson
-import pytest
 from click.testing import CliRunner
 
 from kgr import viz
@@ -43,14 +41,20 @@ def entity_id(db, name):
 
 def degrees(db):
     with Store(db, readonly=True) as store:
-        return dict(store.query("SELECT id, count(*) FROM (SELECT src_id AS id FROM relations UNION ALL "
-                                "SELECT dst_id FROM relations) GROUP BY id"))
+        return dict(
+            store.query(
+                "SELECT id, count(*) FROM (SELECT src_id AS id FROM relations UNION ALL "
+                "SELECT dst_id FROM relations) GROUP BY id"
+            )
+        )
 
 
 def check_edges_are_the_induced_subgraph(db, data):
     ids = {n["id"] for n in data["nodes"]}
     with Store(db, readonly=True) as store:
-        expected = {(s, d, r) for s, d, r in store.query("SELECT src_id, dst_id, rel FROM relations") if s in ids and d in ids}
+        expected = {
+            (s, d, r) for s, d, r in store.query("SELECT src_id, dst_id, rel FROM relations") if s in ids and d in ids
+        }
     assert {(e["from"], e["to"], e["rel"]) for e in data["edges"]} == expected
 
 
@@ -72,8 +76,10 @@ def test_the_overview_is_the_most_connected_entities_and_their_edges(built_kb, s
     assert set(data["types"]) == {n["type"] for n in data["nodes"]}
     assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in data["types"].values())
     with Store(db, readonly=True) as store:
-        assert data["totals"] == {"entities": store.scalar("SELECT count(*) FROM entities"),
-                                  "relations": store.scalar("SELECT count(*) FROM relations")}
+        assert data["totals"] == {
+            "entities": store.scalar("SELECT count(*) FROM entities"),
+            "relations": store.scalar("SELECT count(*) FROM relations"),
+        }
 
 
 def test_focus_expand_and_search_views(built_kb, serve_viz):
@@ -81,11 +87,18 @@ def test_focus_expand_and_search_views(built_kb, serve_viz):
     server = serve_viz(db)
     fare = entity_id(db, "Fare Engine")
     with Store(db, readonly=True) as store:
-        neighbours = {r[0] for r in store.query("SELECT dst_id FROM relations WHERE src_id = ? UNION "
-                                                "SELECT src_id FROM relations WHERE dst_id = ?", (fare, fare))}
-        far = store.scalar("SELECT r.dst_id FROM relations r WHERE r.src_id IN (SELECT value FROM json_each(?)) "
-                           "AND r.dst_id != ? AND r.dst_id NOT IN (SELECT value FROM json_each(?)) LIMIT 1",
-                           (orjson.dumps(sorted(neighbours)).decode(), fare, orjson.dumps(sorted(neighbours)).decode()))
+        neighbours = {
+            r[0]
+            for r in store.query(
+                "SELECT dst_id FROM relations WHERE src_id = ? UNION SELECT src_id FROM relations WHERE dst_id = ?",
+                (fare, fare),
+            )
+        }
+        far = store.scalar(
+            "SELECT r.dst_id FROM relations r WHERE r.src_id IN (SELECT value FROM json_each(?)) "
+            "AND r.dst_id != ? AND r.dst_id NOT IN (SELECT value FROM json_each(?)) LIMIT 1",
+            (orjson.dumps(sorted(neighbours)).decode(), fare, orjson.dumps(sorted(neighbours)).decode()),
+        )
     _, _, focus = get_json(server, f"/api/graph?focus={fare}")
     assert {n["id"] for n in focus["nodes"]} == {fare} | neighbours
     assert [n["id"] for n in focus["nodes"] if n["seed"]] == [fare]
@@ -105,8 +118,13 @@ def test_focus_expand_and_search_views(built_kb, serve_viz):
 
 def neighbours_of(db, eid):
     with Store(db, readonly=True) as store:
-        return [r[0] for r in store.query("SELECT dst_id FROM relations WHERE src_id = ? UNION "
-                                          "SELECT src_id FROM relations WHERE dst_id = ?", (eid, eid))]
+        return [
+            r[0]
+            for r in store.query(
+                "SELECT dst_id FROM relations WHERE src_id = ? UNION SELECT src_id FROM relations WHERE dst_id = ?",
+                (eid, eid),
+            )
+        ]
 
 
 def test_polling_is_cheap_until_another_connection_commits(kb, serve_viz):
@@ -125,15 +143,22 @@ def test_polling_is_cheap_until_another_connection_commits(kb, serve_viz):
     assert get(server, path, {"If-None-Match": etag})[0] == 304
     # A new entity linked to the focus: the next poll brings it.
     with Store(db) as store, store.write() as conn:
-        conn.execute("INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
-                     "VALUES ('service:kiosk', 'Ticket Kiosk', 'SERVICE', 'ticketkiosk', 'manual', ?, ?)", (now_ms(), now_ms()))
+        conn.execute(
+            "INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
+            "VALUES ('service:kiosk', 'Ticket Kiosk', 'SERVICE', 'ticketkiosk', 'manual', ?, ?)",
+            (now_ms(), now_ms()),
+        )
         kiosk = conn.last_insert_rowid()
-        conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'uses', 1.0, 'manual')",
-                     (kiosk, fare))
+        conn.execute(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence, origin) VALUES (?, ?, 'uses', 1.0, 'manual')",
+            (kiosk, fare),
+        )
     status, head, after = get_json(server, path, {"If-None-Match": etag})
     assert status == 200 and head["ETag"] != etag
     assert kiosk in {n["id"] for n in after["nodes"]}
-    assert {"from": kiosk, "to": fare, "rel": "uses"} in [{k: e[k] for k in ("from", "to", "rel")} for e in after["edges"]]
+    assert {"from": kiosk, "to": fare, "rel": "uses"} in [
+        {k: e[k] for k in ("from", "to", "rel")} for e in after["edges"]
+    ]
 
 
 def test_entity_details_have_aliases_relations_sources_with_snippets(kb, serve_viz):
@@ -143,7 +168,9 @@ def test_entity_details_have_aliases_relations_sources_with_snippets(kb, serve_v
     status, _, e = get_json(server, f"/api/entity/{vls}")
     assert status == 200
     assert e["name"] == "Vehicle Locator Service" and e["type"] == "SERVICE" and "VLS" in e["aliases"]
-    assert ("Vehicle Locator Service", "owned_by", "Fleet Operations") in {(r["src_name"], r["rel"], r["dst_name"]) for r in e["relations"]}
+    assert ("Vehicle Locator Service", "owned_by", "Fleet Operations") in {
+        (r["src_name"], r["rel"], r["dst_name"]) for r in e["relations"]
+    }
     assert all(r["evidence"] and r["evidence"][0]["sentence"] for r in e["relations"])
     paths = [s["path"] for s in e["sources"]]
     assert "services/vehicle-locator.md" in paths
@@ -155,8 +182,10 @@ def test_entity_details_have_aliases_relations_sources_with_snippets(kb, serve_v
     status, head, _ = get(server, f"/api/entity/{vls}")
     assert get(server, f"/api/entity/{vls}", {"If-None-Match": head["ETag"]})[0] == 304  # the open panel polls cheaply
     with Store(db) as store, store.write() as conn:
-        conn.execute("INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
-                     (vls, "Moved to the new cluster in May", now_ms()))
+        conn.execute(
+            "INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
+            (vls, "Moved to the new cluster in May", now_ms()),
+        )
     status, _, again = get_json(server, f"/api/entity/{vls}", {"If-None-Match": head["ETag"]})
     assert status == 200 and [o["content"] for o in again["observations"]] == ["Moved to the new cluster in May"]
 
@@ -165,8 +194,10 @@ def test_views_of_a_large_graph_stay_bounded(tmp_path, serve_viz):
     """5,000 entities, a hub with 1,000 edges: every view is bounded, and says what it left out."""
     db = tmp_path / "big.sqlite"
     with Store(db) as store, store.write() as conn:
-        conn.executemany("INSERT INTO entities(id, key, name, type, norm, origin) VALUES (?, ?, ?, ?, ?, 'manual')",
-                         [(i, f"k{i}", f"Entity {i}", ("SERVICE", "TEAM", "PERSON")[i % 3], f"entity{i}") for i in range(1, 5001)])
+        conn.executemany(
+            "INSERT INTO entities(id, key, name, type, norm, origin) VALUES (?, ?, ?, ?, ?, 'manual')",
+            [(i, f"k{i}", f"Entity {i}", ("SERVICE", "TEAM", "PERSON")[i % 3], f"entity{i}") for i in range(1, 5001)],
+        )
         edges = [(1, i, "uses") for i in range(2, 1002)] + [(i, i + 1, "part_of") for i in range(1002, 5000)]
         conn.executemany("INSERT INTO relations(src_id, dst_id, rel, origin) VALUES (?, ?, ?, 'manual')", edges)
     server = serve_viz(db)
@@ -274,9 +305,15 @@ def test_port_in_use_is_an_error(built_kb):
 
 
 def test_the_command_serves_until_interrupted(built_kb):
-    proc = subprocess.Popen([sys.executable, "-m", "kgr", "viz", "--db", str(built_kb[0]), "--port", "0", "--no-open"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ}, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kgr", "viz", "--db", str(built_kb[0]), "--port", "0", "--no-open"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+        start_new_session=True,
+    )
     try:
         line = proc.stderr.readline()
         m = re.search(r"serving http://127\.0\.0\.1:(\d+)/", line)

@@ -41,8 +41,12 @@ def page(chromium):
 
 def open_page(page, server):
     page.goto(server.url)
-    wait_until(page, "() => window.kgrViz && kgrViz.state.updates > 0 && kgrViz.state.stable", timeout=30,
-               what="the first graph, laid out")
+    wait_until(
+        page,
+        "() => window.kgrViz && kgrViz.state.updates > 0 && kgrViz.state.stable",
+        timeout=30,
+        what="the first graph, laid out",
+    )
 
 
 def entity_id(db, name):
@@ -56,7 +60,9 @@ def click_node(page, node_id):
     x, y = page.evaluate(
         """id => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([id])[id]);
                    const r = document.getElementById('graph').getBoundingClientRect();
-                   return [p.x + r.left, p.y + r.top]; }""", node_id)
+                   return [p.x + r.left, p.y + r.top]; }""",
+        node_id,
+    )
     page.mouse.click(x, y)
 
 
@@ -75,8 +81,9 @@ def mcp_ingest(db: Path, paths: list[str]) -> dict:
     from mcp import Client, StdioServerParameters
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "kgr", "serve", "--db", str(db)],
-                                       env={**os.environ, **STUB_ENV})
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "kgr", "serve", "--db", str(db)], env={**os.environ, **STUB_ENV}
+        )
         async with Client(params) as client:
             result = await client.call_tool("ingest_docs", {"paths": paths})
             assert not result.is_error, result
@@ -103,7 +110,7 @@ def test_page_draws_the_graph_and_shows_details_of_a_clicked_node(built_kb, serv
     assert [t for t, _ in legend] == sorted(api["types"])
     for t, css in legend:
         hex_ = api["types"][t]
-        assert css == "rgb({}, {}, {})".format(*(int(hex_[i:i + 2], 16) for i in (1, 3, 5))), t
+        assert css == "rgb({}, {}, {})".format(*(int(hex_[i : i + 2], 16) for i in (1, 3, 5))), t
 
     # Click a node: its details, and its neighbourhood grows.
     fare = entity_id(db, "Fare Engine")
@@ -120,13 +127,20 @@ def test_page_draws_the_graph_and_shows_details_of_a_clicked_node(built_kb, serv
 
     # A relation in the details panel leads to that entity.
     page.click("#details ul.relations .entity-link >> text=Rider Systems")
-    wait_until(page, "() => document.querySelector('#details h2').textContent === 'Rider Systems'", what="Rider Systems' details")
+    wait_until(
+        page,
+        "() => document.querySelector('#details h2').textContent === 'Rider Systems'",
+        what="Rider Systems' details",
+    )
 
     # Drag a node, zoom with the wheel, pan by dragging the background.
     wait_until(page, "() => kgrViz.state.stable", timeout=30, what="the layout to settle")
     before = page.evaluate("id => kgrViz.network.getPositions([id])[id]", fare)
-    x, y = page.evaluate("""id => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([id])[id]);
-        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left, p.y + r.top]; }""", fare)
+    x, y = page.evaluate(
+        """id => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([id])[id]);
+        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left, p.y + r.top]; }""",
+        fare,
+    )
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + 60, y + 40, steps=8)
@@ -170,18 +184,29 @@ def test_page_draws_the_graph_and_shows_details_of_a_clicked_node(built_kb, serv
     page.fill("#search", "Ledger")
     page.wait_for_selector(f"#search-results li[data-id='{ledger}']")
     page.click(f"#search-results li[data-id='{ledger}']")
-    wait_until(page, "() => document.querySelector('#details h2').textContent === 'Ledger Store'", what="Ledger Store's details")
+    wait_until(
+        page,
+        "() => document.querySelector('#details h2').textContent === 'Ledger Store'",
+        what="Ledger Store's details",
+    )
     assert page.evaluate("() => kgrViz.state.focus") == [ledger]
     assert page.evaluate("() => kgrViz.state.lastGraph.nodes[0].id") == ledger
 
     # Enter searches: the view starts from every hit; Overview goes back.
     page.fill("#search", "fare")
     page.press("#search", "Enter")
-    wait_until(page, "() => kgrViz.state.q === 'fare' && kgrViz.state.lastGraph.nodes.some(n => n.seed && n.name === 'Fare Engine')",
-               what="the search view")
+    wait_until(
+        page,
+        "() => kgrViz.state.q === 'fare' && kgrViz.state.lastGraph.nodes.some(n => n.seed && n.name === 'Fare Engine')",
+        what="the search view",
+    )
     page.click("#overview")
-    wait_until(page, "() => kgrViz.state.q === null && kgrViz.state.focus.length === 0 && kgrViz.state.lastGraph.nodes.length === "
-               + str(len(api["nodes"])), what="the overview again")
+    wait_until(
+        page,
+        "() => kgrViz.state.q === null && kgrViz.state.focus.length === 0 && kgrViz.state.lastGraph.nodes.length === "
+        + str(len(api["nodes"])),
+        what="the overview again",
+    )
     assert not page.problems, page.problems
 
 
@@ -191,25 +216,40 @@ def test_page_follows_changes_made_through_mcp_and_pauses(kb, serve_viz, page, t
     open_page(page, server)
     fare = entity_id(db, "Fare Engine")
     click_node(page, fare)
-    wait_until(page, "id => kgrViz.state.expand.includes(id) && document.querySelector('#details h2')", arg=fare,
-               what="Fare Engine expanded")
+    wait_until(
+        page,
+        "id => kgrViz.state.expand.includes(id) && document.querySelector('#details h2')",
+        arg=fare,
+        what="Fare Engine expanded",
+    )
     assert "Ticket Office Gateway" not in node_labels(page)
 
     (root / "services" / "ticket-office.md").write_text(
         "# Ticket Office Gateway\n\nThe Ticket Office Gateway is the counter service for paper tickets.\n\n"
-        "- **Owner:** Rider Systems\n- The Ticket Office Gateway depends on the Fare Engine to price each ticket.\n")
+        "- **Owner:** Rider Systems\n- The Ticket Office Gateway depends on the Fare Engine to price each ticket.\n"
+    )
     summary = mcp_ingest(db, ["services/ticket-office.md"])
     assert summary["ingested"] == 1 and summary["failed"] == 0
     done = time.monotonic()
-    wait_until(page, "() => kgrViz.nodes.get().some(n => n.label === 'Ticket Office Gateway')",
-               timeout=POLL_S + SLACK_S, what="the new entity on the page")
+    wait_until(
+        page,
+        "() => kgrViz.nodes.get().some(n => n.label === 'Ticket Office Gateway')",
+        timeout=POLL_S + SLACK_S,
+        what="the new entity on the page",
+    )
     seen_after = time.monotonic() - done
     gateway = entity_id(db, "Ticket Office Gateway")
-    edge = page.evaluate("([a, b]) => kgrViz.edges.get().filter(e => e.from === a && e.to === b).map(e => e.rel)", [gateway, fare])
+    edge = page.evaluate(
+        "([a, b]) => kgrViz.edges.get().filter(e => e.from === a && e.to === b).map(e => e.rel)", [gateway, fare]
+    )
     assert edge == ["depends_on"]
     # The open details panel follows too.
-    wait_until(page, "() => document.querySelector('#details ul.relations').textContent.includes('Ticket Office Gateway')",
-               timeout=POLL_S + SLACK_S, what="the new relation in the details panel")
+    wait_until(
+        page,
+        "() => document.querySelector('#details ul.relations').textContent.includes('Ticket Office Gateway')",
+        timeout=POLL_S + SLACK_S,
+        what="the new relation in the details panel",
+    )
     wait_until(page, "() => kgrViz.state.stable", timeout=30, what="the layout to settle")
 
     box = page.locator("#graph").bounding_box()
@@ -233,17 +273,28 @@ def test_page_follows_changes_made_through_mcp_and_pauses(kb, serve_viz, page, t
     assert page.evaluate("() => kgrViz.state.updates") == updates
     assert "Ticket Kiosk" not in node_labels(page)
     page.click("#pause")
-    wait_until(page, "() => kgrViz.nodes.get().some(n => n.label === 'Ticket Kiosk')", timeout=POLL_S + SLACK_S,
-               what="the change made while paused")
+    wait_until(
+        page,
+        "() => kgrViz.nodes.get().some(n => n.label === 'Ticket Kiosk')",
+        timeout=POLL_S + SLACK_S,
+        what="the change made while paused",
+    )
     assert "live" in page.inner_text("#status")
 
     # An observation changes no node or edge, and still reaches the open details panel.
     note = "Also prices paper tickets, for the Ticket Office Gateway"
     with Store(db) as store, store.write() as conn:
-        conn.execute("INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
-                     (fare, note, now_ms()))
-    wait_until(page, "t => [...document.querySelectorAll('#details ul.observations li')].some(li => li.textContent === t)",
-               arg=note, timeout=POLL_S + SLACK_S, what="the new observation in the details panel")
+        conn.execute(
+            "INSERT INTO observations(entity_id, content, source, created_ms) VALUES (?, ?, 'manual', ?)",
+            (fare, note, now_ms()),
+        )
+    wait_until(
+        page,
+        "t => [...document.querySelectorAll('#details ul.observations li')].some(li => li.textContent === t)",
+        arg=note,
+        timeout=POLL_S + SLACK_S,
+        what="the new observation in the details panel",
+    )
     assert page.inner_text("#details h2") == "Fare Engine"
     assert not page.problems, page.problems
     print(f"new entity on the page {seen_after:.1f} s after ingest_docs returned; screenshot {shot}")
@@ -255,11 +306,18 @@ HOSTILE = '<img src=x onerror="window.pwned=1">Evil & "Co"'
 def test_names_from_documents_are_shown_as_text_never_as_markup(tmp_path, serve_viz, page):
     db = tmp_path / "hostile.sqlite"
     with Store(db) as store, store.write() as conn:
-        conn.execute("INSERT INTO entities(id, key, name, type, norm, aliases, origin) VALUES "
-                     "(1, 'x:evil', ?, '<b>TYPE</b>', 'evil', ?, 'manual')", (HOSTILE, '["<script>window.pwned=2</script>"]'))
-        conn.execute("INSERT INTO entities(id, key, name, type, norm, origin) VALUES (2, 'x:ok', 'Plain', 'ORG', 'plain', 'manual')")
+        conn.execute(
+            "INSERT INTO entities(id, key, name, type, norm, aliases, origin) VALUES "
+            "(1, 'x:evil', ?, '<b>TYPE</b>', 'evil', ?, 'manual')",
+            (HOSTILE, '["<script>window.pwned=2</script>"]'),
+        )
+        conn.execute(
+            "INSERT INTO entities(id, key, name, type, norm, origin) VALUES (2, 'x:ok', 'Plain', 'ORG', 'plain', 'manual')"
+        )
         conn.execute("INSERT INTO relations(src_id, dst_id, rel, origin) VALUES (1, 2, '<i>uses</i>', 'manual')")
-        conn.execute("INSERT INTO observations(entity_id, content) VALUES (1, '<img src=y onerror=\"window.pwned=3\">')")
+        conn.execute(
+            "INSERT INTO observations(entity_id, content) VALUES (1, '<img src=y onerror=\"window.pwned=3\">')"
+        )
     server = serve_viz(db)
     open_page(page, server)
     click_node(page, 1)
@@ -268,11 +326,18 @@ def test_names_from_documents_are_shown_as_text_never_as_markup(tmp_path, serve_
     assert page.inner_text("#details .aliases") == "<script>window.pwned=2</script>"
     assert page.inner_text("#details ul.observations") == '<img src=y onerror="window.pwned=3">'
     assert "<b>TYPE</b>" in page.inner_text("#legend")
-    page.mouse.move(*page.evaluate("""() => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([1])[1]);
-        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left + 1, p.y + r.top + 1]; }"""))
+    page.mouse.move(
+        *page.evaluate("""() => { const net = kgrViz.network, p = net.canvasToDOM(net.getPositions([1])[1]);
+        const r = document.getElementById('graph').getBoundingClientRect(); return [p.x + r.left + 1, p.y + r.top + 1]; }""")
+    )
     page.wait_for_selector(".vis-tooltip", state="visible")
     assert page.inner_text(".vis-tooltip").startswith(HOSTILE)
-    assert page.evaluate("() => document.querySelectorAll('#details img, #details script, .vis-tooltip img, #legend b, "
-                         "#rel-filters i').length") == 0
+    assert (
+        page.evaluate(
+            "() => document.querySelectorAll('#details img, #details script, .vis-tooltip img, #legend b, "
+            "#rel-filters i').length"
+        )
+        == 0
+    )
     assert page.evaluate("() => window.pwned") is None
     assert not page.problems, page.problems

@@ -40,8 +40,13 @@ def figures(test_id: str, **values) -> None:
     try:
         FIGURES_DIR.mkdir(parents=True, exist_ok=True)
         with open(FIGURES_DIR / f"{test_id}.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"test": test_id, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **values},
-                                sort_keys=True) + "\n")
+            fh.write(
+                json.dumps(
+                    {"test": test_id, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **values},
+                    sort_keys=True,
+                )
+                + "\n"
+            )
     except OSError:
         pass
 
@@ -79,7 +84,8 @@ def expect_exact(db: Path, root: Path, paths) -> None:
     failed = sorted(p for p, (_, s) in have.items() if s != "ok")
     assert not (missing or extra or stale or failed), (
         f"database != folder: missing {missing[:5]} ({len(missing)}), extra {extra[:5]} ({len(extra)}), "
-        f"stale {stale[:5]} ({len(stale)}), failed {failed[:5]}")
+        f"stale {stale[:5]} ({len(stale)}), failed {failed[:5]}"
+    )
 
 
 def invariants(db: Path, root: Path, *, graph: bool = False, embed: bool = False) -> dict:
@@ -136,8 +142,17 @@ class Counters:
 class Live:
     """A started Writer and Watcher over ``root`` (real watchdog observer)."""
 
-    def __init__(self, root: Path, db: Path, cfg=None, *, debounce_ms: int = 150, embed: bool = True,
-                 graph: bool = False, **watch_opts):
+    def __init__(
+        self,
+        root: Path,
+        db: Path,
+        cfg=None,
+        *,
+        debounce_ms: int = 150,
+        embed: bool = True,
+        graph: bool = False,
+        **watch_opts,
+    ):
         from kgr.watch import Watcher
         from kgr.writer import Writer
 
@@ -164,8 +179,24 @@ def write_corpus(root: Path, n: int, *, words: int = 40, prefix: str = "f", per_
     import random
 
     rng = random.Random(n)
-    vocab = ["ledger", "settlement", "queue", "retention", "policy", "deploy", "service", "owner", "audit",
-             "latency", "budget", "incident", "runbook", "schema", "replica", "backup"]
+    vocab = [
+        "ledger",
+        "settlement",
+        "queue",
+        "retention",
+        "policy",
+        "deploy",
+        "service",
+        "owner",
+        "audit",
+        "latency",
+        "budget",
+        "incident",
+        "runbook",
+        "schema",
+        "replica",
+        "backup",
+    ]
     paths = []
     for i in range(n):
         rel = f"d{i // per_dir:03d}/{prefix}{i:05d}.md"

@@ -22,8 +22,10 @@ def build(tmp_path, files: dict[str, str]):
 
 
 def snapshot(store):
-    return store.query("SELECT d.path, d.title, d.meta, c.id, c.prelude, v.hash FROM docs d JOIN chunks c ON c.doc_id = d.id "
-                       "LEFT JOIN vec_src v ON v.kind = 'chunk' AND v.id = c.id ORDER BY c.id")
+    return store.query(
+        "SELECT d.path, d.title, d.meta, c.id, c.prelude, v.hash FROM docs d JOIN chunks c ON c.doc_id = d.id "
+        "LEFT JOIN vec_src v ON v.kind = 'chunk' AND v.id = c.id ORDER BY c.id"
+    )
 
 
 def test_a_move_keeps_chunks_and_vectors_and_follows_the_new_path(tmp_path):
@@ -70,8 +72,9 @@ def test_gone_ignored_and_outside_paths(tmp_path):
     root, store = build(tmp_path, {"a.md": "# A\n\nalpha\n", "drafts/b.md": "# B\n\nbeta\n", "c.md": "# C\n\ngamma\n"})
     (root / ".kgrignore").write_text("drafts/\n")
     os.unlink(root / "c.md")
-    s = pipeline.sync_paths(store, root, ["drafts/b.md", "c.md", str(tmp_path / "elsewhere.md"), "../x.md"],
-                            config=kb_config(), graph=False)
+    s = pipeline.sync_paths(
+        store, root, ["drafts/b.md", "c.md", str(tmp_path / "elsewhere.md"), "../x.md"], config=kb_config(), graph=False
+    )
     assert s.pruned == 2  # ignored now, and gone
     expect_exact(store.path, root, ["a.md"])
 

@@ -6,7 +6,6 @@ import os
 import random
 import re
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -18,8 +17,10 @@ STYLES = ("inplace", "tmprename", "vimbackup", "vimprobe", "sedi", "emacs")
 
 
 def content(style: str, version: int) -> str:
-    return (f"# Notes kept with {style}\n\nThe marker tokw1{style}z stays in every version.\n\n"
-            f"Revision v{version:04d} of this page, saved by the {style} pattern.\n")
+    return (
+        f"# Notes kept with {style}\n\nThe marker tokw1{style}z stays in every version.\n\n"
+        f"Revision v{version:04d} of this page, saved by the {style} pattern.\n"
+    )
 
 
 def save(root, style: str, version: int, rng: random.Random) -> None:
@@ -112,12 +113,29 @@ def test_w1_six_save_styles_converge_without_flicker(tmp_path, live):
         with Store(db, readonly=True) as store:
             text = store.scalar("SELECT text FROM docs WHERE path=?", (f"{style}.md",))
         assert f"Revision v{saves:04d}" in text, (style, text)
-    temp_like = [p for p in docs if p not in real or p.endswith(("~", ".swp", ".tmp", "#")) or p == "4913"
-                 or p.startswith((".", "#")) or re.fullmatch(r"sed\w{6}", p)]
+    temp_like = [
+        p
+        for p in docs
+        if p not in real
+        or p.endswith(("~", ".swp", ".tmp", "#"))
+        or p == "4913"
+        or p.startswith((".", "#"))
+        or re.fullmatch(r"sed\w{6}", p)
+    ]
     assert temp_like == []
     invariants(db, root)
     assert polls[0] > 20, "the reader barely ran"
     assert misses == [], f"a marker went missing {len(misses)} times: {misses[:5]}"
-    figures("W1", saves_per_style=saves, styles=len(STYLES), docs=len(docs), temp_docs=len(temp_like),
-            reader_polls=polls[0], marker_missing=len(misses), seconds=elapsed, idle_after_last_save_s=idle_after,
-            batches=h.watcher.stats.batches, parsed=h.watcher.stats.parsed)
+    figures(
+        "W1",
+        saves_per_style=saves,
+        styles=len(STYLES),
+        docs=len(docs),
+        temp_docs=len(temp_like),
+        reader_polls=polls[0],
+        marker_missing=len(misses),
+        seconds=elapsed,
+        idle_after_last_save_s=idle_after,
+        batches=h.watcher.stats.batches,
+        parsed=h.watcher.stats.parsed,
+    )

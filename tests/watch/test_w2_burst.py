@@ -75,6 +75,19 @@ def test_w2_burst_turns_into_a_directory_scan(tmp_path, live, counters, caplog):
     assert max(counters.parses.values()) <= 2
     assert total <= 120
     assert growth_mb <= 500, f"the burst grew the process by {growth_mb:.0f} MB"  # watcher, writer, parsers' results
-    figures("W2", files=n, extract_s=extracted, touch_done_s=touched, idle_after_s=total, parses=counters.parsed,
-            parse_ratio=counters.parsed / n, bursts=stats.bursts, scans=stats.scans, batches=stats.batches,
-            rss_growth_mb=growth_mb, peak_rss_mb=rss.peak, rss_before_mb=rss.before, log_line=scans_logged[0])
+    figures(
+        "W2",
+        files=n,
+        extract_s=extracted,
+        touch_done_s=touched,
+        idle_after_s=total,
+        parses=counters.parsed,
+        parse_ratio=counters.parsed / n,
+        bursts=stats.bursts,
+        scans=stats.scans,
+        batches=stats.batches,
+        rss_growth_mb=growth_mb,
+        peak_rss_mb=rss.peak,
+        rss_before_mb=rss.before,
+        log_line=scans_logged[0],
+    )

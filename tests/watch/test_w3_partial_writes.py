@@ -6,7 +6,7 @@ import shutil
 import threading
 import time
 
-from harness import figures, sha, stored, kb_config, tier
+from harness import figures, kb_config, sha, stored, tier
 
 
 def test_w3_slow_appends_and_a_big_copy_end_with_the_final_hash(tmp_path, live, counters):
@@ -33,7 +33,7 @@ def test_w3_slow_appends_and_a_big_copy_end_with_the_final_hash(tmp_path, live, 
         with open(root / "growing.txt", "ab") as fh:
             written, i = 0, 0
             while written < append_total:
-                chunk = (f"piece {i:06d} ".encode() * (piece // 12 + 1))[:piece - 1] + b"\n"
+                chunk = (f"piece {i:06d} ".encode() * (piece // 12 + 1))[: piece - 1] + b"\n"
                 fh.write(chunk)
                 fh.flush()
                 written += len(chunk)
@@ -60,11 +60,20 @@ def test_w3_slow_appends_and_a_big_copy_end_with_the_final_hash(tmp_path, live, 
     h.idle()
     have = stored(db)
     assert converged is not None, f"not converged: {have}"
-    print(f"converged {converged:.2f} s after the last write (criterion: debounce + 5 s, bounded here only by the poll)")
+    print(
+        f"converged {converged:.2f} s after the last write (criterion: debounce + 5 s, bounded here only by the poll)"
+    )
     assert all(have[p][1] == "ok" for p in want), have
     assert counters.parses.get("growing.txt", 0) <= 3, counters.parses
     assert counters.parses.get("copied.txt", 0) <= 3, counters.parses
-    figures("W3", appended_bytes=append_total, append_seconds=last_write - started, copied_bytes=copy_size,
-            copy_seconds=copy_done - started, converged_after_last_write_s=converged,
-            parses_growing=counters.parses.get("growing.txt", 0), parses_copied=counters.parses.get("copied.txt", 0),
-            failed_records=sum(1 for _, s in have.values() if s != "ok"))
+    figures(
+        "W3",
+        appended_bytes=append_total,
+        append_seconds=last_write - started,
+        copied_bytes=copy_size,
+        copy_seconds=copy_done - started,
+        converged_after_last_write_s=converged,
+        parses_growing=counters.parses.get("growing.txt", 0),
+        parses_copied=counters.parses.get("copied.txt", 0),
+        failed_records=sum(1 for _, s in have.values() if s != "ok"),
+    )

@@ -15,7 +15,9 @@ def rows(db):
     with Store(db, readonly=True) as store:
         chunk_ids = sorted(r[0] for r in store.query("SELECT id FROM chunks"))
         vec_ids = sorted(r[0] for r in store.query("SELECT id FROM vec_src WHERE kind='chunk'"))
-        by_path = dict(store.query("SELECT d.path, group_concat(c.id) FROM docs d JOIN chunks c ON c.doc_id=d.id GROUP BY d.path"))
+        by_path = dict(
+            store.query("SELECT d.path, group_concat(c.id) FROM docs d JOIN chunks c ON c.doc_id=d.id GROUP BY d.path")
+        )
     return chunk_ids, vec_ids, by_path
 
 
@@ -43,7 +45,7 @@ def test_w4_directory_moves_inside_out_and_in(tmp_path, live, counters):
     invariants(db, root)
     chunks1, vecs1, by_path1 = rows(db)
     assert chunks1 == chunks0 and vecs1 == vecs0, "a move replaced chunks or vectors"
-    assert by_path1[f"archive/d000/m00000.md"] == by_path0["d000/m00000.md"]
+    assert by_path1["archive/d000/m00000.md"] == by_path0["d000/m00000.md"]
     assert counters.embedded_texts == embedded_at_start, "a pure move called the embedder"
     figs["move_embeds"] = counters.embedded_texts - embedded_at_start
 
@@ -79,8 +81,7 @@ def test_w4_directory_moves_inside_out_and_in(tmp_path, live, counters):
         added = store.scalar("SELECT count(*) FROM docs WHERE path LIKE 'incoming/%'")
     assert added == 30
 
-    figs.update(moved_out_purged=n, moved_in_added=added, moves_recorded=moved_total,
-                docs_final=len(files_under(root)))
+    figs.update(moved_out_purged=n, moved_in_added=added, moves_recorded=moved_total, docs_final=len(files_under(root)))
     figures("W4", **figs)
     assert moved_total >= 2 * n, f"only {moved_total} documents were moved"
 
@@ -103,7 +104,9 @@ def test_w4_rename_of_one_file_keeps_rows_and_follows_the_name(tmp_path, live, c
     assert counters.embedded_texts == before
     with Store(db, readonly=True) as store:
         (prelude1,) = store.query("SELECT prelude FROM chunks")[0]
-        hits = store.query("SELECT c.id FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH 'final'")
+        hits = store.query(
+            "SELECT c.id FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH 'final'"
+        )
     assert prelude0.startswith("draft.md") and prelude1.startswith("final.md")
     assert hits, "the new name is not searchable"
     invariants(db, root)

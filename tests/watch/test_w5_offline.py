@@ -43,7 +43,7 @@ def test_w5_offline_changes_and_startup_reconcile(tmp_path, counters):
     rng = random.Random(5)
     pool = paths[:]
     rng.shuffle(pool)
-    modify, delete, rename, hidden = pool[:k], pool[k:2 * k], pool[2 * k:3 * k], pool[3 * k]
+    modify, delete, rename, hidden = pool[:k], pool[k : 2 * k], pool[2 * k : 3 * k], pool[3 * k]
     for rel in modify:
         with open(root / rel, "a", encoding="utf-8") as fh:
             fh.write("An offline edit added this sentence.\n")
@@ -54,7 +54,9 @@ def test_w5_offline_changes_and_startup_reconcile(tmp_path, counters):
     for i in range(k):
         p = root / "added" / f"new{i:04d}.md"
         p.parent.mkdir(exist_ok=True)
-        p.write_text(f"# Added {i}\n\nA page written while the watcher was stopped, token tokadded{i}x.\n", encoding="utf-8")
+        p.write_text(
+            f"# Added {i}\n\nA page written while the watcher was stopped, token tokadded{i}x.\n", encoding="utf-8"
+        )
     st = os.stat(root / hidden)
     text = (root / hidden).read_text(encoding="utf-8")
     swapped = text.replace("Unique token", "Uniqua token")
@@ -89,6 +91,16 @@ def test_w5_offline_changes_and_startup_reconcile(tmp_path, counters):
         invariants(db, root)
     finally:
         h.close()
-    figures("W5", files=n, changes_each=k, first_ingest_s=first, unchanged_reconcile_s=unchanged_reconcile,
-            changed_reconcile_s=changed_reconcile, embedded_texts=new_texts, moved=k, purged=k,
-            stale_found_by_verify=len(report["stale"]), after_fix_ok=True)
+    figures(
+        "W5",
+        files=n,
+        changes_each=k,
+        first_ingest_s=first,
+        unchanged_reconcile_s=unchanged_reconcile,
+        changed_reconcile_s=changed_reconcile,
+        embedded_texts=new_texts,
+        moved=k,
+        purged=k,
+        stale_found_by_verify=len(report["stale"]),
+        after_fix_ok=True,
+    )

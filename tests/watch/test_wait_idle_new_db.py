@@ -15,8 +15,13 @@ ENV = {**os.environ, "KGR_EMBED_STUB": "1", "KGR_REDACT_KEY": "test-key"}
 
 
 def kgr_popen(*args):
-    return subprocess.Popen([sys.executable, "-m", "kgr", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kgr", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
 
 
 def test_status_wait_idle_waits_for_the_watcher_to_create_the_database(tmp_path):
@@ -48,8 +53,13 @@ def test_status_wait_idle_waits_for_the_watcher_to_create_the_database(tmp_path)
 def test_status_wait_idle_gives_up_on_a_database_that_never_appears(tmp_path):
     db = tmp_path / "never.sqlite"
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kgr", "status", "--db", str(db), "--wait-idle", "--timeout", "1.5"],
-                          capture_output=True, text=True, env=ENV, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "status", "--db", str(db), "--wait-idle", "--timeout", "1.5"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
     waited = time.monotonic() - started
     assert proc.returncode == 1
     assert waited >= 1.5

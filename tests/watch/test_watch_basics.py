@@ -10,23 +10,45 @@ import threading
 import time
 
 import pytest
-from harness import Live, expect_exact, kb_config, stored
+from harness import expect_exact, kb_config, stored
 
 from kgr.writer import Writer, WriterBusy, WriterClosed, wait_for_idle, writer_pid
 
 
 def kgr(*args, **kwargs):
     env = {**os.environ, "KGR_EMBED_STUB": "1", **kwargs.pop("env", {})}
-    return subprocess.run([sys.executable, "-m", "kgr", *args], capture_output=True, text=True, env=env,
-                          timeout=kwargs.pop("timeout", 60), **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "kgr", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=kwargs.pop("timeout", 60),
+        **kwargs,
+    )
 
 
 def start_watch(root, db, *extra):
     env = {**os.environ, "KGR_EMBED_STUB": "1"}
-    return subprocess.Popen([sys.executable, "-m", "kgr", "watch", str(root), "--db", str(db), "--no-graph",
-                             "--debounce-ms", "150", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kgr",
+            "watch",
+            str(root),
+            "--db",
+            str(db),
+            "--no-graph",
+            "--debounce-ms",
+            "150",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def wait_for_lock(db, proc, timeout=30):
@@ -144,8 +166,18 @@ def test_ignores_temp_names_dotfiles_kgrignore_and_the_database_itself(tmp_path,
     h.idle()
     expect_exact(db, root, ["a.md", "notes/b.md"])
     events_before = h.watcher.stats.events
-    for name in ("a.md~", ".a.md.swp", "4913", ".#a.md", "#a.md#", "a.md.tmp", "x.private.md", ".hidden.md",
-                 "notes/.secret.md", "drafts/d.md"):
+    for name in (
+        "a.md~",
+        ".a.md.swp",
+        "4913",
+        ".#a.md",
+        "#a.md#",
+        "a.md.tmp",
+        "x.private.md",
+        ".hidden.md",
+        "notes/.secret.md",
+        "drafts/d.md",
+    ):
         (root / name).write_text("# temp\n\nshould never be stored\n")
     h.idle()
     expect_exact(db, root, ["a.md", "notes/b.md"])

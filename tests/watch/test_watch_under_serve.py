@@ -21,8 +21,9 @@ def test_serve_watch_answers_a_saved_edit(tmp_path):
     write_corpus(root, 20)
     db = tmp_path / "kb.sqlite"
     env = {**os.environ, "KGR_EMBED_STUB": "1", "KGR_REDACT_KEY": "test-key", "KGR_WATCH_DEBOUNCE_MS": "200"}
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "kgr", "serve", "--db", str(db), "--watch", str(root)], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "kgr", "serve", "--db", str(db), "--watch", str(root)], env=env
+    )
 
     async def find(client, token, path, timeout=30):
         deadline = time.monotonic() + timeout
@@ -59,6 +60,12 @@ def test_serve_watch_answers_a_saved_edit(tmp_path):
     assert gone, "a deleted page is still answered"
     assert writer_pid(db) is None  # released when the server stopped
     assert len(latencies) == 5, latencies  # each edit found within find()'s 30 s; the figure is printed, not bounded
-    figures("serve-watch-stub", edits=len(latencies), save_to_answer_max_s=max(latencies),
-            save_to_answer_median_s=sorted(latencies)[len(latencies) // 2], each_s=[round(x, 3) for x in latencies],
-            embedder="stub", note="the first edit waits for the initial ingest's graph extraction")
+    figures(
+        "serve-watch-stub",
+        edits=len(latencies),
+        save_to_answer_max_s=max(latencies),
+        save_to_answer_median_s=sorted(latencies)[len(latencies) // 2],
+        each_s=[round(x, 3) for x in latencies],
+        embedder="stub",
+        note="the first edit waits for the initial ingest's graph extraction",
+    )
