@@ -1,4 +1,4 @@
-"""Build of the optional bfsvtab SQLite extension (vendor/bfsvtab) as kgr/_bfsvtab*.so.
+"""Build of the optional bfsvtab SQLite extension (vendor/bfsvtab) as kgr/store/_bfsvtab*.so.
 
 The project metadata is in pyproject.toml. bfsvtab is a plain SQLite loadable
 extension (entry point sqlite3_bfsvtab_init), not a Python module: it is built as
@@ -57,7 +57,7 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[
         Extension(
-            "kgr._bfsvtab",
+            "kgr.store._bfsvtab",
             sources=["vendor/bfsvtab/bfsvtab.c"],
             include_dirs=["vendor/bfsvtab"],
             depends=["vendor/bfsvtab/sqlite3.h", "vendor/bfsvtab/sqlite3ext.h"],

@@ -1,3 +1,3 @@
-from .cli import main
+from kgr.cli import main
 
 main()

@@ -14,8 +14,8 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import click
 
-from . import __version__
-from .errors import ExitStatus, KgrError
+from kgr import __version__
+from kgr.errors import ExitStatus, KgrError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -76,7 +76,7 @@ def stdin_paths(paths: tuple[str, ...], null: bool, command: str) -> list[str] |
 
 
 def load_config(config_path: str | None, **overrides: Any):
-    from . import config
+    from kgr import config
 
     return config.load(config_path, overrides=overrides)
 
@@ -85,7 +85,7 @@ def resolve_db(db: str | None, config_path: str | None) -> str:
     """--db, else $KGR_DB (click reads it), else the config's sqlite.path."""
     if db:
         return db
-    from . import config
+    from kgr import config
 
     return config.db_path(config.load(config_path))
 
@@ -143,7 +143,7 @@ def warn(message: str) -> None:
 
 
 def read_input(stream: IO[bytes], stage: str) -> Iterator[dict]:
-    from . import jsonl
+    from kgr import jsonl
 
     if stream is sys.stdin.buffer or getattr(stream, "name", None) in ("<stdin>", "-"):
         if sys.stdin.isatty():
@@ -152,7 +152,7 @@ def read_input(stream: IO[bytes], stage: str) -> Iterator[dict]:
 
 
 def emit(records: Iterable[dict]) -> None:
-    from . import jsonl
+    from kgr import jsonl
 
     jsonl.write(records, sys.stdout.buffer, flush_each=not sys.stdout.isatty() and _line_buffered())
 
@@ -238,7 +238,7 @@ def normalize(paths, root, dedup_threshold, max_file_bytes, workers, null, confi
         kgr normalize examples/ | jq -r .title
         find examples -name '*.md' -print0 | kgr normalize -0 --root examples
     """
-    from . import normalize as norm
+    from kgr.stages import normalize as norm
 
     cfg = load_config(
         config_path,
@@ -272,7 +272,7 @@ def chunk(input, max_tokens, overlap, config_path):
     Example:
         kgr normalize examples/ | kgr chunk | jq -c '{doc, ord, tokens}'
     """
-    from . import chunk as chunking
+    from kgr.stages import chunk as chunking
 
     cfg = load_config(config_path, **{"chunk.max_tokens": max_tokens, "chunk.overlap": overlap})
     counter = Counter("chunk")
@@ -300,9 +300,9 @@ def load(input, db, prune_root, config_path):
     Example:
         kgr normalize examples/ | kgr chunk | kgr load --db kb.sqlite
     """
-    from . import load as loading
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.stages import load as loading
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     counter = Counter("load")
     path = resolve_db(db, config_path)
@@ -327,14 +327,14 @@ def extract(input, db, no_db, config_path):
     Example:
         kgr normalize docs/ | kgr chunk | kgr extract --db kb.sqlite | jq -c 'select(.kind=="mention")'
     """
-    from . import extract as extracting
+    from kgr.stages import extract as extracting
 
     cfg = load_config(config_path)
     gazetteer = None
     path = resolve_db(db, config_path)
     if not no_db and os.path.exists(path):
-        from .graphbuild import load_gazetteer
-        from .store import Store
+        from kgr.ingest.graphbuild import load_gazetteer
+        from kgr.store import Store
 
         with Store(path, readonly=True) as store:
             gazetteer = load_gazetteer(store)
@@ -359,13 +359,13 @@ def link(input, db, no_db, config_path):
     Example:
         kgr normalize docs/ | kgr chunk | kgr extract | kgr link | kgr load --db kb.sqlite
     """
-    from . import link as linking
+    from kgr.stages import link as linking
 
     path = resolve_db(db, config_path)
     entities = []
     if not no_db and os.path.exists(path):
-        from .graphbuild import stored_entities
-        from .store import Store
+        from kgr.ingest.graphbuild import stored_entities
+        from kgr.store import Store
 
         with Store(path, readonly=True) as store:
             entities = stored_entities(store)
@@ -387,11 +387,11 @@ def mine(db, top_k, min_freq, as_json, config_path):
     Example:
         kgr mine --db kb.sqlite --json | jq -r .term | head
     """
-    from .graphbuild import mine as mine_terms
-    from .store import Store
+    from kgr.ingest.graphbuild import mine as mine_terms
+    from kgr.store import Store
 
     cfg = load_config(config_path, **{"extract.gazetteer.mine_topk": top_k, "extract.gazetteer.min_freq": min_freq})
-    from .writer import WriterLock
+    from kgr.store.lock import WriterLock
 
     path = resolve_db(db, config_path)
     with WriterLock(path), Store(path) as store:  # one writer process per database
@@ -418,8 +418,8 @@ def entities(query, db, type_, limit, as_json, config_path):
     Example:
         kgr entities "order intake" --db kb.sqlite
     """
-    from . import entities as ents
-    from .store import Store
+    from kgr.retrieval import entities as ents
+    from kgr.store import Store
 
     with Store(resolve_db(db, config_path), readonly=True) as store:
         hits = ents.lookup(store, query, type_=type_, limit=limit)
@@ -449,8 +449,8 @@ def explain(entity, db, hops, as_json, config_path):
     Example:
         kgr explain "Order Intake Service" --db kb.sqlite
     """
-    from . import entities as ents
-    from .store import Store
+    from kgr.retrieval import entities as ents
+    from kgr.store import Store
 
     with Store(resolve_db(db, config_path), readonly=True) as store:
         info = ents.explain(store, entity, hops=hops)
@@ -492,8 +492,8 @@ def review(db, limit, as_json, config_path):
     Example:
         kgr review --db kb.sqlite --limit 10
     """
-    from . import entities as ents
-    from .store import Store
+    from kgr.retrieval import entities as ents
+    from kgr.store import Store
 
     with Store(resolve_db(db, config_path), readonly=True) as store:
         info = ents.review(store, limit=limit)
@@ -526,9 +526,9 @@ def path(source, target, db, max_hops, rels, limit, as_json, config_path):
     Example:
         kgr path "Settlement Engine" "Core Infrastructure" --db kb.sqlite
     """
-    from . import entities as ents
-    from .authoring import step_strengths
-    from .store import Store
+    from kgr.authoring.nodes import step_strengths
+    from kgr.retrieval import entities as ents
+    from kgr.store import Store
 
     rel_list = [r.strip() for r in rels.split(",") if r.strip()] if rels else None
     with Store(resolve_db(db, config_path), readonly=True) as store:
@@ -568,9 +568,9 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
     Example:
         kgr render "Vehicle Locator Service" --db kb.sqlite
     """
-    from . import templates as tm
-    from .store import Store
-    from .writer import WriterBusy, WriterLock
+    from kgr.authoring import templates as tm
+    from kgr.store import Store
+    from kgr.store.lock import WriterBusy, WriterLock
 
     path = resolve_db(db, config_path)
     _migrate_for_templates(path)
@@ -593,9 +593,8 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
 
 def _migrate_for_templates(path: str) -> None:
     """Bring an older database up to the template schema (a read-only open cannot)."""
-    from . import migrations
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.store import Store, migrations
+    from kgr.store.lock import WriterLock
 
     with Store(path, readonly=True) as store:
         current = store.user_version >= migrations.LATEST
@@ -638,9 +637,9 @@ def template_add(name, body_file, variables, node_types, description, replace, d
     Example:
         kgr template add service --body service.mustache --type SERVICE --var 'deps=SELECT ...' --db kb.sqlite
     """
-    from . import templates as tm
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.authoring import templates as tm
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     vars_ = dict(tm.parse_var(v) for v in variables)
     body = body_file.read()
@@ -670,8 +669,8 @@ def template_list(db, as_json, config_path):
     Example:
         kgr template list --db kb.sqlite
     """
-    from . import templates as tm
-    from .store import Store
+    from kgr.authoring import templates as tm
+    from kgr.store import Store
 
     path = resolve_db(db, config_path)
     _migrate_for_templates(path)
@@ -696,9 +695,9 @@ def template_rm(name, db, config_path):
     Example:
         kgr template rm person --db kb.sqlite
     """
-    from . import templates as tm
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.authoring import templates as tm
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     path = resolve_db(db, config_path)
     with WriterLock(path), Store(path) as store, store.write():
@@ -735,14 +734,15 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
         kgr normalize docs/ | kgr chunk | kgr embed | kgr load --db kb.sqlite
         kgr embed --db kb.sqlite --pending --reembed --model /models/embeddinggemma
     """
-    from .store import Store
+    from kgr.store import Store
 
     cfg = load_config(config_path, **{"embed.batch_size": batch_size, **model_overrides(model)})
     if reembed and not pending:
         raise click.UsageError("--reembed needs --pending (it rewrites the database's vectors)")
     if pending:
-        from . import pipeline, vectors
-        from .writer import WriterLock
+        from kgr.ingest import pipeline
+        from kgr.store import vectors
+        from kgr.store.lock import WriterLock
 
         path = resolve_db(db, config_path)
         with WriterLock(path), Store(path) as store:  # one writer process per database
@@ -751,8 +751,8 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
             n = pipeline.embed_store(store, cfg)
         warn(f"embedded {n} chunks and entities")
         return
-    from .embed import embed as embed_stage
-    from .embedders import get_embedder
+    from kgr.embedders import get_embedder
+    from kgr.stages.embed import embed as embed_stage
 
     counter = Counter("embed")
     embedder = get_embedder(cfg, purpose="document")
@@ -783,8 +783,8 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
         kgr query "who owns the ledger service" --db kb.sqlite
         kgr query "retention of settlement records" --mode hybrid --json | jq .path
     """
-    from . import query as query_mod
-    from .store import Store
+    from kgr.retrieval import query as query_mod
+    from kgr.store import Store
 
     cfg = load_config(config_path)
     r = cfg["retrieval"]
@@ -848,9 +848,9 @@ def remember(text, db, importance, tags, label, as_json, config_path):
     Example:
         kgr remember "Alice moved to Berlin in May" --importance 0.8 --tag people --db kb.sqlite
     """
-    from . import recall
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.memory import recall
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     if text == "-":
         text = sys.stdin.read()
@@ -900,16 +900,16 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         kgr recall "where does Alice live" --db kb.sqlite
         kgr recall "deploys" --tag ops --json | jq -r .text
     """
-    from . import query as query_mod
-    from . import recall as recall_mod
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.memory import recall as recall_mod
+    from kgr.retrieval import query as query_mod
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     cfg = load_config(config_path)
     path = resolve_db(db, config_path)
     when = _as_of_ms(as_of)
     if not os.path.exists(path):
-        from .errors import StoreError
+        from kgr.errors import StoreError
 
         raise StoreError(f"database not found: {path}", hint="store a memory first: kgr remember TEXT --db PATH")
 
@@ -928,7 +928,7 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         )
 
     if touch:
-        from .writer import WriterBusy
+        from kgr.store.lock import WriterBusy
 
         try:
             lock = WriterLock(path).acquire()
@@ -978,9 +978,9 @@ def memories_consolidate(db, threshold, dry_run, as_json, config_path):
     Example:
         kgr memories consolidate --dry-run --db kb.sqlite
     """
-    from . import recall
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.memory import recall
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     cfg = load_config(config_path)
     path = resolve_db(db, config_path)
@@ -1009,8 +1009,8 @@ def memories_history(entity, db, as_of, config_path):
     Example:
         kgr memories history "Alice Johnson" --db kb.sqlite
     """
-    from . import recall
-    from .store import Store
+    from kgr.memory import recall
+    from kgr.store import Store
 
     when = _as_of_ms(as_of)
     with Store(resolve_db(db, config_path), readonly=True) as store:
@@ -1035,8 +1035,8 @@ def memories_export(db, output, config_path):
     Example:
         kgr memories export --db kb.sqlite -o memories.jsonl
     """
-    from . import recall
-    from .store import Store
+    from kgr.memory import recall
+    from kgr.store import Store
 
     with Store(resolve_db(db, config_path), readonly=True) as store:
         data = recall.export_jsonl(store)
@@ -1065,9 +1065,9 @@ def memories_import(input, db, as_json, config_path):
     Example:
         kgr memories import memories.jsonl --db other.sqlite
     """
-    from . import recall
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.memory import recall
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     cfg = load_config(config_path)
     recs = recall.parse_jsonl(input.read())
@@ -1101,7 +1101,7 @@ def eval_extraction(golden, db, as_json, config_path):
     Example:
         kgr eval extraction --golden ../shared/golden --json | jq .relation.f1
     """
-    from . import evaluate
+    from kgr.eval import extraction as evaluate
 
     result = evaluate.eval_extraction(golden, db=db, config=load_config(config_path))
     if as_json:
@@ -1138,7 +1138,7 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
     Example:
         kgr eval retrieval --dataset ../shared/eval/hotpotqa_dev200 --db /tmp/hotpot.sqlite --json
     """
-    from . import evalret
+    from kgr.eval import retrieval as evalret
 
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     bad = [m for m in mode_list if m not in ("bm25", "vector", "hybrid", "graph")]
@@ -1189,9 +1189,9 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
         kgr ingest examples/ --db kb.sqlite
         find examples -name '*.md' -print0 | kgr ingest -0 - --root examples --db kb.sqlite
     """
-    from . import pipeline
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.ingest import pipeline
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     cfg = load_config(config_path)
     paths = stdin_paths(paths, null, "ingest") if list(paths) == ["-"] or null else paths
@@ -1245,12 +1245,12 @@ def status(db, wait_idle, timeout, as_json, config_path):
         kgr status --db kb.sqlite --json | jq .counts
         kgr status --db kb.sqlite --wait-idle --timeout 30
     """
-    from . import status as status_mod
-    from .store import Store
+    from kgr.retrieval import status as status_mod
+    from kgr.store import Store
 
     path = resolve_db(db, config_path)
     if wait_idle:
-        from .writer import wait_for_idle
+        from kgr.ingest.writer import wait_for_idle
 
         idle, info = wait_for_idle(path, timeout)
         if not idle and not os.path.exists(path):
@@ -1326,7 +1326,7 @@ def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, conf
     import logging
     import threading
 
-    from . import watch as watch_mod
+    from kgr.ingest import watch as watch_mod
 
     if not os.path.isdir(directory):
         raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
@@ -1387,9 +1387,9 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
     Example:
         kgr verify examples/kb --db kb.sqlite --fix
     """
-    from . import verify as verify_mod
-    from .store import Store
-    from .writer import WriterLock
+    from kgr.ingest import verify as verify_mod
+    from kgr.store import Store
+    from kgr.store.lock import WriterLock
 
     if not os.path.isdir(directory):
         raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
@@ -1490,7 +1490,7 @@ def viz(db, port, open_browser, config_path):
     """
     import webbrowser
 
-    from . import viz as viz_mod
+    from kgr import viz as viz_mod
 
     server = viz_mod.make_server(resolve_db(db, config_path), port=port)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C stops it even when started in the background
@@ -1505,7 +1505,7 @@ def viz(db, port, open_browser, config_path):
 
 
 def _export_formats() -> list[str]:
-    from .export import FORMATS
+    from kgr.export import FORMATS
 
     return sorted(FORMATS)
 
@@ -1531,8 +1531,8 @@ def export_cmd(db, fmt, output, types, rels, config_path):
         kgr export --format graphml --db kb.sqlite -o kb.graphml
         kgr export --format mermaid --db kb.sqlite --type SERVICE,TEAM --rel owned_by
     """
-    from . import export as export_mod
-    from .store import Store
+    from kgr import export as export_mod
+    from kgr.store import Store
 
     def split(values):
         return {v.strip() for value in values for v in value.split(",") if v.strip()} or None
@@ -1574,8 +1574,8 @@ def import_cmd(file, db, fmt, config_path):
         kgr import --format mcp-memory memory.jsonl --db kb.sqlite
         kgr export --format mcp-memory --db kb.sqlite -o memory.jsonl
     """
-    from . import memory
-    from .store import Store
+    from kgr.memory import graph as memory
+    from kgr.store import Store
 
     if file.isatty():
         warn("waiting for a memory.jsonl on stdin")
@@ -1644,7 +1644,7 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
     Example:
         kgr serve --db kb.sqlite --profile kb
     """
-    from . import serve as serve_mod
+    from kgr.mcp import server as serve_mod
 
     if token_env:
         token = os.environ.get(token_env)
@@ -1698,7 +1698,7 @@ def man_cmd(command, write_dir):
     import subprocess
     from pathlib import Path
 
-    from . import docs
+    from kgr import docs
 
     if write_dir is not None:
         if command:

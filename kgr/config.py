@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .errors import ConfigError
+from kgr.errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
     "project": "kgr",

@@ -26,7 +26,7 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from .errors import OutsideRoot
+from kgr.errors import OutsideRoot
 
 MAX_PATH_CHARS = 1024
 NOT_FOUND = "not found: no such file or directory under the knowledge root"

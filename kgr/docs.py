@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .config import DEFAULTS, ENV_ALIASES, _leaves, env_name
-from .errors import ExitStatus
-from .migrations import APPLICATION_ID
+from kgr import __version__
+from kgr.config import DEFAULTS, ENV_ALIASES, _leaves, env_name
+from kgr.errors import ExitStatus
+from kgr.store.migrations import APPLICATION_ID
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -85,7 +85,7 @@ def _help_parts(cmd: click.Command) -> tuple[str, str, str]:
 
 def command_page(path: tuple[str, ...], cmd: click.Command, parent: click.Context) -> str:
     name = "kgr-" + "-".join(path)
-    from .cli import CONTEXT_SETTINGS
+    from kgr.cli import CONTEXT_SETTINGS
 
     ctx = click.Context(
         cmd, info_name=" ".join(("kgr",) + path), help_option_names=CONTEXT_SETTINGS["help_option_names"]
@@ -195,7 +195,7 @@ def main_page(group: click.Group) -> str:
 def completion(shell: str) -> str:
     from click.shell_completion import get_completion_class
 
-    from .cli import cli
+    from kgr.cli import cli
 
     cls = get_completion_class(shell)
     return cls(cli, {}, "kgr", "_KGR_COMPLETE").source()
@@ -203,7 +203,7 @@ def completion(shell: str) -> str:
 
 def man_pages() -> dict[str, str]:
     """Every man page by file name (kgr.1, kgr-ingest.1, ...), generated from the CLI."""
-    from .cli import cli
+    from kgr.cli import cli
 
     pages = {"kgr.1": main_page(cli)}
     for path, cmd in commands(cli):
@@ -213,7 +213,7 @@ def man_pages() -> dict[str, str]:
 
 def man_page(path: tuple[str, ...]) -> str | None:
     """The page of ``kgr PATH...`` (the main page for no PATH), or None for no such command."""
-    from .cli import cli
+    from kgr.cli import cli
 
     if not path:
         return main_page(cli)

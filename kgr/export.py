@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 import orjson
 
-from .errors import UsageError
+from kgr.errors import UsageError
 
 if TYPE_CHECKING:  # kept light: the CLI reads FORMATS for --format's choices at start-up
-    from .store import Store
+    from kgr.store import Store
 
 
 def dumps(value: Any) -> str:
@@ -296,7 +296,7 @@ def write_mermaid(graph: GraphSource, out: TextIO) -> None:
     help="the memory graph as the reference MCP memory server's memory.jsonl (kgr import reads it back)",
 )
 def write_mcp_memory(graph: GraphSource, out: TextIO) -> None:
-    from . import memory
+    from kgr.memory import graph as memory
 
     if graph.types or graph.rels:
         raise UsageError("--type and --rel do not apply to mcp-memory: it writes the whole memory graph")

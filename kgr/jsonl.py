@@ -7,8 +7,8 @@ from typing import IO, Iterable, Iterator
 
 import orjson
 
-from . import records
-from .errors import BadRecord
+from kgr import records
+from kgr.errors import BadRecord
 
 MAX_LINE_BYTES = 256 * 1024 * 1024
 

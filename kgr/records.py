@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Iterable, Iterator
 
-from .errors import BadPath, BadRecord
+from kgr.errors import BadPath, BadRecord
 
 DOC = "doc"
 CHUNK = "chunk"
@@ -161,7 +161,7 @@ def doc_path_problem(path: Any) -> str | None:
     in the form discovery gives (no empty or '.' component), so that ``kgr verify``
     and pruning can find its file, and remove the document when the file is gone.
     """
-    from .confine import problem
+    from kgr.confine import problem
 
     why = problem(path)
     if why is not None:

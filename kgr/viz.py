@@ -30,10 +30,10 @@ from typing import Any
 
 import orjson
 
-from . import entities as ents
-from .errors import KgrError
-from .export import snapshot, type_color
-from .store import Store, dumps, loads
+from kgr.errors import KgrError
+from kgr.export import snapshot, type_color
+from kgr.retrieval import entities as ents
+from kgr.store import Store, dumps, loads
 
 STATIC = Path(__file__).parent / "viz_static"
 DEFAULT_PORT = 8766  # kgr serve --http takes 8765

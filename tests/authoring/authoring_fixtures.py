@@ -47,7 +47,7 @@ NODES = [
 
 
 def build_graph(db: Path) -> dict[str, int]:
-    from kgr import authoring
+    from kgr.authoring import nodes as authoring
     from kgr.store import Store
 
     with Store(db) as store:

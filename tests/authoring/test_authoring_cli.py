@@ -75,7 +75,7 @@ def test_refusals_exit_1_with_one_clear_line(graph, tmp_path):
 def test_render_migrates_a_database_from_before_templates(tmp_path):
     import apsw
 
-    from kgr import migrations
+    from kgr.store import migrations
 
     db = tmp_path / "old.sqlite"
     conn = apsw.Connection(str(db))

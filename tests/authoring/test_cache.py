@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgr import authoring
-from kgr import templates as tm
+from kgr.authoring import nodes as authoring
+from kgr.authoring import templates as tm
 
 BODY = (
     "# {{name}} ({{born}})\n{{summary}}\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kgr import authoring
+from kgr.authoring import nodes as authoring
 from kgr.store import Store, loads
 
 REPO = Path(__file__).resolve().parents[2]

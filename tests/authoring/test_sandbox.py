@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from kgr import templates as tm
+from kgr.authoring import templates as tm
 from kgr.store import Store
 
 ATTACKS = [
@@ -164,7 +164,7 @@ def test_the_sandbox_connection_cannot_write_even_without_the_authorizer(graph):
 
 
 def test_data_is_never_rendered_as_a_template(store, ids):
-    from kgr import authoring
+    from kgr.authoring import nodes as authoring
 
     evil = "{{#has_x}}{{/has_x}}{{> /etc/passwd}}{{{summary}}}{{=<% %>=}}<% name %>"
     out = authoring.manage_nodes(

@@ -26,7 +26,8 @@ TOOLS = {
 def mcp(request, graph, tmp_path):
     """A server without a knowledge root (writes take the writer lock per call) and one with a root
     (writes go through its single writer thread)."""
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
 
     root = None
     if request.param == "root":

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _two_connected_parkers(db: Path) -> None:
     """Two primary nodes for the term "Parker", each in the other's neighbourhood."""
-    from kgr import authoring
+    from kgr.authoring import nodes as authoring
     from kgr.store import Store
 
     with Store(db) as store:
@@ -86,7 +86,8 @@ def test_explore_neighborhoods_ends_when_primary_nodes_are_neighbours(graph):
 
 def test_a_looping_graph_through_mcp_answers_and_leaves_the_lane_free(graph):
     """The same graph through the MCP tool: the call answers, and a later call is served."""
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
 
     db, _ = graph
     _two_connected_parkers(db)
@@ -119,7 +120,7 @@ def test_a_looping_graph_through_mcp_answers_and_leaves_the_lane_free(graph):
 
 def _complete_graph(db: Path, n: int) -> list[str]:
     """n nodes, every pair linked: the simple paths between two of them are too many to walk."""
-    from kgr import authoring
+    from kgr.authoring import nodes as authoring
     from kgr.store import Store
 
     names = [f"K{i}" for i in range(n)]
@@ -145,7 +146,8 @@ def test_the_time_budget_stops_a_path_search_in_python_and_frees_the_lane(tmp_pa
     and the next call is served (the read lane is free again)."""
     import time
 
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
 
     db = tmp_path / "kb.sqlite"
     names = _complete_graph(db, 12)
@@ -175,8 +177,9 @@ def test_a_spent_budget_stops_the_python_walks(tmp_path):
     the budget themselves: SQLite's progress handler never sees that work."""
     import apsw
 
-    from kgr import authoring, graph
+    from kgr.authoring import nodes as authoring
     from kgr.store import Store
+    from kgr.store import bfs as graph
 
     db = tmp_path / "kb.sqlite"
     _complete_graph(db, 12)
@@ -212,7 +215,8 @@ def test_a_call_waiting_for_a_stuck_lane_gets_an_error_not_a_hang(graph):
     calls give up after lane_wait with a clear error instead of waiting for ever."""
     import threading
 
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
 
     db, _ = graph
     svc = make_service(db, config.load(None), lane_wait=0.5)

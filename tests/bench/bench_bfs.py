@@ -29,7 +29,7 @@ from pathlib import Path
 
 import apsw
 
-from kgr.graph import bfs, bfs_cte, bfs_method
+from kgr.store.bfs import bfs, bfs_cte, bfs_method
 
 # kgr/migrations.py: the relations table, its indexes and the graph_edges view.
 SCHEMA = """

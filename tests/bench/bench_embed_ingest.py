@@ -34,11 +34,11 @@ def main() -> None:
     if not CORPUS.exists():
         print(f"skipped: {CORPUS} not found (needs ../shared)")
         return
-    from kgr import config, vectors
+    from kgr import config
     from kgr.embedders import get_embedder
-    from kgr.extract import load_nlp
-    from kgr.pipeline import ingest
-    from kgr.store import Store
+    from kgr.ingest.pipeline import ingest
+    from kgr.stages.extract import load_nlp
+    from kgr.store import Store, vectors
 
     cfg = config.load(None)
     passages = json.loads(CORPUS.read_text())[: args.passages]

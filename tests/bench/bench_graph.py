@@ -27,9 +27,10 @@ def main() -> None:
     if not corpus.is_dir():
         print(f"skipped: corpus not found at {corpus} (needs ../shared)")
         return
-    from kgr import config, extract
-    from kgr.graphbuild import build_pending
-    from kgr.pipeline import ingest
+    from kgr import config
+    from kgr.ingest.graphbuild import build_pending
+    from kgr.ingest.pipeline import ingest
+    from kgr.stages import extract
     from kgr.store import Store
 
     spent = {"spacy": 0.0}

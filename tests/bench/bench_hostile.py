@@ -678,7 +678,7 @@ def run_watch(folder: Path, db: Path, timeout: float, needles: list[str]) -> Run
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=child_env())
     run = Run("watch", db, None, [], 0.0)
     try:
-        from kgr.writer import writer_pid
+        from kgr.store.lock import writer_pid
 
         # --wait-idle returns at once while no writer holds the lock: first wait for the watcher to take it.
         while writer_pid(db) is None and proc.poll() is None and time.perf_counter() - t < timeout:
@@ -765,8 +765,7 @@ class DocFacts:
 
 
 def db_facts(db: Path) -> dict[str, DocFacts]:
-    from kgr import vectors
-    from kgr.store import Store
+    from kgr.store import Store, vectors
 
     out: dict[str, DocFacts] = {}
     if not db.exists():

@@ -34,7 +34,7 @@ def floor_read(files: list[Path]) -> tuple[float, int]:
 
 
 def floor_tokenize(files: list[Path]) -> float:
-    from kgr.tokens import get_counter
+    from kgr.stages.tokens import get_counter
 
     counter = get_counter()
     texts = [f.read_text("utf-8", "replace") for f in files]

@@ -116,7 +116,7 @@ def main() -> None:
         )
     from mcp import Client, StdioServerParameters
 
-    from kgr import memory
+    from kgr.memory import graph as memory
     from kgr.store import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="kgr-bench-memory-"))

@@ -71,10 +71,10 @@ def cold(examples_db: Path, runs: int = 5) -> None:
 
 
 def warm(db: Path, label: str, runs: int) -> None:
-    from kgr import config, vectors
+    from kgr import config
     from kgr.embedders import get_embedder
-    from kgr.query import hybrid_query
-    from kgr.store import Store
+    from kgr.retrieval.query import hybrid_query
+    from kgr.store import Store, vectors
 
     cfg = config.load(None)
     emb = get_embedder(cfg, purpose="query")
@@ -126,8 +126,7 @@ def warm(db: Path, label: str, runs: int) -> None:
 def synthetic(path: Path, n: int) -> None:
     import numpy as np
 
-    from kgr import vectors
-    from kgr.store import Store
+    from kgr.store import Store, vectors
 
     rng = random.Random(7)
     words = [w.strip() for w in (REPO / "README.md").read_text().lower().split() if w.isalpha()]

@@ -54,7 +54,7 @@ def ms(values: list[float]) -> str:
 
 
 def time_recall(store, cfg, embed) -> list[float]:
-    from kgr import recall
+    from kgr.memory import recall
 
     out = []
     for _ in range(4):
@@ -66,8 +66,9 @@ def time_recall(store, cfg, embed) -> list[float]:
 
 
 def real_model(n: int, tmp: Path) -> None:
-    from kgr import config, recall
-    from kgr.query import query_embedder
+    from kgr import config
+    from kgr.memory import recall
+    from kgr.retrieval.query import query_embedder
     from kgr.store import Store
 
     shutil.copytree(REPO / "examples", tmp / "examples", ignore=shutil.ignore_patterns("*.sqlite*"))
@@ -92,10 +93,11 @@ def real_model(n: int, tmp: Path) -> None:
 
 
 def at_scale(n: int, tmp: Path) -> None:
-    from kgr import config, recall
-    from kgr.graphbuild import build_pending
-    from kgr.pipeline import embed_store
-    from kgr.query import query_embedder
+    from kgr import config
+    from kgr.ingest.graphbuild import build_pending
+    from kgr.ingest.pipeline import embed_store
+    from kgr.memory import recall
+    from kgr.retrieval.query import query_embedder
     from kgr.store import Store
 
     cfg = config.load(None)

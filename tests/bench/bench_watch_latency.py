@@ -53,10 +53,10 @@ def main() -> None:
         return serve_main(args)
 
     from kgr import config as config_mod
-    from kgr import query as query_mod
-    from kgr.query import query_embedder
+    from kgr.ingest.writer import wait_for_idle
+    from kgr.retrieval import query as query_mod
+    from kgr.retrieval.query import query_embedder
     from kgr.store import Store
-    from kgr.writer import wait_for_idle
 
     work = Path(tempfile.mkdtemp(prefix="kgr-watch-bench-"))
     root = work / "kb"

@@ -13,8 +13,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kgr import config, evaluate
-from kgr.pipeline import ingest
+from kgr import config
+from kgr.eval import extraction as evaluate
+from kgr.ingest.pipeline import ingest
 from kgr.store import Store
 
 

@@ -23,9 +23,11 @@ def main() -> None:
     ap.add_argument("dst")
     ap.add_argument("--old-title-cap", action="store_true")
     args = ap.parse_args()
-    from kgr import config, extract, graphbuild, vectors
+    from kgr import config
     from kgr.embedders import get_embedder
-    from kgr.store import Store
+    from kgr.ingest import graphbuild
+    from kgr.stages import extract
+    from kgr.store import Store, vectors
 
     if args.old_title_cap:
         mine_terms = extract.mine_terms

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import collections
 
-from kgr import config, evalret, query
+from kgr import config
 from kgr.embedders import get_embedder
+from kgr.eval import retrieval as evalret
+from kgr.retrieval import query
 from kgr.store import Store
 
 

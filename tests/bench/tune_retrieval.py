@@ -13,9 +13,11 @@ import argparse
 import itertools
 import sys
 
-from kgr import config, evalret, query, vectors
+from kgr import config
 from kgr.embedders import get_embedder
-from kgr.store import Store
+from kgr.eval import retrieval as evalret
+from kgr.retrieval import query
+from kgr.store import Store, vectors
 
 
 def run(store, ds, embed, weights, mode, hops, rels):

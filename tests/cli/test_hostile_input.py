@@ -129,7 +129,7 @@ def test_load_refuses_doc_records_with_bad_paths_naming_the_line_and_loads_the_r
 
 
 def test_load_library_refuses_a_bad_path_and_does_not_give_its_records_to_the_previous_doc(tmp_path):
-    from kgr.load import load
+    from kgr.stages.load import load
     from kgr.store import Store
 
     mention = {
@@ -176,7 +176,7 @@ def partial_kb(tmp_path):
 
 
 def test_decode_counts_each_invalid_sequence_and_not_a_literal_replacement_character():
-    from kgr.parsers import decode_text_counted
+    from kgr.stages.parsers import decode_text_counted
 
     assert decode_text_counted(INVALID) == (INVALID.decode("utf-8", "replace"), 4)
     assert decode_text_counted("ok \ufffd".encode()) == ("ok \ufffd", 0)
@@ -228,8 +228,8 @@ def test_ingest_warns_and_status_reports_partial_documents(runner, partial_kb, t
 
 
 def test_status_lists_a_bounded_sample_of_partial_documents(tmp_path):
-    from kgr import status as status_mod
-    from kgr.load import load
+    from kgr.retrieval import status as status_mod
+    from kgr.stages.load import load
     from kgr.store import Store
 
     partial = [
@@ -287,7 +287,7 @@ def test_a_file_name_load_would_refuse_is_an_error_at_discovery_not_a_silent_fai
 
 
 def test_a_folder_that_cannot_be_listed_is_an_error_record_unless_ignored(tmp_path, monkeypatch):
-    from kgr.normalize import FileRef, discover
+    from kgr.stages.normalize import FileRef, discover
 
     root = tmp_path / "kb"
     (root / "locked").mkdir(parents=True)

@@ -3,14 +3,14 @@ import pytest
 
 @pytest.fixture(scope="session")
 def nlp():
-    from kgr.extract import load_nlp
+    from kgr.stages.extract import load_nlp
 
     return load_nlp("en_core_web_sm")
 
 
 @pytest.fixture(scope="session")
 def extractor(nlp):
-    from kgr.extract import Extractor
+    from kgr.stages.extract import Extractor
 
     return Extractor(nlp=nlp)
 
@@ -18,7 +18,7 @@ def extractor(nlp):
 @pytest.fixture()
 def analyse(extractor):
     """Run mention and relation extraction on a Markdown text; return (spans, relations)."""
-    from kgr.textmodel import parse_document
+    from kgr.stages.textmodel import parse_document
 
     def run(text: str, title: str | None = None):
         doc = parse_document(text, title=title)

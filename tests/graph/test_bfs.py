@@ -4,7 +4,7 @@ import apsw
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgr.graph import _bfs_python, _edge_sql, bfs, bfs_cte, bfs_method
+from kgr.store.bfs import _bfs_python, _edge_sql, bfs, bfs_cte, bfs_method
 
 edges = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.sampled_from(["uses", "part_of"])), max_size=50)
 
@@ -41,7 +41,7 @@ def test_depth_zero_and_method_report():
 
 import pytest  # noqa: E402
 
-from kgr.graph import load_bfs  # noqa: E402
+from kgr.store.bfs import load_bfs  # noqa: E402
 
 HAS_VTAB = load_bfs(apsw.Connection(":memory:")) is not None
 needs_vtab = pytest.mark.skipif(

@@ -1,6 +1,6 @@
 """Extraction with the real spaCy model on texts written for these tests."""
 
-from kgr.extract import Gazetteer, GazTerm, mine_terms
+from kgr.stages.extract import Gazetteer, GazTerm, mine_terms
 
 
 def surfaces(spans, source=None):
@@ -127,7 +127,7 @@ def test_mining_keeps_titles_bold_code_and_frequent_names():
 
 
 def test_a_collection_page_has_no_single_subject(extractor):
-    from kgr.textmodel import parse_document
+    from kgr.stages.textmodel import parse_document
 
     for title, expect in (("Engineering Glossary", None), ("Team FAQ", None), ("Lumen Index", "Lumen Index")):
         doc = parse_document(f"# {title}\n\nThe Ferry Relay is owned by Team Basin.\n", title=title)
@@ -188,8 +188,8 @@ def test_both_after_two_clauses_and_decision_error_codes(analyse):
 
 
 def test_parsing_many_documents_in_one_stream_extracts_what_one_at_a_time_does(extractor):
-    from kgr.extract import extract_doc
-    from kgr.textmodel import parse_document
+    from kgr.stages.extract import extract_doc
+    from kgr.stages.textmodel import parse_document
 
     texts = {
         "a.md": "# Billing Gateway\n\nThe Billing Gateway is owned by Hollis Varga. It depends on the Quarry Scheduler.\n",
@@ -225,7 +225,7 @@ def test_every_page_title_survives_the_cap_on_mined_terms():
 def test_redaction_tags_are_never_mentions(analyse):
     import re
 
-    from kgr.redact import redact
+    from kgr.stages.redact import redact
 
     key = "AKIA" + "QX7RZ2M4VB6NC3PT"
     text, counts = redact(

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from kgr import config as config_mod
-from kgr import pipeline, records, status, verify
-from kgr.extract import Extractor, extract_doc
+from kgr import records
+from kgr.ingest import pipeline, verify
+from kgr.retrieval import status
+from kgr.stages.extract import Extractor, extract_doc
+from kgr.stages.textmodel import parse_document
 from kgr.store import Store
-from kgr.textmodel import parse_document
 
 SENTENCE = "The Ledger Store is owned by Treasury Team. "
 
@@ -22,7 +24,7 @@ def stub_config(**overrides):
 
 
 def test_split_text_joins_back_and_cuts_at_boundaries():
-    from kgr.extract import split_text
+    from kgr.stages.extract import split_text
 
     text = SENTENCE * 300 + "x" * 5000 + "\n\nA second paragraph.\nA line."
     for limit in (7, 100, 1000, 4000, len(text)):
@@ -139,7 +141,7 @@ def test_a_document_whose_extraction_fails_fails_alone_and_visibly(tmp_path, fai
 def test_the_watcher_does_not_retry_a_failed_extraction_forever(tmp_path, failing_extraction):
     """Item 1: under `kgr watch`, a failing document made every update fail and a scan retry
     it, forever, while the writer said idle with no last error."""
-    from kgr.writer import Writer
+    from kgr.ingest.writer import Writer
 
     marker, attempts = failing_extraction
     root = tmp_path / "kb"
@@ -240,7 +242,7 @@ def test_extract_and_link_twice_on_the_same_documents_changes_nothing(tmp_path):
     the graph lost entities (each run linked against the graph the documents had built)."""
     import shutil
 
-    from kgr import serve
+    from kgr.mcp import server as serve
 
     root = tmp_path / "kb"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "kb", root)

@@ -1,7 +1,7 @@
 """Incremental updates: a file's evidence goes with it; manual graph members stay."""
 
-from kgr.load import delete_docs, load
 from kgr.records import text_hash
+from kgr.stages.load import delete_docs, load
 from kgr.store import Store
 
 

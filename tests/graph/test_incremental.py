@@ -3,8 +3,9 @@ changed file of a large corpus: only once enough of it changed."""
 
 import json
 
-from kgr import config, graphbuild
-from kgr.pipeline import ingest
+from kgr import config
+from kgr.ingest import graphbuild
+from kgr.ingest.pipeline import ingest
 from kgr.store import Store
 
 

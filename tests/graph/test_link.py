@@ -1,4 +1,4 @@
-from kgr.link import Linker, is_abbreviation, learn_aliases, link, norm, unversioned
+from kgr.stages.link import Linker, is_abbreviation, learn_aliases, link, norm, unversioned
 
 
 def test_norm_and_abbreviations():

@@ -1,6 +1,6 @@
 """The packaged spaCy model is the official en_core_web_sm 3.8.0 (same pipeline and labels)."""
 
-from kgr.extract import load_nlp
+from kgr.stages.extract import load_nlp
 
 # From the official en_core_web_sm 3.8.0 meta.json.
 OFFICIAL_NER_LABELS = {

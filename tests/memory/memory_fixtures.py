@@ -92,7 +92,8 @@ def memory_db(tmp_path) -> Path:
 
 @pytest.fixture()
 def memory_service(memory_db):
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
 
     svc = serve.Service(memory_db, config.load(None))
     yield svc
@@ -101,6 +102,6 @@ def memory_service(memory_db):
 
 @pytest.fixture()
 def memory_server(memory_service):
-    from kgr import serve
+    from kgr.mcp import server as serve
 
     return serve.build_server(memory_service, "memory")

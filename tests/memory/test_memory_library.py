@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgr import memory
 from kgr.errors import BadRecord, UsageError
+from kgr.memory import graph as memory
 from kgr.store import Store
 
 

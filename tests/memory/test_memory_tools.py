@@ -120,7 +120,8 @@ def test_a_page_too_large_for_the_byte_budget_is_shortened_not_cut(memory_servic
 
 def test_writes_go_through_the_servers_writer_when_it_has_one(tmp_path):
     """A server started with a knowledge root owns the database's writer: memory writes are its jobs."""
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
     from kgr.store import Store
 
     root = tmp_path / "notes"

@@ -52,7 +52,7 @@ def test_two_servers_writing_one_database_lose_nothing(memory_db):
             tg.start_soon(writer, "b")
 
     anyio.run(main)
-    from kgr import memory
+    from kgr.memory import graph as memory
     from kgr.store import Store
 
     with Store(memory_db, readonly=True) as store:
@@ -81,7 +81,7 @@ def _kgr(*args, **kw):
 
 
 def test_ingest_never_removes_the_memory_graph(tmp_path):
-    from kgr import memory
+    from kgr.memory import graph as memory
     from kgr.store import Store
 
     root = tmp_path / "notes"

@@ -73,7 +73,7 @@ _BUILT: dict[str, Path] = {}
 def real_db(tmp_path_factory, real_cfg) -> Path:
     """A database holding REAL_MEMORIES, remembered one day apart (built once)."""
     if "db" not in _BUILT:
-        from kgr import recall
+        from kgr.memory import recall
         from kgr.store import Store
 
         path = tmp_path_factory.mktemp("recall-real") / "mem.sqlite"

@@ -104,7 +104,7 @@ def test_errors_are_one_line_and_an_exit_status(tmp_path, args, code, msg):
 
 
 def test_writes_take_the_writer_lock(run, tmp_path):
-    from kgr.writer import WriterLock
+    from kgr.store.lock import WriterLock
 
     db = tmp_path / "mem.sqlite"
     run("remember", "Ivan Petrov hosts the onboarding.", "--db", db)

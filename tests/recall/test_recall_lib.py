@@ -9,8 +9,8 @@ import orjson
 import pytest
 from conftest import DAY_MS, T0
 
-from kgr import recall
 from kgr.errors import BadRecord, UsageError
+from kgr.memory import recall
 
 
 def test_remember_stores_a_memory_document_through_the_pipeline(store, stub_cfg, clock):
@@ -78,7 +78,7 @@ def test_remember_refuses_bad_input_and_stores_nothing(store, stub_cfg, text, kw
 
 
 def test_file_ingest_and_reconciliation_never_touch_memories(tmp_path, stub_cfg, clock):
-    from kgr import pipeline
+    from kgr.ingest import pipeline
     from kgr.store import Store
 
     root = tmp_path / "kb"
@@ -266,7 +266,7 @@ def test_consolidation_keeps_provenance(store, stub_cfg, clock):
     a = recall.remember(store, "Carol Diaz leads the Atlas project.", stub_cfg, importance=0.4, tags=["a"], clock=clock)
     clock.advance(1)
     b = recall.remember(store, "Carol Diaz leads the Atlas project!", stub_cfg, importance=0.7, tags=["b"], clock=clock)
-    from kgr import vectors
+    from kgr.store import vectors
 
     spec = vectors.stored_spec(store)
     [(blob,)] = store.query(
@@ -310,8 +310,7 @@ def test_recall_counts_accesses_on_the_memorys_observations_too(store, stub_cfg,
 
 
 def test_consolidated_memories_round_trip_through_export(tmp_path, store, stub_cfg, clock):
-    from kgr import vectors
-    from kgr.store import Store
+    from kgr.store import Store, vectors
 
     a = recall.remember(store, "Quinn Hale runs the Lyra standup.", stub_cfg, clock=clock)
     b = recall.remember(store, "Quinn Hale runs the Lyra stand-up.", stub_cfg, importance=0.9, clock=clock)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import DAY_MS, REAL_MEMORIES, T0
 
-from kgr import recall
-from kgr.query import query_embedder
+from kgr.memory import recall
+from kgr.retrieval.query import query_embedder
 
 
 def _ids(store):
@@ -33,7 +33,7 @@ def _recall(store, cfg, q, **kw):
     ],
 )
 def test_recall_finds_a_paraphrase_by_meaning(real_store, real_cfg, question, key):
-    from kgr.entities import fts_query
+    from kgr.retrieval.entities import fts_query
 
     text = REAL_MEMORIES[key]
     # no keyword of the question is in the memory: only the vectors can find it

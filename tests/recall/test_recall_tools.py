@@ -19,7 +19,7 @@ RECALL_TOOLS = {"remember", "recall", "consolidate_memories", "memory_history", 
 def mcp(request, tmp_path, stub_cfg):
     """A memory server with a knowledge root (writes through its writer thread) and one on a
     database alone (each write takes the database's writer lock)."""
-    from kgr import serve
+    from kgr.mcp import server as serve
     from kgr.store import Store
 
     root = tmp_path / "kb"
@@ -84,7 +84,7 @@ def test_remember_then_recall_counts_accesses(mcp):
 
 
 def test_import_and_consolidate_through_tools(mcp, tmp_path, stub_cfg):
-    from kgr import recall
+    from kgr.memory import recall
     from kgr.store import Store
 
     with Store(tmp_path / "other.sqlite") as other:
@@ -112,9 +112,9 @@ def test_clear_errors(mcp, name, args, msg):
 
 
 def test_a_server_without_root_refuses_writes_while_another_process_writes(tmp_path, stub_cfg):
-    from kgr import serve
+    from kgr.mcp import server as serve
     from kgr.store import Store
-    from kgr.writer import WriterLock
+    from kgr.store.lock import WriterLock
 
     db = tmp_path / "mem.sqlite"
     Store(db).close()

@@ -472,7 +472,7 @@ class Target:
 def _check_doc(text: str, meta: dict, fmt: str) -> dict:
     """The parent's half of normalize for a parsed text: what the stage would write."""
     from kgr import jsonl
-    from kgr.normalize import FileRef, NormalizeOptions, finish_doc
+    from kgr.stages.normalize import FileRef, NormalizeOptions, finish_doc
 
     opts = NormalizeOptions(redact_key=b"k")
     ref = FileRef("/nonexistent/x." + fmt, "dir/x." + fmt, 0, 0)
@@ -486,7 +486,7 @@ def _check_doc(text: str, meta: dict, fmt: str) -> dict:
 def _text_target(fmt: str) -> Callable[[bytes], tuple[str, str]]:
     def run(data: bytes) -> tuple[str, str]:
         from kgr.errors import ParseFailure
-        from kgr.parsers import parse_text
+        from kgr.stages.parsers import parse_text
 
         try:
             text, meta = parse_text(data, fmt)
@@ -517,7 +517,7 @@ def child_outcome(fmt: str, path: str) -> tuple[str, str]:
     from a third-party parser is what the child's safety net records as ``malformed``
     (counted as ``library``); an exception raised by kgr's own code is a crash."""
     from kgr.errors import ParseFailure
-    from kgr.parsers import Limits, parse_file
+    from kgr.stages.parsers import Limits, parse_file
 
     try:
         text, meta = parse_file(path, fmt, Limits())
@@ -568,10 +568,11 @@ def docx_xml_seeds() -> tuple[bytes, ...]:
 def seed_stream() -> tuple[tuple[dict, ...], tuple[bytes, ...]]:
     """Real records: two example documents through normalize (in-process), chunk, extract,
     link and a stub embed; the records, and each record's JSON line."""
-    from kgr import chunk, embed, extract, link, records
+    from kgr import records
     from kgr.embedders import StubEmbedder
-    from kgr.normalize import FileRef, NormalizeOptions, finish_doc
-    from kgr.parsers import parse_text
+    from kgr.stages import chunk, embed, extract, link
+    from kgr.stages.normalize import FileRef, NormalizeOptions, finish_doc
+    from kgr.stages.parsers import parse_text
 
     docs = []
     for rel in ("services/fare-engine.md", "runbooks/night-shift-notes.txt"):
@@ -602,7 +603,7 @@ def seed_stream() -> tuple[tuple[dict, ...], tuple[bytes, ...]]:
 
 @functools.lru_cache(maxsize=None)
 def _extractor():
-    from kgr import extract
+    from kgr.stages import extract
 
     return extract.Extractor(nlp=extract.load_nlp())
 
@@ -614,24 +615,24 @@ def _stage(name: str, data: bytes) -> list[dict]:
     if name == "reader":
         return list(recs)
     if name == "chunk":
-        from kgr import chunk
+        from kgr.stages import chunk
 
         return list(chunk.chunk(recs, max_tokens=64))
     if name == "extract":
-        from kgr import extract
+        from kgr.stages import extract
 
         return list(extract.extract(recs, extractor=_extractor()))
     if name == "link":
-        from kgr import link
+        from kgr.stages import link
 
         return list(link.link(recs))
     if name == "embed":
-        from kgr import embed
         from kgr.embedders import StubEmbedder
+        from kgr.stages import embed
 
         return list(embed.embed(recs, StubEmbedder(dim=8), batch_size=4))
     if name == "load":
-        from kgr import load
+        from kgr.stages import load
         from kgr.store import Store
 
         path = _scratch("sqlite", b"")

@@ -202,7 +202,7 @@ def test_p7_soak_100k_cases(tmp_path):
 def test_p7_mutated_files_through_the_parser_children_end_as_docs_or_classified_errors(tmp_path):
     """The whole path (spawned child, RLIMITs, timeout) on a derandomized batch of mutated files:
     every file gives one doc or one error record with a known reason."""
-    from kgr.normalize import NormalizeOptions, normalize
+    from kgr.stages.normalize import NormalizeOptions, normalize
 
     root = tmp_path / "kb"
     root.mkdir()

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 from serve_fixtures import Mcp, error_text  # noqa: E402
 
-from kgr import confine, serve  # noqa: E402
+from kgr import confine
 from kgr.errors import OutsideRoot  # noqa: E402
+from kgr.mcp import server as serve  # noqa: E402
 
 CANARY = "canary-7d41-outside-the-root"
 LEGIT = [

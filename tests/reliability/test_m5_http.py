@@ -161,7 +161,7 @@ def test_m5_a_short_token_is_refused(built_kb):
 
 
 def test_m5_sdk_pin_and_explicit_allow_lists():
-    from kgr import serve
+    from kgr.mcp import server as serve
 
     major, minor = (int(x) for x in version("mcp").split(".")[:2])
     assert (major, minor) >= (1, 23)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kgr.normalize import NormalizeOptions, normalize
+from kgr.stages.normalize import NormalizeOptions, normalize
 
 HERE = Path(__file__).parent
 
@@ -58,8 +58,8 @@ def test_p1_parser_that_explodes_hangs_recurses_or_crashes_costs_one_record(tmp_
 
 def test_p1_failed_files_are_not_parsed_again_until_they_change(tmp_path, monkeypatch):
     from kgr import config
-    from kgr import normalize as norm
-    from kgr.pipeline import ingest
+    from kgr.ingest.pipeline import ingest
+    from kgr.stages import normalize as norm
     from kgr.store import Store
 
     root = tmp_path / "kb"
@@ -233,7 +233,7 @@ def test_p5_binaries_encodings_and_giant_lines(tmp_path):
 
 
 def test_p5_text_decoding_time_is_linear(tmp_path):
-    from kgr.parsers import parse_text
+    from kgr.stages.parsers import parse_text
 
     def timed(n):
         data = ("word " * n + "\n").encode()

@@ -14,7 +14,7 @@ import pytest
 from fuzzing import pdf_from_objects
 
 from kgr.errors import ParseFailure
-from kgr.parsers import Limits, _inflate, parse_pdf
+from kgr.stages.parsers import Limits, _inflate, parse_pdf
 
 GIB = 1 << 30
 

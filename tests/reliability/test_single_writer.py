@@ -20,7 +20,7 @@ import pytest
 from harness import expect_exact, figures, files_under, invariants, kb_config, tier, write_corpus
 
 from kgr.store import Store
-from kgr.writer import writer_pid
+from kgr.store.lock import writer_pid
 
 ENV = {**os.environ, "KGR_EMBED_STUB": "1", "KGR_REDACT_KEY": "test-key"}
 
@@ -302,8 +302,8 @@ def test_s3_watcher_writes_while_the_server_reads(tmp_path):
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from kgr.watch import Watcher
-    from kgr.writer import Writer
+    from kgr.ingest.watch import Watcher
+    from kgr.ingest.writer import Writer
 
     total, bursts, seconds = tier(400, 2000), tier(4, 20), tier(20, 300)
     root = tmp_path / "kb"

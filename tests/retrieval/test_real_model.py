@@ -7,8 +7,8 @@ import pytest
 
 from kgr import config
 from kgr.embedders import get_embedder
-from kgr.pipeline import ingest
-from kgr.query import hybrid_query
+from kgr.ingest.pipeline import ingest
+from kgr.retrieval.query import hybrid_query
 from kgr.store import Store
 
 
@@ -73,7 +73,7 @@ def test_cli_query_json_and_cold_start_loads_no_torch(kb):
 def test_embed_as_a_filter_gives_the_vectors_ingest_gives(kb, examples, tmp_path):
     import numpy as np
 
-    from kgr import vectors
+    from kgr.store import vectors
 
     _, _, ingest_db = kb
     pipe_db = tmp_path / "pipe.sqlite"
@@ -108,8 +108,8 @@ def test_embed_as_a_filter_gives_the_vectors_ingest_gives(kb, examples, tmp_path
 
 def test_the_linker_weighs_loose_matches_by_entity_vectors(kb):
     """A loose string match (shared words) scores by meaning once entities have vectors."""
-    from kgr.graphbuild import EntityVectors, stored_entities
-    from kgr.link import STRUCTURAL, Entity, Linker
+    from kgr.ingest.graphbuild import EntityVectors, stored_entities
+    from kgr.stages.link import STRUCTURAL, Entity, Linker
 
     store, _, _ = kb
     ev = EntityVectors(store, config.load(None))

@@ -82,7 +82,7 @@ def kb_config(built_kb):
 
 
 def make_service(db, cfg, root=None, **kw):
-    from kgr import serve
+    from kgr.mcp import server as serve
 
     return serve.Service(Path(db), cfg, root=Path(root) if root else None, **kw)
 
@@ -137,7 +137,7 @@ class Mcp:
 
 @pytest.fixture(scope="session")
 def mcp_all(service):
-    from kgr import serve
+    from kgr.mcp import server as serve
 
     return Mcp(serve.build_server(service, "all"))
 

@@ -13,7 +13,8 @@ from serve_fixtures import Mcp, error_text, make_service
 
 @pytest.fixture()
 def servers(tmp_path):
-    from kgr import config, serve
+    from kgr import config
+    from kgr.mcp import server as serve
     from kgr.store import Store
 
     db = tmp_path / "kb.sqlite"

@@ -35,7 +35,7 @@ def test_http_with_a_token_serves_the_sdk_client(built_kb):
             return tools, q, c
 
         tools, q, c = client_session(url, session, token=TOKEN)
-        from kgr import serve
+        from kgr.mcp import server as serve
 
         assert tools == set(serve.profile_tools("all"))  # every registered tool, over HTTP too
         assert q.structured_content["results"][0]["path"] == "teams/fleet-operations.md"

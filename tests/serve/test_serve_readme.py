@@ -10,7 +10,7 @@ import sys
 
 import anyio
 
-from kgr import serve
+from kgr.mcp import server as serve
 
 
 def section(repo) -> str:

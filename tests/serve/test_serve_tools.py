@@ -9,8 +9,9 @@ import json
 import pytest
 from serve_fixtures import Mcp, error_text, make_service
 
-from kgr import entities, kb, serve
 from kgr.errors import UsageError
+from kgr.mcp import server as serve
+from kgr.retrieval import entities, kb
 
 GRAPHRAG = {
     "ingest_docs",
@@ -84,7 +85,7 @@ def test_schemas_are_bounded_and_annotated(mcp_all):
 
 
 def test_hybrid_query_matches_the_library(mcp_all, service):
-    from kgr import query
+    from kgr.retrieval import query
 
     r = mcp_all.call("hybrid_query", {"query": "Who is on call for the fare engine?", "k": 5})
     assert not r.is_error

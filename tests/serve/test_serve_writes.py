@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from serve_fixtures import Mcp, error_text, make_service
 
-from kgr import serve
+from kgr.mcp import server as serve
 
 
 @pytest.fixture()
@@ -25,7 +25,7 @@ def test_a_read_only_server_takes_no_writer_lock(writable):
     mcp, svc, db, _ = writable
     mcp.call("hybrid_query", {"query": "fare cap", "mode": "bm25"})
     assert svc.writer is None
-    from kgr.writer import writer_pid
+    from kgr.store.lock import writer_pid
 
     assert writer_pid(db) is None
 

@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from kgr import config, records
-from kgr.chunk import chunk, chunk_doc, doc_kind, make_prelude, options_from_config
 from kgr.errors import ConfigError
-from kgr.tokens import get_counter
+from kgr.stages.chunk import chunk, chunk_doc, doc_kind, make_prelude, options_from_config
+from kgr.stages.tokens import get_counter
 
 COUNTER = get_counter()
 MODEL_MAX = COUNTER.max_length  # 256

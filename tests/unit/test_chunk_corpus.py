@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kgr import records
-from kgr.chunk import chunk
-from kgr.tokens import get_counter
+from kgr.stages.chunk import chunk
+from kgr.stages.tokens import get_counter
 
 FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 H1 = re.compile(r"^# (.+)$", re.M)

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kgr import records
-from kgr.chunk import chunk
-from kgr.tokens import get_counter
+from kgr.stages.chunk import chunk
+from kgr.stages.tokens import get_counter
 
 COUNTER = get_counter()
 

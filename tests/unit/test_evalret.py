@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from kgr import evalret
 from kgr.errors import KgrError
+from kgr.eval import retrieval as evalret
 
 
 def test_metrics_by_hand():

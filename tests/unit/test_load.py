@@ -1,4 +1,4 @@
-from kgr.load import load, prune_missing
+from kgr.stages.load import load, prune_missing
 from kgr.store import Store
 
 

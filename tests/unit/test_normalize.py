@@ -1,6 +1,6 @@
 """normalize on the examples: every format, titles, structure kept, boilerplate gone, order kept."""
 
-from kgr.normalize import NormalizeOptions, dedup_paragraphs, discover, normalize
+from kgr.stages.normalize import NormalizeOptions, dedup_paragraphs, discover, normalize
 
 
 def docs_of(examples):
@@ -102,7 +102,7 @@ def test_dedup_of_many_paragraphs_is_not_quadratic_and_matches_the_pairwise_rule
     import numpy as np
     from datasketch import MinHash
 
-    from kgr import normalize as nz
+    from kgr.stages import normalize as nz
 
     rng = random.Random(7)
     vocab = [f"word{i}" for i in range(2000)]

@@ -2,11 +2,10 @@
 
 import pytest
 
-from kgr import vectors
 from kgr.errors import UsageError
-from kgr.load import load
-from kgr.query import hybrid_query, rrf_only
-from kgr.store import Store
+from kgr.retrieval.query import hybrid_query, rrf_only
+from kgr.stages.load import load
+from kgr.store import Store, vectors
 
 from .test_vectors import CountingFake, records
 
@@ -56,7 +55,7 @@ def test_graph_mode_reaches_the_owner_through_an_edge(kb):
 
 
 def test_pinned_places_keep_the_best_fused_results_first(kb):
-    from kgr.query import Weights
+    from kgr.retrieval.query import Weights
 
     store, embed = kb
     q = "kestrel publishes"
@@ -150,7 +149,7 @@ def rivers(tmp_path):
 
 
 def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_with(rivers):
-    from kgr.query import Weights
+    from kgr.retrieval.query import Weights
 
     store, embed = rivers
     q = "Which waterfall is in the country where the Bubye River flows?"
@@ -179,7 +178,7 @@ def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_w
 
 
 def test_feedback_needs_a_page_the_question_names(rivers):
-    from kgr.query import Weights
+    from kgr.retrieval.query import Weights
 
     store, embed = rivers
     q = "which waterfall flows south into a river"  # names no entity: nothing to follow
@@ -191,7 +190,7 @@ def test_feedback_needs_a_page_the_question_names(rivers):
 
 
 def test_the_pages_about_a_reached_entity_are_read_through_the_title_index(kb):
-    from kgr.query import _title_mentions_sql
+    from kgr.retrieval.query import _title_mentions_sql
 
     store, _ = kb
     plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + _title_mentions_sql(2), (1, 2)))
@@ -199,7 +198,7 @@ def test_the_pages_about_a_reached_entity_are_read_through_the_title_index(kb):
 
 
 def test_a_title_qualifier_does_not_hide_whose_page_it_is(tmp_path):
-    from kgr.query import _is_about
+    from kgr.retrieval.query import _is_about
 
     with Store(tmp_path / "t.sqlite") as store:
         for path in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"):

@@ -6,7 +6,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgr.redact import redact
+from kgr.stages.redact import redact
 
 
 def rand(alphabet, n, seed):

@@ -1,9 +1,8 @@
 import apsw
 import pytest
 
-from kgr import migrations
 from kgr.errors import SchemaTooNew, StoreError
-from kgr.store import Store
+from kgr.store import Store, migrations
 
 
 def test_new_database_has_the_whole_schema_wal_and_foreign_keys(db):
@@ -118,7 +117,7 @@ def test_deferred_upgrade_trap_and_begin_immediate(db):
 
 def test_every_write_statement_runs_inside_begin_immediate(db, tmp_path):
     """Audit with an exec tracer: no write outside a transaction opened with BEGIN IMMEDIATE."""
-    from kgr.load import load
+    from kgr.stages.load import load
 
     s = Store(db)
     statements = []

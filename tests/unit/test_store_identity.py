@@ -5,9 +5,8 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from kgr import migrations
 from kgr.errors import DatabaseLocked, EmptyDatabase, NotKgrDatabase
-from kgr.store import APPLICATION_ID, Store
+from kgr.store import APPLICATION_ID, Store, migrations
 
 
 def test_store_refuses_a_foreign_database_for_reading_and_writing(tmp_path):

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from kgr import tokens
 from kgr.errors import KgrError
-from kgr.tokens import TokenCounter, get_counter
+from kgr.stages import tokens
+from kgr.stages.tokens import TokenCounter, get_counter
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from kgr import vectors
 from kgr.errors import ModelMismatch
-from kgr.load import load
-from kgr.store import Store
+from kgr.stages.load import load
+from kgr.store import Store, vectors
 
 
 class CountingFake:

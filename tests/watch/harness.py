@@ -92,7 +92,7 @@ def invariants(db: Path, root: Path, *, graph: bool = False, embed: bool = False
     """kgr's own I1-I3 check (kgr.verify), asserted clean; returns the report. ``graph`` and
     ``embed``: also expect every document's graph and vectors (these writers run --no-graph,
     some --no-embed)."""
-    from kgr import verify
+    from kgr.ingest import verify
 
     with Store(db, readonly=True) as store:
         report = verify.check(store, root, graph=graph, embed=embed)
@@ -116,7 +116,8 @@ class Counters:
     """Counts parses (per path) and texts given to the embedder, in this process."""
 
     def __init__(self, monkeypatch):
-        from kgr import embedders, normalize
+        from kgr import embedders
+        from kgr.stages import normalize
 
         self.parses: dict[str, int] = {}
         self.embedded_texts = 0
@@ -153,8 +154,8 @@ class Live:
         graph: bool = False,
         **watch_opts,
     ):
-        from kgr.watch import Watcher
-        from kgr.writer import Writer
+        from kgr.ingest.watch import Watcher
+        from kgr.ingest.writer import Writer
 
         self.root, self.db = root, db
         self.writer = Writer(db, root=root, config=cfg or kb_config(), embed=embed, graph=graph).start()

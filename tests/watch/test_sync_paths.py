@@ -7,7 +7,7 @@ import shutil
 
 from harness import expect_exact, kb_config
 
-from kgr import pipeline
+from kgr.ingest import pipeline
 from kgr.store import Store
 
 

@@ -9,7 +9,7 @@ import time
 
 from harness import Live, expect_exact, figures, files_under, invariants, kb_config, tier, write_corpus
 
-from kgr import verify
+from kgr.ingest import verify
 from kgr.store import Store
 
 

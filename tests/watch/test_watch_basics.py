@@ -12,7 +12,8 @@ import time
 import pytest
 from harness import expect_exact, kb_config, stored
 
-from kgr.writer import Writer, WriterBusy, WriterClosed, wait_for_idle, writer_pid
+from kgr.ingest.writer import Writer, WriterClosed, wait_for_idle
+from kgr.store.lock import WriterBusy, writer_pid
 
 
 def kgr(*args, **kwargs):

@@ -10,7 +10,7 @@ import time
 import anyio
 from harness import figures, write_corpus
 
-from kgr.writer import writer_pid
+from kgr.store.lock import writer_pid
 
 
 def test_serve_watch_answers_a_saved_edit(tmp_path):

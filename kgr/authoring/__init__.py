@@ -1,0 +1,2 @@
+"""Writing knowledge: ``nodes`` creates, edits and links documents and entities by hand,
+``templates`` renders Mustache document templates."""

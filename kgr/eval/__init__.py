@@ -1,0 +1,2 @@
+"""Scoring kgr against annotated corpora: ``extraction`` (mentions, entities, relations)
+and ``retrieval`` (recall at k of questions)."""

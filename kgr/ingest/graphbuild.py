@@ -1,0 +1,347 @@
+"""Building the graph for stored documents: mine the gazetteer, extract, link, load.
+
+`kgr ingest` runs this after loading documents and chunks, for every document whose
+graph is missing or stale (``docs.graph_sig IS NULL``). Mining reads the whole
+corpus, which is why it runs on the database rather than on one stream.
+
+A document whose extraction fails fails alone: it gets an error record, its
+``graph_sig`` becomes ``GRAPH_FAILED`` and ``docs.error`` says why (``kgr status`` and
+``kgr verify`` show it), and it is not tried again until its text changes (loading new
+text clears ``graph_sig``) or someone asks for it (``extract_and_link``, ``kgr verify --fix``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Iterable, Iterator
+
+import orjson
+
+from kgr.store import Store, loads
+from kgr.store import graph_rows as graphstore
+from kgr.store.graph_rows import GRAPH_FAILED
+
+
+def stored_docs(store: Store) -> Iterator[dict]:
+    for path, title, text in store.query("SELECT path, title, text FROM docs WHERE status='ok' ORDER BY path"):
+        yield {"kind": "doc", "path": path, "title": title, "text": text or ""}
+
+
+def mine(store: Store, *, topk: int = 2000, min_freq: int = 3) -> list:
+    """Mine gazetteer terms from every stored document and replace the gazetteer table."""
+    from kgr.stages.extract import mine_terms
+
+    terms = mine_terms(stored_docs(store), topk=topk, min_freq=min_freq)
+    with store.write() as conn:
+        conn.execute("DELETE FROM gazetteer")
+        conn.executemany(
+            "INSERT INTO gazetteer(term, type, freq, source) VALUES (?, ?, ?, ?)",
+            [(t.term, t.type, t.freq, t.source) for t in terms],
+        )
+    return terms
+
+
+def load_gazetteer(store: Store):
+    from kgr.stages.extract import Gazetteer, GazTerm
+
+    return Gazetteer(
+        GazTerm(term, typ, freq, source)
+        for term, typ, freq, source in store.query(
+            "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
+        )
+    )
+
+
+# The entities a document's new graph is linked against: those something other than the
+# documents being (re)built supports. What only those documents made is left out, so that
+# building their graph again starts from where it started the first time, and gives the
+# same entities (issue 14: a re-extraction linked against its own previous output, and
+# renamed, retyped or dropped entities each time).
+SUPPORTED_ELSEWHERE = """
+SELECT e.key, e.name, e.type, e.norm, e.aliases, e.description, e.popularity, e.origin,
+       (SELECT count(*) FROM mentions m WHERE m.entity_id = e.id AND m.doc_id IN (SELECT value FROM json_each(:pending)))
+FROM entities e
+WHERE e.origin = 'manual'
+   OR EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id
+              AND m.doc_id NOT IN (SELECT value FROM json_each(:pending)))
+   OR EXISTS (SELECT 1 FROM relations r WHERE (r.src_id = e.id OR r.dst_id = e.id) AND (r.origin = 'manual' OR EXISTS (
+              SELECT 1 FROM relation_evidence v WHERE v.relation_id = r.id
+              AND v.doc_id NOT IN (SELECT value FROM json_each(:pending)))))
+   OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id)
+ORDER BY e.id
+"""
+
+
+def seed_entities(store: Store, pending_ids: list[int]) -> list[dict]:
+    """The stored entities that something besides the ``pending_ids`` documents supports,
+    their popularity without those documents' mentions (linking them adds them again)."""
+    rows = store.query(SUPPORTED_ELSEWHERE, {"pending": orjson.dumps(pending_ids).decode()})
+    return [
+        {
+            "key": k,
+            "name": n,
+            "type": t,
+            "norm": nm,
+            "aliases": loads(a, []),
+            "description": d,
+            "popularity": max(0.0, (p or 0.0) - own),
+            "origin": o,
+        }
+        for k, n, t, nm, a, d, p, o, own in rows
+    ]
+
+
+def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[dict, dict]]:
+    """``votes(key) -> (surface votes, type votes)`` of a stored entity from its mentions in the
+    other documents, so that a rebuilt document's own mentions do not alone rename or retype
+    an entity many documents name."""
+    pending = orjson.dumps(pending_ids).decode()
+
+    def votes(key: str) -> tuple[dict, dict]:
+        surfaces: dict[str, int] = {}
+        types: dict[str, float] = {}
+        for surface, typ, score in store.query(
+            "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
+            "WHERE e.key = :key AND m.source != 'coref' "
+            "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))",
+            {"key": key, "pending": pending},
+        ):
+            surfaces[surface] = surfaces.get(surface, 0) + 1
+            typ = typ or "CONCEPT"
+            types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
+        return surfaces, types
+
+    return votes
+
+
+def stored_entities(store: Store) -> list[dict]:
+    return [
+        {
+            "key": k,
+            "name": n,
+            "type": t,
+            "norm": nm,
+            "aliases": loads(a, []),
+            "description": d,
+            "popularity": p,
+            "origin": o,
+        }
+        for k, n, t, nm, a, d, p, o in store.query(
+            "SELECT key, name, type, norm, aliases, description, popularity, origin FROM entities ORDER BY id"
+        )
+    ]
+
+
+class EntityVectors:
+    """The linker's cosine term from the entity vectors already stored: the similarity of a
+    mention's surface to an entity's name and definition. The query embedder (the light
+    path) loads on the first fuzzy candidate that has a vector, never for exact matches."""
+
+    def __init__(self, store: Store, cfg):
+        self.store, self.cfg = store, cfg
+        self.ids = dict(
+            store.query("SELECT e.key, e.id FROM entities e JOIN vec_src v ON v.kind = 'entity' AND v.id = e.id")
+        )
+        self._embedder = None
+        self._surfaces: dict[str, object] = {}
+        self._refs: dict[int, float | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def _embed(self, surface: str):
+        if surface not in self._surfaces:
+            from kgr.store import vectors
+
+            if self._embedder is None:
+                from kgr.embedders import get_embedder
+
+                self._embedder = get_embedder(self.cfg, purpose="query")
+                vectors.check_spec(self.store, vectors.VectorSpec(self._embedder.model, self._embedder.dim))
+            self._surfaces[surface] = self._embedder.embed_documents([vectors.entity_text(surface, None, None, None)])[
+                0
+            ]
+        return self._surfaces[surface]
+
+    def _cos(self, text: str, eid: int) -> float | None:
+        from kgr.store import vectors
+
+        return vectors.similarities(self.store, vectors.ENTITY, self._embed(text), [eid]).get(eid)
+
+    def __call__(self, ent, surface: str, string_sim: float) -> float:
+        """How close the surface is to the entity's vector, relative to how close the entity's
+        own names are (a bare name never reaches the cosine of name plus definition, so the raw
+        cosine would understate every match): 1.0 when the surface is as good as its best name."""
+        eid = self.ids.get(ent.key)
+        if eid is None or not surface:
+            return string_sim
+        if eid not in self._refs:
+            self._refs[eid] = max(
+                (c for c in (self._cos(n, eid) for n in [ent.name, *ent.aliases[:4]]) if c is not None), default=None
+            )
+        sim, ref = self._cos(surface, eid), self._refs[eid]
+        if sim is None or not ref or ref <= 0:
+            return string_sim
+        return min(1.0, max(0.0, sim / ref))
+
+
+PARSE_BATCH = 64  # documents whose blocks go through spaCy in one stream
+REFRESH_SHARE = 0.05  # re-read the whole corpus once this share of its documents changed
+REFRESH_ALWAYS_CHARS = 1_000_000  # below this much text, re-reading the corpus costs under a second
+
+
+def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str | None]]) -> list[tuple[str, str]]:
+    """What linking learns from the whole corpus: the mined gazetteer (stored in its table)
+    and the aliases the documents declare, returned as (short, long) pairs.
+
+    Both read every stored document, which costs about a minute on a 3,000-file corpus: too
+    much for each saved file under ``kgr watch``. So they are recomputed in full when the
+    corpus is small, when there is no gazetteer yet, or once the documents changed since the
+    last full pass reach REFRESH_SHARE of the corpus; in between, the stored gazetteer is
+    kept and the changed documents' own declarations join the stored ones."""
+    from kgr.stages.link import learn_aliases
+
+    docs, chars = store.query("SELECT count(*), coalesce(sum(length(text)), 0) FROM docs WHERE status='ok'")[0]
+    changed = int(store.get_meta("graph.changed_since_refresh", 0) or 0) + len(pending)
+    have = store.scalar("SELECT count(*) FROM gazetteer") > 0 and store.get_meta("graph.declared") is not None
+    if not have or chars <= REFRESH_ALWAYS_CHARS or changed >= max(1.0, REFRESH_SHARE * docs):
+        mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+        declared = [pair for doc in stored_docs(store) for pair in learn_aliases(doc["text"], doc.get("title"))]
+        changed = 0
+    else:
+        declared = [tuple(p) for p in loads(store.get_meta("graph.declared"), [])]
+        declared += [pair for _, title, text in pending for pair in learn_aliases(text or "", title)]
+    declared = list(dict.fromkeys((short, long) for short, long in declared))
+    with store.write():
+        store.set_meta("graph.declared", orjson.dumps(declared).decode())
+        store.set_meta("graph.changed_since_refresh", changed)
+    return declared
+
+
+MAX_ERROR_CHARS = 300
+
+
+def build_pending(
+    store: Store,
+    cfg,
+    *,
+    on_doc: Callable[[str], None] | None = None,
+    use_vectors: bool = True,
+    on_error: Callable[[dict], None] | None = None,
+) -> int:
+    """Extract and link every document without a current graph; return how many got one.
+    With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
+    A document that cannot be extracted is recorded as failed (see the module docstring)
+    and reported to ``on_error`` as an error record; the others go on."""
+    pending = store.query(
+        "SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"
+    )
+    if not pending:
+        return 0
+    from kgr.stages.extract import extract_doc, extractor_from_config
+    from kgr.stages.link import Linker
+    from kgr.stages.textmodel import parse_document
+
+    declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
+    extractor = extractor_from_config(cfg, load_gazetteer(store))
+    pending_ids = [doc_id for doc_id, *_ in pending]
+    seed = seed_entities(store, pending_ids)
+    ev = None
+    if use_vectors:
+        from kgr.store import vectors
+
+        if vectors.stored_spec(store) is not None and vectors.has_tables(store):
+            ev = EntityVectors(store, cfg)
+            seeded = {e["key"] for e in seed}
+            ev.ids = {k: i for k, i in ev.ids.items() if k in seeded}  # a key made again is a new entity
+            ev = ev or None
+    linker = Linker(seed, vectors=ev, votes=stored_votes(store, pending_ids))
+    # Aliases first, from the whole corpus: "OIS" in one page links to the "Order Intake
+    # Service (OIS)" that another page declares, whatever order the pages come in.
+    for short, long in declared:
+        linker.declare(short, long)
+    built = 0
+    for at in range(0, len(pending), PARSE_BATCH):
+        batch = []
+        failed: dict[int, str] = {}
+        for doc_id, path, title, text, hash_ in pending[at : at + PARSE_BATCH]:
+            doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
+            try:
+                parsed = parse_document(doc["text"], title=title, path=path)
+            except RecursionError:
+                parsed = None  # extract_doc tries again and reports it
+            batch.append((doc_id, doc, parsed))
+        try:
+            extractor.parse_many([p for _, _, p in batch if p is not None])
+        except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
+            for doc_id, _, parsed in batch:
+                if parsed is not None and getattr(parsed, "parsed_blocks", None) is None:
+                    try:
+                        extractor.parse_many([parsed])
+                    except Exception as exc:  # noqa: BLE001 - recorded and reported below
+                        failed[doc_id] = _message(exc)
+        for doc_id, doc, parsed in batch:
+            path = doc["path"]
+            try:
+                if doc_id in failed:
+                    raise ExtractionFailed(failed[doc_id])
+                chunks = [
+                    {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
+                    for o, s, e, t in store.query(
+                        'SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,)
+                    )
+                ]
+                derived = extract_doc(extractor, doc, chunks, parsed)
+                errors = [r for r in derived if r["kind"] == "error"]
+                if errors:
+                    raise ExtractionFailed(errors[0]["message"])
+                mentions = [r for r in derived if r["kind"] == "mention"]
+                relations = [r for r in derived if r["kind"] == "relation"]
+                linked = linker.link_doc(doc, mentions, relations)
+            except Exception as exc:  # noqa: BLE001 - a document's failure is its own: recorded, reported, the run goes on
+                rec = record_failure(store, doc_id, path, exc if isinstance(exc, ExtractionFailed) else _message(exc))
+                if on_error:
+                    on_error(rec)
+                continue
+            sig = graph_signature(linked)
+            with store.write() as conn:
+                graphstore.replace_derived(store, doc_id, linked, sig)
+                conn.execute("UPDATE docs SET error=NULL WHERE id=? AND error LIKE 'extract:%'", (doc_id,))
+            built += 1
+            if on_doc:
+                on_doc(path)
+    return built
+
+
+class ExtractionFailed(Exception):
+    """Extraction of one document failed; the message says why."""
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = f"cannot extract: {text}" if not text.startswith("cannot extract") else text
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
+    """Mark a document's extraction as failed on its current text (its stored graph, if any,
+    is kept) and say so where ``kgr status`` looks; return the error record."""
+    from kgr import records
+    from kgr.store import now_ms
+
+    message = _message(reason)
+    with store.write() as conn:
+        conn.execute(
+            "UPDATE docs SET graph_sig=?, error=?, updated_ms=? WHERE id=?",
+            (GRAPH_FAILED, f"extract: {message}", now_ms(), doc_id),
+        )
+        store.set_meta("last_error", f"{path}: extract: {message}")
+        store.log_event("error", path, f"extract: {message}")
+    return records.error("extract", message, path=path)
+
+
+def graph_signature(recs: Iterable[dict]) -> str:
+    h = hashlib.sha256(b"graph")
+    for rec in recs:
+        h.update(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS))
+    return h.hexdigest()

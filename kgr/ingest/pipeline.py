@@ -1,0 +1,502 @@
+"""`kgr ingest`: the stages composed in one process, without serialization.
+
+    discover -> skip unchanged -> normalize -> chunk -> load
+
+The result is the same database content as ``kgr normalize | kgr chunk | kgr load``
+(a test compares them). Unchanged files are skipped before any parsing: first by
+mtime and size, then by the hash of their bytes, so a second run over an unchanged
+tree reads no file content, starts no parser process and loads no model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from kgr import records
+from kgr.stages.load import LoadSummary, delete_docs, load
+from kgr.store import Store, dumps, loads, now_ms
+from kgr.store.root import check_root
+
+
+@dataclass
+class IngestSummary:
+    seen: int = 0
+    ingested: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    chunks: int = 0
+    pruned: int = 0
+    extracted: int = 0  # documents whose graph was (re)built
+    extract_failed: int = 0  # documents whose extraction failed (recorded; retried when their text changes)
+    embedded: int = 0  # chunk and entity vectors stored (from the model or the cache)
+    moved: int = 0  # documents given a new path with their rows and vectors kept (sync_paths)
+    partial: int = 0  # documents stored but not whole (truncated, undecodable bytes replaced): see meta.partial
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        moved = f"{self.moved} moved, " if self.moved else ""
+        partial = f"{self.partial} partial, " if self.partial else ""
+        return (
+            f"{self.seen} files seen, {self.ingested} ingested, {self.unchanged} unchanged, "
+            f"{self.failed} failed, {partial}{moved}{self.pruned} pruned, {self.chunks} chunks, {self.extracted} graphed, "
+            + (f"{self.extract_failed} not graphed (extraction failed), " if self.extract_failed else "")
+            + f"{self.embedded} vectors in {self.seconds:.1f}s"
+        )
+
+    def as_dict(self) -> dict:
+        return {"kind": "summary", **self.__dict__, "seconds": round(self.seconds, 3)}
+
+
+def resolve_root(paths: list[str], root: str | None) -> Path:
+    if root is not None:
+        return Path(root).resolve()
+    if len(paths) == 1 and os.path.isdir(paths[0]):
+        return Path(paths[0]).resolve()
+    return Path.cwd().resolve()
+
+
+def ingest(
+    paths: Iterable,  # paths (files, folders, globs), or normalize.FileRef items already discovered
+    store: Store,
+    *,
+    root: str | None = None,
+    config=None,
+    prune: bool = True,
+    progress: bool = False,
+    on_error: Callable[[dict], None] | None = None,
+    graph: bool = True,
+    embed: bool = True,
+    on_partial: Callable[[dict], None] | None = None,
+) -> IngestSummary:
+    """``on_error`` is called with each error record; ``on_partial`` with each doc record
+    stored but not whole (``meta.partial``), counted in ``summary.partial``."""
+    from kgr import config as config_mod
+    from kgr.stages import normalize as norm
+
+    started = time.perf_counter()
+    cfg = config if config is not None else config_mod.load()
+    paths = list(paths)
+    root_path = resolve_root(paths, root)
+    check_root(store, root_path)
+    summary = IngestSummary()
+    known = {
+        path: (mtime, size, fhash)
+        for path, mtime, size, fhash in store.query(
+            "SELECT path, mtime_ms, size, file_hash FROM docs WHERE source='file'"
+        )
+    }
+    found: list = [p for p in paths if isinstance(p, norm.FileRef)]  # already discovered (sync_paths)
+    errors: list[dict] = []
+    paths = [p for p in paths if not isinstance(p, norm.FileRef)]
+    for item in norm.discover(paths, root=str(root_path)) if paths else ():
+        (errors if isinstance(item, dict) else found).append(item)
+    summary.seen = len(found)
+    seen_paths = {f.rel_path for f in found}
+
+    touched: list[tuple] = []
+    changed = [f for f in found if _changed(f, known, touched)]
+    summary.unchanged = len(found) - len(changed)
+    if touched:
+        with store.write() as conn:
+            conn.executemany("UPDATE docs SET mtime_ms=?, size=? WHERE path=?", touched)
+
+    def partial(doc: dict) -> None:
+        summary.partial += 1
+        if on_partial:
+            on_partial(doc)
+
+    load_summary = LoadSummary()
+    if changed:
+        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error, partial)
+    else:
+        for err in errors:
+            if on_error:
+                on_error(err)
+    summary.ingested = load_summary.written + load_summary.unchanged
+    summary.failed = load_summary.errors if changed else len(errors)
+    summary.chunks = load_summary.chunks
+
+    if prune:
+        summary.pruned = _prune(store, paths, root_path, seen_paths)
+    if graph:
+        summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed)
+    if embed:
+        summary.embedded = embed_store(store, cfg)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vectors: bool = True) -> int:
+    """build_pending, counting the documents whose extraction failed into ``summary``."""
+    from kgr.ingest.graphbuild import build_pending
+
+    def failed(rec: dict) -> None:
+        summary.extract_failed += 1
+        if on_error:
+            on_error(rec)
+
+    return build_pending(store, cfg, use_vectors=use_vectors, on_error=failed)
+
+
+def embed_store(store: Store, cfg, *, on_batch=None) -> int:
+    """Embed the chunks and entities that have no current vector; the model loads only if any."""
+    from kgr.store import vectors
+
+    def get():
+        from kgr.embedders import get_embedder
+
+        return get_embedder(cfg, purpose="document")
+
+    counts = vectors.embed_pending(
+        store,
+        get,
+        quantize=int(cfg["embed"]["quantize"]),
+        batch=max(32, int(cfg["embed"]["batch_size"]) * 8),
+        on_batch=on_batch,
+    )
+    if counts["embedded"]:
+        from kgr.embedders import prepare_query_path
+
+        prepare_query_path(cfg)  # torch is loaded now anyway: make `kgr query` start fast
+    return counts["chunks"] + counts["entities"]
+
+
+def _changed(f, known: dict, touched: list) -> bool:
+    """True when the file must be parsed; files unchanged but touched are remembered."""
+    stored = known.get(f.rel_path)
+    if stored is None:
+        return True
+    mtime, size, fhash = stored
+    if mtime == f.mtime_ms and size == f.size:
+        return False
+    if size == f.size and fhash is not None:
+        try:
+            current = _file_hash(f.abs_path)
+        except OSError:
+            return True
+        if current == fhash:
+            touched.append((f.mtime_ms, f.size, f.rel_path))
+            return False
+    return True
+
+
+def _file_hash(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _run_stages(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+    from kgr.stages import chunk as chunking
+    from kgr.stages import normalize as norm
+
+    options = norm.NormalizeOptions.from_config(cfg)
+    bar = _progress(len(changed)) if progress else None
+
+    def report(recs: Iterable[dict]) -> Iterator[dict]:
+        yield from errors
+        for rec in recs:
+            if rec.get("kind") == records.DOC or (rec.get("kind") == records.ERROR and rec.get("stage") == "normalize"):
+                if bar is not None:
+                    bar.advance(rec.get("path"))
+                if rec.get("kind") == records.DOC and (rec.get("meta") or {}).get("partial"):
+                    on_partial(rec)
+            yield rec
+
+    def notify(recs: Iterable[dict]) -> Iterator[dict]:
+        for rec in recs:
+            if rec.get("kind") == records.ERROR and on_error:
+                on_error(rec)
+            yield rec
+
+    docs = report(norm.normalize_files(changed, options=options, root=str(root_path)))
+    stream = notify(chunking.chunk(docs, **chunking.options_from_config(cfg)))
+    try:
+        return load(stream, store)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _prune(store: Store, paths: list[str], root: Path, seen: set[str]) -> int:
+    """Purge documents under the given directories whose files were not found."""
+    prefixes = []
+    for p in paths:
+        if not os.path.isdir(p):
+            continue
+        rel = os.path.relpath(os.path.abspath(p), root)
+        if rel == ".":
+            prefixes = [""]
+            break
+        if not rel.startswith(".."):
+            prefixes.append(rel.replace(os.sep, "/") + "/")
+    if not prefixes:
+        return 0
+    stored = [p for (p,) in store.query("SELECT path FROM docs WHERE source='file'")]
+    gone = [p for p in stored if p not in seen and any(p.startswith(pre) for pre in prefixes)]
+    return delete_docs(store, gone)
+
+
+class _progress:
+    """A rich progress bar on stderr (only used when stderr is a terminal)."""
+
+    def __init__(self, total: int):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[path]}", style="dim"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("ingest", total=total, path="")
+        self.progress.start()
+
+    def advance(self, path: str | None) -> None:
+        self.progress.update(self.task, advance=1, path=(path or "")[-50:])
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+# -- keeping a root in sync from change hints (kgr watch, the writer) --------------------
+
+
+def sync_paths(
+    store: Store,
+    root: str | os.PathLike,
+    paths: Iterable[str | os.PathLike] | None = None,
+    *,
+    config=None,
+    graph: bool = True,
+    embed: bool = True,
+    on_error: Callable[[dict], None] | None = None,
+    on_partial: Callable[[dict], None] | None = None,
+) -> IngestSummary:
+    """Make the database agree with what is on disk now at ``paths`` (files or folders,
+    present or gone, absolute or relative to ``root``); ``None`` reconciles the whole root.
+
+    Paths are hints, as file events are: each is looked at afresh. A file is ingested
+    when it changed, a stored document whose file is gone (or now ignored) is purged, and
+    a gone document whose bytes turn up at a new path (a rename, a folder move) is moved
+    there with its chunks, vectors and graph kept, so nothing is embedded again.
+    """
+    from kgr.stages import normalize as norm
+
+    started = time.perf_counter()
+    root_path = Path(root).resolve()
+    check_root(store, root_path)
+    ignore = norm._kgrignore(root_path)
+    stored = {
+        path: (fhash, fmt, size)
+        for path, fhash, fmt, size in store.query("SELECT path, file_hash, format, size FROM docs WHERE source='file'")
+    }
+    present: dict[str, norm.FileRef] = {}
+    gone: set[str] = set()
+    for target in [root_path] if paths is None else paths:
+        rel = _rel_to_root(target, root_path)
+        if rel is None:
+            continue  # outside the root: never ours
+        prefix = "" if rel == "" else rel + "/"
+        absolute = root_path / rel if rel else root_path
+        if rel and (_ignored_rel(rel, ignore) or _leaves_root(absolute, root_path)):
+            found: list = []
+        elif absolute.is_dir() and not absolute.is_symlink():
+            found = list(norm.discover([str(absolute)], root=str(root_path)))
+        elif absolute.is_file():
+            try:
+                found = (
+                    [norm._ref(absolute, root_path, absolute.stat())] if absolute.suffix.lower() in norm.FORMATS else []
+                )
+            except OSError:
+                found = []
+            prefix = None  # a file has nothing under it
+        else:
+            found = []
+        for item in found:
+            if isinstance(item, dict):
+                if item.get("reason") != "not_found" and on_error:
+                    on_error(item)  # a bad file name; a file that vanished meanwhile is just gone
+            else:
+                present[item.rel_path] = item
+        if rel in stored and rel not in present:
+            gone.add(rel)
+        if prefix is not None:
+            gone.update(p for p in stored if p.startswith(prefix) and p not in present)
+
+    moves = _match_moves(present, gone, stored, root_path, ignore)
+    summary = IngestSummary()
+    for old, ref in moves:
+        if move_doc(store, old, ref.rel_path, mtime_ms=ref.mtime_ms, size=ref.size):
+            summary.moved += 1
+            gone.discard(old)
+            present.pop(ref.rel_path, None)
+
+    inner = ingest(
+        list(present.values()),
+        store,
+        root=str(root_path),
+        config=config,
+        prune=False,
+        graph=False,
+        embed=False,
+        on_error=on_error,
+        on_partial=on_partial,
+    )
+    for name in ("ingested", "unchanged", "failed", "chunks", "partial"):
+        setattr(summary, name, getattr(inner, name))
+    summary.seen = inner.seen + summary.moved
+    # Purge only what is still missing now: a file written back meanwhile stays.
+    still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore)]
+    summary.pruned = delete_docs(store, still_gone)
+    # Chunk vectors before the graph, so an edit is answerable by hybrid search as soon as
+    # possible (extraction is the slow part); then the new entities' vectors.
+    cfg = config if config is not None else _default_config()
+    if embed:
+        summary.embedded += embed_store(store, cfg)
+    if graph:
+        summary.extracted = _build_graph(store, cfg, summary, on_error)
+        if embed and summary.extracted:
+            summary.embedded += embed_store(store, cfg)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _default_config():
+    from kgr import config as config_mod
+
+    return config_mod.load()
+
+
+def _rel_to_root(target: str | os.PathLike, root: Path) -> str | None:
+    """``target`` relative to the root, in POSIX form ("" for the root); None when outside.
+
+    Symlinks in the target's own name are not resolved (a link is judged where it points
+    when it is read), but its parent folders are, so a root reached through a link works.
+    """
+    p = Path(target)
+    if not p.is_absolute():
+        p = root / p
+    parent = Path(os.path.realpath(p.parent)) if p.name else Path(os.path.realpath(p))
+    full = parent / p.name if p.name not in ("", ".", "..") else Path(os.path.realpath(p))
+    try:
+        rel = full.relative_to(root).as_posix()
+    except ValueError:
+        return None
+    return "" if rel == "." else rel
+
+
+def _ignored_rel(rel: str, ignore: list[str]) -> bool:
+    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of a path."""
+    from kgr.stages import normalize as norm
+
+    parts = rel.split("/")
+    if any(norm._ignored(part) for part in parts):
+        return True
+    return bool(ignore) and any(norm._matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
+
+
+def _leaves_root(path: Path, root: Path) -> bool:
+    """True when a symlink (the path itself or a folder above it) points out of the root."""
+    try:
+        Path(os.path.realpath(path)).relative_to(root)
+        return False
+    except ValueError:
+        return True
+
+
+def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
+    from kgr.stages import normalize as norm
+
+    rel = path.relative_to(root).as_posix()
+    return (
+        path.is_file()
+        and path.suffix.lower() in norm.FORMATS
+        and not _ignored_rel(rel, ignore)
+        and not _leaves_root(path, root)
+    )
+
+
+def _match_moves(
+    present: dict, gone: set[str], stored: dict, root: Path, ignore: list[str]
+) -> list[tuple[str, object]]:
+    """(old path, new file) pairs: a new file whose bytes and format are those of a stored
+    document whose own file is gone, whether or not that path is among the hints (the two
+    sides of a move may arrive in different batches)."""
+    from kgr.stages.parsers import FORMATS
+
+    by_key: dict[tuple, list[str]] = {}
+    for old, (fhash, fmt, size) in stored.items():
+        if fhash and old not in present:
+            by_key.setdefault((size, fmt), []).append(old)
+    if not by_key:
+        return []
+    moves = []
+    taken: set[str] = set()
+    for rel, ref in sorted(present.items()):
+        if rel in stored:
+            continue
+        olds = by_key.get((ref.size, FORMATS.get(Path(rel).suffix.lower())))
+        if not olds:
+            continue
+        try:
+            fhash = _file_hash(ref.abs_path)
+        except OSError:
+            continue
+        for old in sorted(olds, key=lambda p: p not in gone):  # the hinted ones first
+            if old in taken or stored[old][0] != fhash:
+                continue
+            if old in gone or not _present_now(root / old, root, ignore):
+                taken.add(old)
+                moves.append((old, ref))
+                break
+    return moves
+
+
+def move_doc(store: Store, old: str, new: str, *, mtime_ms: int | None = None, size: int | None = None) -> bool:
+    """Give the stored document at ``old`` the path ``new``, keeping its chunks, vectors and
+    graph: the file was renamed or moved with its bytes unchanged. The path-derived parts
+    (chunk preludes, a title taken from the file name, breadcrumbs) follow; the vectors,
+    made from the old prelude, are kept on purpose (a move is not worth re-embedding).
+    Returns False when there is nothing at ``old`` or something already at ``new``."""
+    from kgr.stages.chunk import _clean_title
+
+    with store.write() as conn:
+        row = conn.execute("SELECT id, title, meta FROM docs WHERE path=?", (old,)).fetchone()
+        if row is None or conn.execute("SELECT 1 FROM docs WHERE path=?", (new,)).fetchone():
+            return False
+        doc_id, title, meta_text = row
+        meta = loads(meta_text, {}) or {}
+        if meta.get("breadcrumbs") == old.split("/")[:-1]:
+            meta["breadcrumbs"] = new.split("/")[:-1]
+        if title == Path(old).stem:
+            title = Path(new).stem
+        conn.execute(
+            "UPDATE docs SET path=?, title=?, meta=?, mtime_ms=coalesce(?, mtime_ms), size=coalesce(?, size), updated_ms=? WHERE id=?",
+            (new, title, dumps(meta), mtime_ms, size, now_ms(), doc_id),
+        )
+        old_part, new_part = _clean_title(old), _clean_title(new)
+        rows = conn.execute("SELECT id, prelude FROM chunks WHERE doc_id=?", (doc_id,)).fetchall()
+        conn.executemany(
+            "UPDATE chunks SET prelude=? WHERE id=?",
+            [
+                (new_part + prelude[len(old_part) :], cid)
+                for cid, prelude in rows
+                if prelude and prelude.startswith(old_part) and prelude[len(old_part) : len(old_part) + 1] in ("", " ")
+            ],
+        )
+        store.set_meta("last_file", new)
+        store.log_event("move", new, f"from {old}")
+    return True

@@ -1,0 +1,1 @@
+"""``kgr serve``: the MCP server (``server``) and its tool profiles (``tools``)."""

@@ -1,0 +1,1 @@
+"""MCP tool profiles beyond graphrag: one module each, registered with the server on import."""

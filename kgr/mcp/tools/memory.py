@@ -1,0 +1,222 @@
+"""The ``memory`` profile: a drop-in for the reference MCP memory server (seed 001).
+
+The nine tools keep the reference's names, argument names and result shapes (so a client
+written for ``@modelcontextprotocol/server-memory`` works), on :mod:`kgr.memory.graph`. What
+they add: read_graph and search_nodes return a page at a time (``limit``, ``cursor`` ->
+``nextCursor``) and can return names only; delete_observations closes validity unless
+``hard``; two processes writing one database lose nothing.
+
+Writes: when this server runs the database's writer (started with --root or --watch),
+they are jobs of that writer; otherwise each is one ``BEGIN IMMEDIATE`` transaction on a
+read-write connection of this process, serialised by a lock. Memory writes are small, so
+they do not take the per-database writer lock: two memory servers (two MCP clients) on
+one database both write, SQLite's lock orders their transactions, and every read starts
+from the committed state. Entities are embedded later, by ``kgr embed --pending`` (or
+the next ingest), when the database has vectors.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Annotated, Any, Callable
+
+from pydantic import BaseModel, Field
+
+from kgr.errors import StoreError
+from kgr.mcp import server as serve
+from kgr.mcp.server import _boundary, tool, toolset
+from kgr.memory import graph as memory
+
+MAX_ITEMS = 10_000
+MAX_TEXT = 100_000
+
+Name = Annotated[str, Field(max_length=serve.MAX_NAME_CHARS)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+
+
+class Entity(BaseModel):
+    name: Name = Field(description="The name of the entity")
+    entityType: Name = Field(description="The type of the entity")  # noqa: N815 - the reference's name
+    observations: list[Text] = Field(
+        max_length=MAX_ITEMS, description="An array of observation contents associated with the entity"
+    )
+
+
+class Relation(BaseModel):
+    from_: Name = Field(alias="from", description="The name of the entity where the relation starts")
+    to: Name = Field(description="The name of the entity where the relation ends")
+    relationType: Name = Field(description="The type of the relation")  # noqa: N815
+
+    model_config = {"populate_by_name": True}
+
+    def plain(self) -> dict[str, str]:
+        return {"from": self.from_, "to": self.to, "relationType": self.relationType}
+
+
+class ObservationAdd(BaseModel):
+    entityName: Name = Field(description="The name of the entity to add the observations to")  # noqa: N815
+    contents: list[Text] = Field(max_length=MAX_ITEMS, description="An array of observation contents to add")
+
+
+class ObservationDelete(BaseModel):
+    entityName: Name = Field(description="The name of the entity containing the observations")  # noqa: N815
+    observations: list[Text] = Field(max_length=MAX_ITEMS, description="An array of observations to delete")
+
+
+Limit = Annotated[int, Field(ge=1, le=memory.MAX_LIMIT, description="Entities per page.")]
+Cursor = Annotated[
+    str | None, Field(max_length=32, description="The nextCursor of the previous page; none for the first.")
+]
+NamesOnly = Annotated[bool, Field(description="Return only the entity names (a short answer for a large graph).")]
+
+
+@toolset
+class MemoryTools:
+    """The memory tools, bound to one :class:`kgr.serve.Service`."""
+
+    def __init__(self, svc: serve.Service):
+        self.svc = svc
+        self._store = None
+        self._lock = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        svc = self.svc
+        if svc.writer is not None:
+            result = svc.wait(
+                svc.writer.run(lambda store: fn(store, *args, **kwargs), label=fn.__name__), serve.WRITE_WAIT_S
+            )
+            if result is None:
+                raise StoreError(
+                    "the writer is busy: the memory change is queued and will be applied",
+                    hint="call read_graph later to see it",
+                )
+            return result
+        with self._lock:
+            if self._store is None:
+                from kgr.store import Store
+
+                self._store = Store(svc.db)
+                weakref.finalize(self, self._store.close)
+            return fn(self._store, *args, **kwargs)
+
+    def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """A page that fits the byte budget whole: fewer entities, never a cut list."""
+        return self.svc.read(fn, *args, max_bytes=self.svc.max_result_bytes - 1000, **kwargs)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    @tool("create_entities", profiles=("memory",), title="Create Entities", read_only=False, idempotent=False)
+    @_boundary
+    def create_entities(self, entities: Annotated[list[Entity], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
+        """Create multiple new entities in the knowledge graph. Entities whose name already
+        exists are skipped; returns the entities created."""
+        return {"entities": self.write(memory.create_entities, [e.model_dump() for e in entities])}
+
+    @tool("create_relations", profiles=("memory",), title="Create Relations", read_only=False, idempotent=False)
+    @_boundary
+    def create_relations(self, relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
+        """Create multiple new relations between entities in the knowledge graph. Relations
+        should be in active voice. Both ends must exist; existing relations are skipped;
+        returns the relations created."""
+        return {"relations": self.write(memory.create_relations, [r.plain() for r in relations])}
+
+    @tool("add_observations", profiles=("memory",), title="Add Observations", read_only=False, idempotent=False)
+    @_boundary
+    def add_observations(
+        self, observations: Annotated[list[ObservationAdd], Field(max_length=MAX_ITEMS)]
+    ) -> dict[str, Any]:
+        """Add new observations to existing entities in the knowledge graph. Fails, changing
+        nothing, if an entity does not exist; returns the observations added to each entity."""
+        return {"results": self.write(memory.add_observations, [o.model_dump() for o in observations])}
+
+    @tool("delete_entities", profiles=("memory",), title="Delete Entities", read_only=False, destructive=True)
+    @_boundary
+    def delete_entities(
+        self,
+        entityNames: Annotated[
+            list[Name],
+            Field(  # noqa: N803 - the reference's name
+                max_length=MAX_ITEMS, description="An array of entity names to delete"
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Delete multiple entities and their associated relations from the knowledge graph."""
+        n = self.write(memory.delete_entities, entityNames)
+        return {"success": True, "message": "Entities deleted successfully", "deleted": n}
+
+    @tool("delete_observations", profiles=("memory",), title="Delete Observations", read_only=False, destructive=True)
+    @_boundary
+    def delete_observations(
+        self,
+        deletions: Annotated[list[ObservationDelete], Field(max_length=MAX_ITEMS)],
+        hard: Annotated[
+            bool,
+            Field(
+                description="Erase the observations instead of closing their validity "
+                "(by default they leave the graph but stay in its history)."
+            ),
+        ] = False,
+    ) -> dict[str, Any]:
+        """Delete specific observations from entities in the knowledge graph. By default an
+        observation's validity is closed: it no longer appears, and its history stays queryable."""
+        n = self.write(memory.delete_observations, [d.model_dump() for d in deletions], hard=hard)
+        return {"success": True, "message": "Observations deleted successfully", "deleted": n}
+
+    @tool("delete_relations", profiles=("memory",), title="Delete Relations", read_only=False, destructive=True)
+    @_boundary
+    def delete_relations(
+        self,
+        relations: Annotated[
+            list[Relation], Field(max_length=MAX_ITEMS, description="An array of relations to delete")
+        ],
+    ) -> dict[str, Any]:
+        """Delete multiple relations from the knowledge graph."""
+        n = self.write(memory.delete_relations, [r.plain() for r in relations])
+        return {"success": True, "message": "Relations deleted successfully", "deleted": n}
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @tool("read_graph", profiles=("memory",), title="Read Graph")
+    @_boundary
+    def read_graph(
+        self, limit: Limit = memory.DEFAULT_LIMIT, cursor: Cursor = None, names_only: NamesOnly = False
+    ) -> dict[str, Any]:
+        """Read the knowledge graph a page at a time: entities (with observations) in creation
+        order and the relations starting at them. Pass nextCursor back as cursor for the next
+        page; nextCursor is null on the last page."""
+        return self.read_page(memory.read_graph, limit=limit, cursor=cursor, names_only=names_only)
+
+    @tool("search_nodes", profiles=("memory",), title="Search Nodes")
+    @_boundary
+    def search_nodes(
+        self,
+        query: Annotated[
+            str,
+            Field(
+                max_length=serve.MAX_QUERY_CHARS,
+                description=("The search query to match against entity names, types, and observation content"),
+            ),
+        ],
+        limit: Limit = memory.DEFAULT_LIMIT,
+        cursor: Cursor = None,
+        names_only: NamesOnly = False,
+    ) -> dict[str, Any]:
+        """Search for nodes in the knowledge graph based on a query (case-insensitive substring
+        of names, types and observations): the matching entities, a page at a time, and the
+        relations touching them (one joining entities on two pages comes with both)."""
+        return self.read_page(memory.search_nodes, query, limit=limit, cursor=cursor, names_only=names_only)
+
+    @tool("open_nodes", profiles=("memory",), title="Open Nodes")
+    @_boundary
+    def open_nodes(
+        self,
+        names: Annotated[
+            list[Name], Field(max_length=memory.MAX_LIMIT, description="An array of entity names to retrieve")
+        ],
+    ) -> dict[str, Any]:
+        """Open specific nodes in the knowledge graph by their names: those entities and the
+        relations touching them."""
+        return self.svc.read(memory.open_nodes, names)

@@ -1,0 +1,697 @@
+"""Hybrid retrieval: BM25 + vectors fused by RRF, then graph expansion.
+
+One function, :func:`hybrid_query`, answers ``kgr query`` and the MCP tool ``hybrid_query``.
+
+Modes:
+
+- ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
+- ``vector``: KNN over the chunk vectors;
+- ``hybrid``: both, fused by reciprocal rank fusion (RRF);
+- ``graph`` (the default): hybrid; when the best passage is the page of an entity the
+  question names, a second search with the entities that page names (``weights.feedback``,
+  the bridge to the next hop); then seed entities (named in the query, nearest by
+  entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
+  relation types and over what chunks mention, up to ``hops``. Chunks reached through the
+  graph compete with the fused ones on one score (seed 000 section 14)::
+
+      final = w_semantic * semantic + w_hop * hop_score(distance) + w_rel * rel_weight(edge)
+
+  where ``semantic`` mixes the chunk's cosine similarity to the query with its fused rank.
+  The best fused result keeps first place (``weights.pin``): the graph adds what the
+  question's direct evidence leads to, it does not overrule that evidence.
+
+Every result carries provenance (path, section, snippet, offsets), its entities, the edges
+that reached it and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from kgr.errors import UsageError
+from kgr.retrieval.entities import fts_query
+from kgr.stages.link import tokens
+from kgr.store import Store, loads, vectors
+
+MODES = ("bm25", "vector", "hybrid", "graph")
+RRF_K = 60
+HOP_DECAY = 0.7  # strength kept per hop over an edge
+FANOUT = 1.0  # a walk leaving an entity splits its strength over the entity's edges (degree ** FANOUT)
+MENTION_FACTOR = 0.5  # a chunk that only mentions a reached entity, against the entity's own page
+ABOUT_SHARE = 0.5  # the share of a page's title an entity's name must cover for the page to be about it
+REL_WEIGHTS = {
+    "defines": 1.0,
+    "uses": 0.9,
+    "depends_on": 0.8,
+    "part_of": 0.8,
+    "owned_by": 0.7,
+    "precedes": 0.6,
+    "located_in": 0.6,
+    "refers_to": 0.5,
+    "cites": 0.5,
+    "same_as": 1.0,
+    "mentions": 0.6,
+}
+MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
+SNIPPET_CHARS = 240
+QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
+
+
+@dataclass
+class Weights:
+    semantic: float = 0.75
+    hop: float = 0.2
+    rel: float = 0.05
+    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
+    seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
+    entity_sim: float = 0.75  # entity-vector similarity that makes a seed
+    specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
+    pin: int = 1  # graph mode: the best fused results that keep their places at the top
+    feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
+
+    @classmethod
+    def from_config(cls, cfg: dict | None) -> "Weights":
+        w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
+        out = cls()
+        for name in (
+            "semantic",
+            "hop",
+            "rel",
+            "cosine_share",
+            "seed_chunks",
+            "entity_sim",
+            "specificity",
+            "pin",
+            "feedback",
+        ):
+            if name in w and w[name] is not None:
+                setattr(out, name, type(getattr(out, name))(w[name]))
+        if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
+            out.hop, out.rel = 2 * float(w["graph"]) / 3, float(w["graph"]) / 3
+        return out
+
+
+@dataclass
+class Candidate:
+    chunk_id: int
+    bm25_rank: int | None = None
+    vector_rank: int | None = None
+    cosine: float | None = None
+    rrf: float = 0.0
+    hop: float = 0.0
+    rel: float = 0.0
+    via: list[dict] = field(default_factory=list)  # edges that reached it
+    entities: set[int] = field(default_factory=set)
+    score: float = 0.0
+
+
+def clamp(value: int, low: int, high: int, name: str) -> int:
+    if value is None:
+        return low
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, read from their module alone: importing spaCy itself takes
+    seconds, which a cold `kgr query` cannot afford."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("spacy")
+    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+    mod_spec = importlib.util.spec_from_file_location("_kgr_spacy_en_stop_words", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return frozenset(mod.STOP_WORDS)
+
+
+def _content_words(q: str) -> str:
+    """The question without English function words ("how do I ... to a ..."): they carry
+    almost no BM25 weight but make the full-text match read most of the corpus."""
+    words = re.findall(r"\w+", q, flags=re.UNICODE)
+    kept = [w for w in words if w.lower() not in _stop_words()]
+    return " ".join(kept) if kept else q
+
+
+def bm25(store: Store, q: str, n: int) -> list[int]:
+    match = fts_query(_content_words(q))
+    if not match:
+        return []
+    rows = store.query(
+        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 1.0, 0.5) LIMIT ?", (match, n)
+    )
+    return [r[0] for r in rows]
+
+
+def hybrid_query(
+    store: Store,
+    q: str,
+    *,
+    k: int = 10,
+    hops: int = 2,
+    rels: Sequence[str] | None = None,
+    mode: str = "graph",
+    embed_query: Callable[[str], Any] | None = None,
+    weights: Weights | None = None,
+    candidates: int | None = None,
+    max_nodes: int = 500,
+    vectors_in_memory: bool = False,
+) -> dict[str, Any]:
+    """Rank chunks for ``q``. ``embed_query`` maps text to a vector (needed by vector, hybrid, graph).
+    ``vectors_in_memory`` suits long-lived callers: see :func:`kgr.store.vectors.knn`."""
+    q = (q or "").strip()
+    if not q:
+        raise UsageError("the query is empty")
+    if mode not in MODES:
+        raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    k = clamp(k, 1, MAX_K, "k")
+    hops = clamp(hops, 0, MAX_HOPS, "hops")
+    max_nodes = clamp(max_nodes, 1, MAX_NODES, "max_nodes")
+    weights = weights or Weights()
+    n = candidates or max(50, 5 * k)
+    rels = list(rels) if rels else None
+    if rels:
+        known = {r[0] for r in store.query("SELECT name FROM relation_types")} | {"mentions"}
+        bad = [r for r in rels if r not in known]
+        if bad:
+            raise UsageError(f"unknown relation type {', '.join(bad)}", hint=f"known: {', '.join(sorted(known))}")
+
+    cands: dict[int, Candidate] = {}
+
+    def cand(cid: int) -> Candidate:
+        if cid not in cands:
+            cands[cid] = Candidate(cid)
+        return cands[cid]
+
+    if mode in ("bm25", "hybrid", "graph"):
+        for rank, cid in enumerate(bm25(store, q, n), 1):
+            c = cand(cid)
+            c.bm25_rank = rank
+            c.rrf += 1.0 / (RRF_K + rank)
+    qvec = None
+    if mode in ("vector", "hybrid", "graph"):
+        if vectors.stored_spec(store) is None:
+            if mode == "vector":
+                raise UsageError(f"{store.path} has no vectors yet", hint=f"run: kgr embed --db {store.path}")
+        else:
+            if embed_query is None:
+                raise UsageError("this mode needs a query embedder")
+            qvec = embed_query(q)
+            for rank, (cid, sim) in enumerate(
+                vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory), 1
+            ):
+                c = cand(cid)
+                c.vector_rank = rank
+                c.cosine = sim
+                c.rrf += 1.0 / (RRF_K + rank)
+
+    named = _named_entities(store, q) if mode == "graph" and cands else {}
+    if mode == "graph" and cands and weights.feedback:
+        _feedback(
+            store,
+            q,
+            named,
+            cands,
+            cand,
+            embed_query if qvec is not None else None,
+            n,
+            weights.feedback,
+            vectors_in_memory,
+        )
+
+    seeds: dict[int, str] = {}
+    reached: dict[int, dict] = {}
+    edges: list[dict] = []
+    truncated = False
+    if mode == "graph" and cands:
+        seeds = _seed_entities(store, named, qvec, cands, weights)
+        reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes)
+        _reach_chunks(store, reached, cands, rels)
+
+    if qvec is not None:
+        missing = [cid for cid, c in cands.items() if c.cosine is None]
+        for cid, sim in vectors.similarities(store, vectors.CHUNK, qvec, missing, in_memory=vectors_in_memory).items():
+            cands[cid].cosine = sim
+
+    _score(cands, mode, weights, qvec is not None)
+    ranked = _rank(cands, mode, weights, k)
+    if mode == "graph" and not any(c.hop for c in ranked):
+        # the graph brought nothing into the results: they are the hybrid ranking
+        _score(cands, "hybrid", weights, qvec is not None)
+        ranked = _rank(cands, "hybrid", weights, k)
+    results = _describe(store, ranked, reached)
+    ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
+    return {
+        "query": q,
+        "mode": mode,
+        "k": k,
+        "hops": hops,
+        "results": results,
+        "entities": ent_rows,
+        "edges": edges[:200],
+        "truncated": truncated or len(edges) > 200,
+    }
+
+
+# -- graph -------------------------------------------------------------------------------
+
+
+def _feedback(
+    store: Store,
+    q: str,
+    named: dict[int, str],
+    cands: dict[int, Candidate],
+    cand,
+    embed_query,
+    n: int,
+    weight: float,
+    in_memory: bool,
+) -> None:
+    """Pseudo-relevance feedback through the graph: the entities the best fused passage names
+    join the question for a second BM25 and vector search, whose ranks add to the fusion with
+    ``weight``. "The waterfall in the country where the Bubye River is found": the Bubye River
+    page names Zimbabwe, and "waterfall ... Zimbabwe" finds Victoria Falls, a page neither the
+    question's words nor its vector reach. Only when that passage is the page of an entity the
+    question names: a question naming nothing (a claim to check, a how-to) has no bridge to
+    follow, and a passage merely like it would pull in its own look-alikes."""
+    if not named:
+        return
+    best = min(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))
+    if not _is_about(store, best.chunk_id, list(named)):
+        return
+    names = [
+        r[0]
+        for r in store.query(
+            "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
+            "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
+            "GROUP BY e.id ORDER BY min(m.start)",
+            (best.chunk_id,),
+        )
+    ]
+    if not names:
+        return
+    lists = [bm25(store, _content_words(q) + " " + " ".join(names), n)]
+    if embed_query is not None:
+        qvec = embed_query(q + " " + " ".join(names))
+        lists.append([cid for cid, _sim in vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=in_memory)])
+    for ranking in lists:
+        for rank, cid in enumerate(ranking, 1):
+            cand(cid).rrf += weight / (RRF_K + rank)
+
+
+def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
+    """Whether the chunk's page is about one of the entities: its name covers most of the
+    title, a trailing qualifier aside ("Hardcase (1972 film)" is the page of Hardcase)."""
+    for title_len, title in store.query(
+        f"SELECT max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.chunk_id = ? "
+        f"AND m.entity_id IN ({','.join('?' * len(entity_ids))}) AND json_extract(m.features, '$.in_title') "
+        f"AND m.source != 'coref'",
+        (chunk_id, *entity_ids),
+    ):
+        core = QUALIFIER.sub("", (title or "").strip()) or (title or "").strip()
+        return title_len is not None and title_len >= ABOUT_SHARE * len(core or " ")
+    return False
+
+
+def _named_entities(store: Store, q: str) -> dict[int, str]:
+    """Entities whose name or alias the query contains, word for word: id -> the name matched."""
+    named: dict[int, str] = {}
+    match = fts_query(_content_words(q))
+    if not match:
+        return named
+    qwords = f" {' '.join(tokens(q))} "
+    for eid, name, aliases in store.query(
+        "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
+        "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
+        (match,),
+    ):
+        for name_ in (name, *loads(aliases, [])):
+            words = " ".join(tokens(name_))
+            if len(words) >= 3 and f" {words} " in qwords:
+                named[eid] = name_
+                break
+    return named
+
+
+def _seed_entities(
+    store: Store, named: dict[int, str], qvec, cands: dict[int, Candidate], weights: Weights
+) -> dict[int, tuple[str, int, float]]:
+    """Entities to start from, with their distance from the query and a strength in [0, 1]:
+    named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
+    top chunks (1, the chunk's fused score relative to the best)."""
+    seeds: dict[int, tuple[str, int, float]] = {
+        e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
+    }
+    if qvec is not None:
+        for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
+            if sim >= weights.entity_sim and eid not in seeds:
+                seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
+    top = sorted(cands.values(), key=lambda c: -c.rrf)[: weights.seed_chunks]
+    if top:
+        best = top[0].rrf or 1.0
+        strength = {c.chunk_id: c.rrf / best for c in top}
+        ids = [c.chunk_id for c in top]
+        for eid, cid in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
+            f"WHERE m.chunk_id IN ({','.join('?' * len(ids))}) AND e.status = 'active' AND m.source != 'coref' "
+            f"AND e.type NOT IN ('DATE', 'VERSION')",
+            ids,
+        ):
+            st = strength[cid]
+            if eid not in seeds or seeds[eid][1] == 1 and seeds[eid][2] < st:
+                seeds[eid] = (f"mentioned in a top result (chunk {cid})", 1, st)
+    if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
+        ids = list(seeds)
+        df = dict(
+            store.query(
+                f"SELECT entity_id, count(DISTINCT doc_id) FROM mentions WHERE entity_id IN ({','.join('?' * len(ids))}) "
+                "GROUP BY entity_id",
+                ids,
+            )
+        )
+        for eid, (why, d, st) in list(seeds.items()):
+            seeds[eid] = (why, d, st / (1.0 + weights.specificity * math.log(max(1, df.get(eid, 1)))))
+    return seeds
+
+
+def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int):
+    """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge)."""
+    from kgr.store.bfs import bfs
+
+    reached: dict[int, dict] = {
+        e: {"distance": d, "parent": None, "rel": None, "why": why, "strength": st} for e, (why, d, st) in seeds.items()
+    }
+    edges: list[dict] = []
+    truncated = False
+    rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
+    degrees: dict[int, int] = {}
+    if hops == 0 or not seeds:
+        return reached, edges, truncated
+    for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
+        _, base, root_strength = seeds[root]
+        if base >= hops:
+            continue
+        # The loop below stops once max_nodes are reached; rows it revisits are at most those already
+        # reached, so max_nodes + 2 rows (with the root's) give the same result as every row.
+        rows = bfs(
+            store.conn,
+            root,
+            max_depth=hops - base,
+            edges="relations",
+            src="src_id",
+            dst="dst_id",
+            rels=rel_filter,
+            direction="both",
+            max_nodes=max_nodes + 2,
+            check=store.check_deadline,
+        )
+        local = {root: root_strength}
+        for eid, parent, dist in rows:
+            if dist == 0:
+                continue
+            dist += base
+            # a walk leaving a hub spreads its strength over the hub's many edges
+            st = local.get(parent, root_strength) * HOP_DECAY / _degree(store, parent, rel_filter, degrees) ** FANOUT
+            local[eid] = max(local.get(eid, 0.0), st)
+            prev = reached.get(eid)
+            if prev is not None:
+                if prev["parent"] is None and prev["distance"] >= dist:
+                    # an edge explains a reach better than a mere mention at the same distance
+                    prev.update(parent=parent, distance=dist, why=None, strength=max(st, prev["strength"]))
+                elif st > prev["strength"]:
+                    prev.update(parent=parent, distance=dist, strength=st)
+                continue
+            if len(reached) >= max_nodes:
+                truncated = True
+                break
+            reached[eid] = {"distance": dist, "parent": parent, "rel": None, "why": None, "strength": st}
+    # the exact edges traversed: parent -> child, in either stored direction
+    for eid, info in reached.items():
+        p = info["parent"]
+        if p is None:
+            continue
+        row = store.query(
+            "SELECT id, src_id, dst_id, rel, confidence FROM relations WHERE ((src_id=? AND dst_id=?) OR (src_id=? AND dst_id=?)) "
+            f"AND rel IN ({','.join('?' * len(rel_filter))}) ORDER BY confidence DESC LIMIT 1",
+            (p, eid, eid, p, *rel_filter),
+        )
+        if row:
+            rid, s, d, rel, conf = row[0]
+            info["rel"] = rel
+            edges.append({"id": rid, "src": s, "dst": d, "rel": rel, "confidence": conf})
+    return reached, edges, truncated
+
+
+def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]) -> int:
+    if eid not in cache:
+        marks = ",".join("?" * len(rel_filter))
+        cache[eid] = max(
+            1,
+            store.scalar(
+                f"SELECT (SELECT count(*) FROM relations WHERE src_id = ? AND rel IN ({marks})) + "
+                f"(SELECT count(*) FROM relations WHERE dst_id = ? AND rel IN ({marks}))",
+                (eid, *rel_filter, eid, *rel_filter),
+            ),
+        )
+    return cache[eid]
+
+
+def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels) -> None:
+    """Chunks that mention a reached entity get its hop score; an entity's own page counts most.
+
+    Two reads keep a hub cheap (a name a thousand pages mention): the pages about a reached
+    entity, wherever they are, and the reached entities that the candidates mention."""
+    if not reached:
+        return
+
+    def credit(eid: int, cid: int, about: bool) -> None:
+        info = reached[eid]
+        dist = info["distance"]
+        hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
+        c = cands.get(cid)
+        if c is None:
+            if not about or len(cands) > 5000:
+                return  # a passing mention of a far entity does not make a candidate
+            c = cands[cid] = Candidate(cid)
+        c.entities.add(eid)
+        if hop > c.hop:
+            c.hop = hop
+            c.rel = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
+            c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
+
+    ids = list(reached)
+    about_pairs: set[tuple[int, int]] = set()
+    for i in range(0, len(ids), 400):
+        part = ids[i : i + 400]
+        for eid, cid, title_len, title in store.query(_title_mentions_sql(len(part)), part):
+            # a page is about an entity when the entity is (most of) its title: "Ledger Service",
+            # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
+            if (title_len or 0) >= ABOUT_SHARE * len((title or "").strip() or " "):
+                about_pairs.add((eid, cid))
+                credit(eid, cid, True)
+    if rels is not None and "mentions" not in rels:
+        return
+    cids = list(cands)
+    for i in range(0, len(cids), 400):
+        part = cids[i : i + 400]
+        for eid, cid in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m WHERE m.chunk_id IN ({','.join('?' * len(part))}) "
+            f"AND m.source != 'coref'",
+            part,
+        ):
+            if eid in reached and (eid, cid) not in about_pairs:
+                credit(eid, cid, False)
+
+
+def _title_mentions_sql(n: int) -> str:
+    """The in-title mentions of n entities, per chunk (the partial index idx_mentions_in_title serves it)."""
+    return (
+        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+        f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
+        f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id"
+    )
+
+
+def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> list[Candidate]:
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))
+    if mode == "graph" and weights.pin:
+        # the strongest direct evidence keeps its place; the graph competes for the places after it
+        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[: weights.pin]
+        ids = {c.chunk_id for c in pinned}
+        ranked = pinned + [c for c in ranked if c.chunk_id not in ids]
+    return ranked[:k]
+
+
+def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine: bool) -> None:
+    if not cands:
+        return
+    top_rrf = max(c.rrf for c in cands.values()) or 1.0
+    cos = [c.cosine for c in cands.values() if c.cosine is not None]
+    lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
+    span = (hi - lo) or 1.0
+    for c in cands.values():
+        fused = c.rrf / top_rrf
+        if mode != "graph":
+            c.score = fused
+            continue
+        cosn = ((c.cosine - lo) / span) if c.cosine is not None else 0.0
+        share = weights.cosine_share if have_cosine else 0.0
+        semantic = share * cosn + (1 - share) * fused
+        c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -> list[dict]:
+    if not ranked:
+        return []
+    ids = [c.chunk_id for c in ranked]
+    rows = {
+        r[0]: r
+        for r in store.query(
+            f'SELECT c.id, c.doc_id, d.path, d.title, c.section, c.text, c.start, c."end", c.ord FROM chunks c '
+            f"JOIN docs d ON d.id = c.doc_id WHERE c.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+    }
+    ents: dict[int, list[dict]] = defaultdict(list)
+    for cid, eid, name, typ in store.query(
+        f"SELECT DISTINCT m.chunk_id, e.id, e.name, e.type FROM mentions m JOIN entities e ON e.id = m.entity_id "
+        f"WHERE m.chunk_id IN ({','.join('?' * len(ids))}) AND m.source != 'coref' ORDER BY m.chunk_id, m.start",
+        ids,
+    ):
+        if len(ents[cid]) < 12:
+            ents[cid].append({"id": eid, "name": name, "type": typ})
+    names = (
+        dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(reached))})", list(reached)))
+        if reached
+        else {}
+    )
+    out = []
+    for rank, c in enumerate(ranked, 1):
+        row = rows.get(c.chunk_id)
+        if row is None:
+            continue
+        _, doc_id, path, title, section, text, start, end, ord_ = row
+        out.append(
+            {
+                "rank": rank,
+                "chunk_id": c.chunk_id,
+                "doc_id": doc_id,
+                "path": path,
+                "title": title,
+                "section": section,
+                "ord": ord_,
+                "start": start,
+                "end": end,
+                "snippet": _snippet(text),
+                "score": round(c.score, 4),
+                "scores": {
+                    "bm25_rank": c.bm25_rank,
+                    "vector_rank": c.vector_rank,
+                    "cosine": None if c.cosine is None else round(c.cosine, 4),
+                    "hop": round(c.hop, 3),
+                    "rel": round(c.rel, 3),
+                },
+                "entities": ents.get(c.chunk_id, []),
+                "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
+                "why": _why(c, names, reached),
+            }
+        )
+    return out
+
+
+def _snippet(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict]) -> str:
+    parts = []
+    if c.bm25_rank:
+        parts.append(f"keyword match #{c.bm25_rank}")
+    if c.vector_rank:
+        parts.append(f"semantic match #{c.vector_rank}")
+    for v in c.via:
+        name = names.get(v["entity"], f"entity {v['entity']}")
+        how = "about" if v["about"] else "mentions"
+        if reached[v["entity"]]["why"]:
+            parts.append(f"{how} {name} ({reached[v['entity']]['why']})")
+        else:
+            parts.append(
+                f"{how} {name}, {v['distance']} hop{'s' if v['distance'] > 1 else ''} away via {v['rel'] or 'the graph'}"
+            )
+    return "; ".join(parts) or "reached through the graph"
+
+
+def _entity_rows(store: Store, ids: list[int], reached: dict[int, dict]) -> list[dict]:
+    if not ids:
+        return []
+    rows = store.query(f"SELECT id, name, type FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids)
+    by = {r[0]: r for r in rows}
+    out = []
+    for eid in ids:
+        if eid in by:
+            info = reached.get(eid, {})
+            out.append(
+                {
+                    "id": eid,
+                    "name": by[eid][1],
+                    "type": by[eid][2],
+                    "distance": info.get("distance"),
+                    "why": info.get("why"),
+                }
+            )
+    return out
+
+
+def format_results(result: dict[str, Any]) -> str:
+    """The readable ranked list for a terminal."""
+    lines = []
+    for r in result["results"]:
+        where = r["path"] + (f" › {r['section']}" if r.get("section") else "")
+        lines.append(f"{r['rank']:>2}. {where}  [{r['score']:.3f}]")
+        lines.append(f"    {r['snippet']}")
+        lines.append(f"    why: {r['why']}")
+    if not lines:
+        lines.append("no results")
+    return "\n".join(lines)
+
+
+def query_embedder(store, cfg):
+    """A function text -> vector with the database's model, or None when it has no vectors."""
+    spec = vectors.stored_spec(store)
+    if spec is None:
+        return None
+    cache = {}
+
+    def embed_query(text: str):
+        if "e" not in cache:
+            from kgr.embedders import get_embedder
+
+            cache["e"] = get_embedder(cfg, purpose="query")
+            vectors.check_spec(store, vectors.VectorSpec(cache["e"].model, int(cache["e"].dim)))
+        return cache["e"].embed_queries([text])[0]
+
+    return embed_query
+
+
+def rrf_only(lists: Sequence[Sequence[int]]) -> list[int]:
+    """Reciprocal rank fusion of id lists (for tests and evaluation)."""
+    score: dict[int, float] = defaultdict(float)
+    for lst in lists:
+        for rank, i in enumerate(lst, 1):
+            score[i] += 1.0 / (RRF_K + rank)
+    return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+__all__ = ["hybrid_query", "query_embedder", "format_results", "Weights", "MODES", "rrf_only"]

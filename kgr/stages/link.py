@@ -1,0 +1,578 @@
+"""The link stage: canonicalise mentions into entities (seed 000 section 7).
+
+Blocking finds candidate entities for a surface by its ``norm`` (lower-case
+alphanumerics), known aliases, edit distance <= 1 and token Jaccard >= 0.6.
+The candidates are scored
+
+    score = 0.45 cos + 0.25 string_sim + 0.15 type_prior + 0.10 context + 0.05 popularity
+
+where ``cos`` is the cosine between the surface and the entity's stored vector (name,
+other names, definition) when the entity has one; until then the string similarity stands
+in for it. The mention links
+when the score reaches the threshold (0.72); otherwise it founds a new entity with
+``aliases=[surface]``. An exact norm or alias hit always links.
+
+Aliases are also learned from the text itself before a document is linked:
+"Payments Platform (PayPlat)", "Y: short for X", "usually written Y",
+"Short name: Y" on a page about X, "X was called Y until ..." (kept apart, joined
+by a same_as relation). Processing is deterministic: the same input gives the same
+entities, keys and links.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from kgr import records
+
+THRESHOLD = 0.72
+STRUCTURAL = 0.9  # string similarity of the matches the linker trusts without vectors
+GENERIC_HEADS = {
+    "service",
+    "services",
+    "svc",
+    "engine",
+    "adapter",
+    "team",
+    "api",
+    "hub",
+    "system",
+    "platform",
+    "server",
+    "tool",
+    "cluster",
+    "database",
+    "db",
+    "policy",
+    "office",
+    "the",
+}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def norm(surface: str) -> str:
+    """lowercase(alnum_only(surface)), accents folded: "Lucía Ferrante" -> "luciaferrante"."""
+    folded = unicodedata.normalize("NFKD", surface)
+    return "".join(c for c in folded.lower() if c.isalnum() and not unicodedata.combining(c))
+
+
+def tokens(surface: str) -> list[str]:
+    """Lower-case word tokens; CamelCase is split first ("BasinOps" -> basin, ops)."""
+    return list(_tokens(surface))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(surface: str) -> tuple[str, ...]:
+    split = re.sub(r"([a-z])([A-Z])", r"\1 \2", surface)
+    folded = unicodedata.normalize("NFKD", split.lower())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return tuple(t for t in re.split(r"[^a-z0-9]+", folded) if t)
+
+
+# ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
+# not "ISO 27001" or "SOC 2", where the number is the name).
+VERSION_TAIL = re.compile(
+    r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$"
+)
+
+
+def unversioned(surface: str) -> str:
+    """ "ISO/IEC 27001:2022" -> "ISO/IEC 27001", "PCI DSS v4.0" -> "PCI DSS", "PostgreSQL 15" -> "PostgreSQL"."""
+    core = VERSION_TAIL.sub("", surface).strip()
+    core = core.replace("ISO/IEC ", "ISO ")
+    return core if core and len(core) >= 2 else surface
+
+
+def singular(n: str) -> str:
+    if n.endswith("ies") and len(n) > 4:
+        return n[:-3] + "y"
+    if n.endswith(("ches", "shes", "sses", "xes", "zes")) and len(n) > 5:
+        return n[:-2]
+    if n.endswith("s") and not n.endswith("ss") and len(n) > 3:
+        return n[:-1]
+    return n
+
+
+def is_abbreviation(short: str, long: str) -> bool:
+    """Can ``short`` be read as an abbreviation of ``long``? ("OIS", "Order Intake Service"),
+    ("PayPlat", "Payments Platform"), ("ledger-svc", "Ledger Service"), ("NHub", "Notification Hub")."""
+    s = norm(short)
+    words = tokens(long)
+    if not s or len(words) < 1 or len(s) >= len(norm(long)) or s[0] != words[0][0]:
+        return False
+    stoks = tokens(short)
+    if len(stoks) > 1:  # code names: every part abbreviates a word, in order
+        i = 0
+        for part in stoks:
+            while i < len(words) and not _subseq(part, words[i]):
+                i += 1
+            if i == len(words):
+                return False
+            i += 1
+        return True
+    if len(words) < 2:
+        return False
+    # initials or prefixes of the words, in order, first letter of each used word
+    return _abbrev(s, words)
+
+
+def _subseq(part: str, word: str) -> bool:
+    if not part or part[0] != word[0]:
+        return False
+    it = iter(word)
+    return all(c in it for c in part)
+
+
+def _abbrev(s: str, words: list[str]) -> bool:
+    # dynamic check: s is a concatenation of non-empty prefixes of a subsequence of words starting with words[0]
+    from functools import lru_cache
+
+    @lru_cache(maxsize=None)
+    def go(i: int, j: int) -> bool:
+        if i == len(s):
+            return j >= 1
+        for k in range(j, len(words)):
+            w = words[k]
+            if k > j and j == 0:
+                return False
+            n = 1
+            while n <= len(w) and i + n <= len(s) and s[i : i + n] == w[:n]:
+                if go(i + n, k + 1):
+                    return True
+                n += 1
+            if j == 0:
+                return False
+        return False
+
+    return go(0, 0)
+
+
+@dataclass
+class Entity:
+    key: str
+    name: str
+    type: str
+    norm: str
+    aliases: list[str] = field(default_factory=list)
+    description: str | None = None
+    popularity: float = 0.0
+    type_votes: dict[str, float] = field(default_factory=dict)
+    surface_votes: dict[str, int] = field(default_factory=dict)
+    docs: set[str] = field(default_factory=set)
+    origin: str = "extracted"
+
+    def record(self) -> dict:
+        rec = {
+            "kind": records.ENTITY,
+            "key": self.key,
+            "name": self.name,
+            "type": self.type,
+            "norm": self.norm,
+            "aliases": list(self.aliases),
+            "popularity": round(self.popularity, 4),
+        }
+        if self.description:
+            rec["description"] = self.description
+        return rec
+
+
+ALIAS_PATTERNS = [
+    # "Long Name (Short)" / "Long Name (`short`)"
+    re.compile(
+        r"(?P<long>[A-Z][\w'-]*(?:[ -](?:of |and |for )?[A-Za-z][\w'-]*){0,5})\s+\(\s*`?(?P<short>[A-Za-z][\w.-]{1,24})`?\s*(?:[,;)]|\s+for\s)"
+    ),
+    # "Short: Short for Long" / "Short is short for Long"
+    re.compile(
+        r"\**`?(?P<short>[A-Za-z][\w.-]{1,24})`?\**\s*(?::|is|stands\s+for)\s*(?:[Ss]hort\s+for|[Aa]bbreviation\s+(?:of|for))\s+(?:the\s+)?(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5})"
+    ),
+    # "Long, usually written Short" / "Long, also called Short" / "Long (also known as Short)"
+    re.compile(
+        r"(?P<long>[A-Z][\w'-]*(?:\s+[A-Za-z][\w'-]*){0,5}),?\s+(?:usually|often|commonly|also)\s+(?:written|called|known\s+as|abbreviated(?:\s+as)?|referred\s+to\s+as)\s+\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"
+    ),
+]
+ID_AFTER_NAME = re.compile(
+    r"(?P<long>(?:[A-Z][\w'-]*\s+){1,5}(?:Policy|Standard|Procedure|Policies|Guideline|Guidelines|Plan|Agreement|Charter))\s+\((?P<id>[A-Z][A-Z0-9]{1,9}-\d{1,6})\)"
+)
+SUBJECT_ALIAS = re.compile(
+    r"(?:[Ss]hort\s+name|[Aa]bbreviation|[Aa]lso\s+known\s+as|[Aa]ka|[Rr]epository|[Rr]epo|[Cc]ode\s+name|[Ss]ervice\s+id|[Ii]d)\s*:?\**\s*:?\s*\**`?(?P<short>[A-Za-z][\w.-]{1,30})`?"
+)
+
+
+def declared_short_form(short: str, long: str) -> bool:
+    """Looser than is_abbreviation, for forms the text declares ("SETL: short for Settlement Engine"):
+    same first letter, and the letters of the short form appear in order in the long one."""
+    s, full = norm(short), norm(long)
+    return bool(s) and len(s) < len(full) and s[0] == full[0] and _subseq(s, full)
+
+
+def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
+    """(short, long) pairs the text itself declares."""
+    pairs = []
+    for i, rx in enumerate(ALIAS_PATTERNS):
+        check = is_abbreviation if i == 0 else declared_short_form
+        for m in rx.finditer(text):
+            long, short = m.group("long").strip(), m.group("short").strip()
+            long = _trim_long(long, short, check)
+            if long:
+                pairs.append((short, long))
+    # "Access Control Policy (POL-003)": a document id in parentheses names the thing before it
+    for m in ID_AFTER_NAME.finditer(text):
+        pairs.append((m.group("id"), m.group("long")))
+    if subject:
+        for m in SUBJECT_ALIAS.finditer(text):
+            short = m.group("short").strip()
+            if declared_short_form(short, subject) or norm(short).startswith(norm(subject)[:4]):
+                pairs.append((short, subject))
+    return pairs
+
+
+def _trim_long(long: str, short: str, check=None) -> str:
+    """ "Recently the Payments Platform" -> the longest tail that the short form abbreviates."""
+    check = check or is_abbreviation
+    words = long.split()
+    for i in range(len(words)):
+        cand = " ".join(words[i:])
+        if cand and cand[0].isupper() and check(short, cand):
+            return cand
+    return ""
+
+
+class Linker:
+    """Canonical entities for a stream of documents, optionally seeded from a database."""
+
+    def __init__(self, entities: Iterable[dict] = (), *, threshold: float = THRESHOLD, vectors=None, votes=None):
+        """``vectors(entity, surface, string_sim) -> cosine`` supplies the cosine term from entity
+        vectors (see :class:`kgr.ingest.graphbuild.EntityVectors`); it returns ``string_sim`` for an
+        entity that has no vector yet. ``votes(key) -> (surface votes, type votes)`` gives a
+        seeded entity the votes of the documents linked before (asked once, when a document
+        first links to it), so its name and type are decided by all of them."""
+        self.threshold = threshold
+        self.vectors = vectors
+        self.votes = votes
+        self._unvoted: set[str] = set()
+        self.entities: dict[str, Entity] = {}
+        self.by_norm: dict[str, str] = {}
+        self.by_token: dict[str, set[str]] = {}
+        self.aliases: dict[str, str] = {}  # norm of a learned alias -> norm of its long form
+        self.pending_long: dict[str, str] = {}  # long forms declared before any mention of them
+        for rec in entities:
+            ent = Entity(
+                rec["key"],
+                rec["name"],
+                rec["type"],
+                rec.get("norm") or norm(rec["name"]),
+                list(rec.get("aliases") or []),
+                rec.get("description"),
+                rec.get("popularity") or 0.0,
+                origin=rec.get("origin", "extracted"),
+            )
+            self._index(ent)
+            if votes is not None:
+                self._unvoted.add(ent.key)
+
+    # -- index -----------------------------------------------------------------------
+
+    def _index(self, ent: Entity) -> None:
+        self.entities[ent.key] = ent
+        for surface in [ent.name, *ent.aliases]:
+            n = norm(surface)
+            if n:
+                self.by_norm.setdefault(n, ent.key)
+                self.by_norm.setdefault(singular(n), ent.key)
+            for t in tokens(surface):
+                self.by_token.setdefault(t, set()).add(ent.key)
+
+    def _add_alias(self, ent: Entity, surface: str) -> bool:
+        if surface in ent.aliases or surface == ent.name:
+            return False
+        ent.aliases.append(surface)
+        n = norm(surface)
+        self.by_norm.setdefault(n, ent.key)
+        self.by_norm.setdefault(singular(n), ent.key)
+        for t in tokens(surface):
+            self.by_token.setdefault(t, set()).add(ent.key)
+        return True
+
+    # -- linking -------------------------------------------------------------------------
+
+    def candidates(self, surface: str) -> list[tuple[str, float]]:
+        """(entity key, string similarity) for the entities a surface could name."""
+        n = norm(surface)
+        out: dict[str, float] = {}
+        for probe in (n, singular(n)):
+            if probe in self.by_norm:
+                out[self.by_norm[probe]] = 1.0
+            if probe in self.aliases and self.aliases[probe] in self.by_norm:
+                out[self.by_norm[self.aliases[probe]]] = 1.0
+        if out:
+            return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+        core = unversioned(surface)
+        if core != surface and norm(core) in self.by_norm:
+            return [(self.by_norm[norm(core)], 0.95)]
+        special = self._special_candidates(surface)
+        if special:
+            return special
+        if any(c.isdigit() for c in n):
+            return []  # "ADR-019" is not a typo of "ADR-012": ids and numbers only match exactly
+        toks = set(tokens(surface))
+        keys: set[str] = set()
+        for t in toks:
+            keys |= self.by_token.get(t, set())
+        from rapidfuzz.distance import Levenshtein
+
+        for key in sorted(keys):
+            ent = self.entities[key]
+            best = 0.0
+            for name in [ent.name, *ent.aliases]:
+                en = norm(name)
+                if any(c.isdigit() for c in en):
+                    continue
+                et = set(tokens(name))
+                if len(n) >= 5 and Levenshtein.distance(n, en, score_cutoff=1) <= 1:
+                    best = max(best, 0.9)
+                if toks and et:
+                    jac = len(toks & et) / len(toks | et)
+                    if jac >= 0.6:
+                        best = max(best, 0.5 + 0.4 * jac)
+                    # "Ledger" for "Ledger Service": the rest is a generic head noun
+                    if (
+                        toks < et
+                        and (et - toks) <= GENERIC_HEADS
+                        and list(tokens(name))[: len(toks)] == tokens(surface)
+                    ):
+                        best = max(best, 0.85)
+            if best:
+                out[key] = best
+        return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _special_candidates(self, surface: str) -> list[tuple[str, float]]:
+        """Code names and contractions ("order-intake", "CoreInfra") of a multi-word name, and
+        first names of people: linked only when exactly one entity fits."""
+        words = surface.split()
+        fits: list[str] = []
+        if len(words) == 1 and (re.search(r"[-_]", surface) or re.search(r"[a-z][A-Z]", surface)):
+            first = norm(surface)[:1]
+            for key, ent in self.entities.items():
+                if len(ent.name.split()) > 1 and norm(ent.name)[:1] == first and is_abbreviation(surface, ent.name):
+                    fits.append(key)
+        elif len(words) == 1 and surface[:1].isupper() and surface[1:].islower():
+            n = norm(surface)
+            fits = [
+                k
+                for k, e in self.entities.items()
+                if e.type == "PERSON" and len(e.name.split()) >= 2 and norm(e.name.split()[0]) == n
+            ]
+        if len(fits) == 1:
+            return [(fits[0], 0.9)]
+        return []
+
+    def score(self, ent: Entity, string_sim: float, mtype: str, doc_path: str, surface: str = "") -> float:
+        tp = (
+            1.0
+            if mtype == ent.type
+            else 0.5
+            if "CONCEPT" in (mtype, ent.type) or {mtype, ent.type} <= {"ORG", "PRODUCT", "SERVICE", "COMPONENT", "TEAM"}
+            else 0.0
+        )
+        ctx = 1.0 if doc_path in ent.docs else 0.0
+        pop = min(1.0, math.log1p(ent.popularity) / math.log(50))
+        # The cosine term comes from entity vectors for the loose string matches (shared words,
+        # one edit); exact names, declared aliases and the structural matches (code names,
+        # a person's first name, >= 0.9) are better evidence than a short name's embedding.
+        # Without an entity vector, the string similarity stands in for the cosine.
+        cos = string_sim
+        if self.vectors is not None and string_sim < STRUCTURAL:
+            cos = self.vectors(ent, surface, string_sim)
+        return 0.45 * cos + 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
+
+    def link(self, surface: str, mtype: str, doc_path: str) -> tuple[Entity, float, bool]:
+        """Return (entity, link score, created) for a mention."""
+        cands = self.candidates(surface)
+        best, best_score = None, 0.0
+        for key, sim in cands:
+            ent = self.entities[key]
+            if sim >= 1.0 and not _incompatible(mtype, ent.type):
+                s = max(0.9, self.score(ent, sim, mtype, doc_path, surface))
+            else:
+                s = self.score(ent, sim, mtype, doc_path, surface)
+            if s > best_score:
+                best, best_score = ent, s
+        if best is not None and best_score >= self.threshold:
+            return best, best_score, False
+        ent = self._new(surface, mtype)
+        return ent, 1.0, True
+
+    def _new(self, surface: str, mtype: str) -> Entity:
+        n = norm(surface) or surface.lower()
+        key = n
+        i = 2
+        while key in self.entities:
+            key = f"{n}~{i}"
+            i += 1
+        ent = Entity(key, surface, mtype, n, [])
+        self._index(ent)
+        return ent
+
+    # -- one document ------------------------------------------------------------------------
+
+    def learn(self, text: str, subject: str | None) -> None:
+        """Remember the aliases a text declares ("Order Intake Service (OIS)")."""
+        for short, long in learn_aliases(text, subject):
+            self.declare(short, long)
+
+    def declare(self, short: str, long: str) -> None:
+        """Remember one declared alias: ``short`` names ``long``."""
+        self.aliases.setdefault(norm(short), norm(long))
+        if norm(long) not in self.by_norm:
+            self.pending_long.setdefault(norm(long), long)
+
+    def link_doc(self, doc: dict | None, mentions: list[dict], relations: list[dict]) -> list[dict]:
+        path = doc["path"] if doc else ""
+        subject = _subject_surface(doc, mentions)
+        if doc is not None:
+            self.learn(doc.get("text", ""), subject)
+        touched: dict[str, Entity] = {}
+        by_surface: dict[str, Entity] = {}
+        out_mentions = []
+        # names before pronouns, long surfaces before short ones: full names found the entities
+        order = sorted(
+            range(len(mentions)), key=lambda i: (mentions[i].get("source") == "coref", -len(mentions[i]["surface"]), i)
+        )
+        linked: dict[int, tuple[Entity, float]] = {}
+        for i in order:
+            m = mentions[i]
+            surface = m.get("refers_to") or m["surface"]
+            if surface in by_surface:
+                ent, score = by_surface[surface], 1.0
+            else:
+                base = (m.get("features") or {}).get("base")
+                long_norm = self.aliases.get(norm(surface))
+                if long_norm and long_norm not in self.by_norm and long_norm in self.pending_long:
+                    ent = self._new(self.pending_long[long_norm], m.get("type") or "CONCEPT")
+                    score = 1.0
+                elif base and self.candidates(base) and self.candidates(base)[0][1] >= 1.0:
+                    ent, score, _ = self.link(base, m.get("type") or "CONCEPT", path)
+                else:
+                    ent, score, _ = self.link(surface, m.get("type") or "CONCEPT", path)
+                # a learned alias points a new short form at its long form
+                long_norm = self.aliases.get(norm(surface))
+                if long_norm and long_norm in self.by_norm and self.by_norm[long_norm] != ent.key and _fresh(ent):
+                    self._forget(ent)
+                    ent = self.entities[self.by_norm[long_norm]]
+                by_surface[surface] = ent
+            if m.get("source") != "coref":
+                if self._add_alias(ent, m["surface"]):
+                    touched[ent.key] = ent
+                ent.surface_votes[m["surface"]] = ent.surface_votes.get(m["surface"], 0) + 1
+                ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get(
+                    "score", 0.5
+                )
+            ent.popularity += 1
+            ent.docs.add(path)
+            touched[ent.key] = ent
+            linked[i] = (ent, score)
+        for i, m in enumerate(mentions):
+            ent, score = linked[i]
+            out_mentions.append({**m, "entity": ent.key, "link_score": round(score, 4)})
+        out_relations = []
+        for r in relations:
+            src = by_surface.get(r["src"]) or self.link(r["src"], r.get("src_type") or "CONCEPT", path)[0]
+            dst = by_surface.get(r["dst"]) or self.link(r["dst"], r.get("dst_type") or "CONCEPT", path)[0]
+            touched[src.key], touched[dst.key] = src, dst
+            if src.key == dst.key:
+                continue
+            out_relations.append(
+                {**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]}
+            )
+        for ent in touched.values():
+            self._settle(ent)
+        entity_records = [self.entities[k].record() for k in sorted(touched) if k in self.entities]
+        return entity_records + out_mentions + out_relations
+
+    def _settle(self, ent: Entity) -> None:
+        """Type by weighted vote; name: the most used multi-word surface, else the most used one."""
+        if ent.key in self._unvoted:
+            self._unvoted.discard(ent.key)
+            surfaces, types = self.votes(ent.key)
+            for surface, n in surfaces.items():
+                ent.surface_votes[surface] = ent.surface_votes.get(surface, 0) + n
+            for typ, w in types.items():
+                ent.type_votes[typ] = ent.type_votes.get(typ, 0) + w
+        if ent.type_votes:
+            ent.type = max(sorted(ent.type_votes), key=lambda t: ent.type_votes[t])
+        if ent.surface_votes and ent.origin != "manual":
+            most = max(ent.surface_votes.values())
+
+            def rank(s: str):
+                votes = ent.surface_votes.get(s, 0)
+                full = len(s.split()) > 1 and s[:1].isupper() and 2 * votes >= most
+                return (full, votes, len(s), s)
+
+            best = max(ent.surface_votes, key=rank)
+            if best != ent.name and (ent.name not in ent.surface_votes or rank(best) > rank(ent.name)):
+                if ent.name not in ent.aliases:
+                    ent.aliases.append(ent.name)
+                ent.name = best
+                if best in ent.aliases:
+                    ent.aliases.remove(best)
+
+    def _forget(self, ent: Entity) -> None:
+        self.entities.pop(ent.key, None)
+        for n, k in list(self.by_norm.items()):
+            if k == ent.key:
+                del self.by_norm[n]
+        for keys in self.by_token.values():
+            keys.discard(ent.key)
+
+
+def _fresh(ent: Entity) -> bool:
+    return ent.popularity == 0 and ent.origin != "manual"
+
+
+def _incompatible(a: str, b: str) -> bool:
+    """A person is never the same thing as a non-person (the surface may be shared: a homonym)."""
+    return (a == "PERSON") != (b == "PERSON") and "CONCEPT" not in (a, b)
+
+
+def _subject_surface(doc: dict | None, mentions: list[dict]) -> str | None:
+    if doc is None:
+        return None
+    title = (doc.get("title") or "").lower()
+    names = [
+        m["surface"]
+        for m in mentions
+        if m.get("source") != "coref" and m["surface"].lower() in title and len(m["surface"]) > 2
+    ]
+    return max(names, key=len) if names else None
+
+
+def link(recs: Iterable[dict], *, linker: Linker | None = None) -> Iterator[dict]:
+    """The stage: each document's mentions and relations get entity keys; entity records precede them."""
+    linker = linker or Linker()
+    doc: dict | None = None
+    mentions: list[dict] = []
+    relations: list[dict] = []
+
+    def flush() -> Iterator[dict]:
+        nonlocal mentions, relations
+        if mentions or relations:
+            yield from linker.link_doc(doc, mentions, relations)
+        mentions, relations = [], []
+
+    for rec in recs:
+        kind = rec.get("kind")
+        if kind == records.MENTION and "entity" not in rec:
+            mentions.append(rec)
+        elif kind == records.RELATION and "src_surface" not in rec:
+            relations.append(rec)
+        else:
+            yield from flush()
+            if kind == records.DOC:
+                doc = rec
+            yield rec
+    yield from flush()

@@ -1,0 +1,933 @@
+"""Relation extraction: sentence patterns and structural rules over mentions.
+
+Relations use kgr's small vocabulary (defines, refers_to, part_of, uses,
+depends_on, precedes, owned_by, located_in, cites, same_as). Each relation record
+carries the surfaces of its two ends (the linker turns them into entity keys), the
+pattern that produced it, a confidence (pattern weight x proximity x mention
+score) and its evidence: document offsets and the sentence.
+
+Patterns are English wording, not names: "X is built on Y", "Y owns X, Z and W",
+a "Dependencies" section under a service page, "Owner: T", consecutive numbered
+steps, "See also" links, table columns named Owner or Region.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextvars
+import re
+from dataclasses import dataclass
+
+from kgr import records
+from kgr.stages.textmodel import Block, Document, token_covering, tokens_starting_in
+
+VOCABULARY = (
+    "defines",
+    "refers_to",
+    "part_of",
+    "uses",
+    "depends_on",
+    "precedes",
+    "owned_by",
+    "located_in",
+    "cites",
+    "same_as",
+)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    rel: str
+    regex: re.Pattern
+    inverse: bool  # True: the object is the source (e.g. "T owns X" -> X owned_by T)
+    weight: float
+    name: str
+
+
+def _t(rel: str, pattern: str, inverse: bool = False, weight: float = 0.8, name: str | None = None) -> Trigger:
+    return Trigger(
+        rel, re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I), inverse, weight, name or pattern.split("|")[0]
+    )
+
+
+AUX = r"(?:(?:is|are|was|were|has been|have been|will be|must be|can be|gets?)\s+)?(?:also\s+|now\s+|still\s+|only\s+)?"
+
+TRIGGERS: list[Trigger] = [
+    # same_as: "A was called B until ...", "A (formerly B)"
+    _t(
+        "same_as",
+        r"(?:was|were)\s+(?:called|named|known\s+as|sold\s+as|branded)",
+        inverse=True,
+        weight=0.95,
+        name="was called",
+    ),
+    _t(
+        "same_as",
+        r"formerly(?:\s+(?:called|known\s+as))?|previously\s+(?:called|known\s+as)|renamed\s+from",
+        inverse=True,
+        weight=0.9,
+        name="formerly",
+    ),
+    # owned_by
+    _t(
+        "owned_by",
+        rf"{AUX}(?:owned|maintained|run|operated|managed|administered|built\s+and\s+run)\s+by",
+        weight=0.9,
+        name="owned by",
+    ),
+    _t(
+        "owned_by",
+        r"owns|maintains|operates|runs(?!\s+(?:in|on|at|every|once|nightly|daily|inside|from))|is\s+responsible\s+for|looks\s+after|manages|(?:also\s+)?takes\s+care\s+of",
+        inverse=True,
+        weight=0.8,
+        name="owns",
+    ),
+    # part_of: people in teams
+    _t("part_of", rf"{AUX}(?:led|headed|managed)\s+by", inverse=True, weight=0.85, name="led by"),
+    _t("part_of", r"leads|heads|(?:is|as)\s+(?:the\s+)?(?:lead|head|manager|director)\s+of", weight=0.85, name="leads"),
+    _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
+    _t(
+        "part_of",
+        rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside",
+        weight=0.85,
+        name="part of",
+    ),
+    _t(
+        "part_of",
+        r"(?:is|are)\s+(?:the|an?|one\s+of\s+the)\s+(?:\w+\s+)?(?:entry\s+points?|front\s+ends?|sidecars?|adapters?|plugins?|modules?|components?|subsystems?|parts?|layers?|renderers?|workers?)\s+(?:of|in|inside|for)",
+        weight=0.8,
+        name="is the part of",
+    ),
+    _t(
+        "part_of",
+        r"together\s+with\s+(?:its|their)\s+(?:\w+\s+)?(?:components?|parts?|adapters?|modules?)",
+        inverse=True,
+        weight=0.8,
+        name="with its components",
+    ),
+    # depends_on
+    _t(
+        "depends_on",
+        rf"{AUX}(?:built|running|runs|based)\s+(?:on\s+top\s+of|on)|depends\s+(?:\w+ly\s+)?on|depend\s+(?:\w+ly\s+)?on|requires|require|needs|{AUX}a\s+hard\s+dependency\s+(?:on|of)|cannot\s+(?:work|run|start)\s+without|relies\s+on",
+        weight=0.85,
+        name="depends on",
+    ),
+    # located_in
+    _t(
+        "located_in",
+        rf"{AUX}(?:located|based|hosted|deployed|housed|situated)\s+in|runs\s+in|run\s+in|sits\s+in|works\s+(?:from|in|out\s+of)|lives\s+in|(?:is\s+)?in\s+the\s+(?=\w+\s+(?:office|region)\b)",
+        weight=0.85,
+        name="located in",
+    ),
+    # defines / cites
+    _t(
+        "defines",
+        rf"{AUX}(?:defined|specified|described|introduced|established|set)\s+(?:in|by)|as\s+(?:specified|defined|described)\s+in",
+        inverse=True,
+        weight=0.85,
+        name="defined in",
+    ),
+    _t("defines", r"defines|introduces|specifies|establishes", weight=0.8, name="defines"),
+    _t(
+        "cites",
+        r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the",
+        weight=0.6,
+        name="cites",
+    ),
+    # precedes
+    _t(
+        "precedes",
+        r"supersedes|replaces|(?:is\s+)?(?:a\s+)?drop-in\s+replacement\s+for|builds\s+on",
+        inverse=True,
+        weight=0.8,
+        name="supersedes",
+    ),
+    _t(
+        "precedes",
+        rf"{AUX}(?:superseded|replaced)\s+by|(?:is\s+)?followed\s+by|(?:later\s+)?led\s+to",
+        weight=0.7,
+        name="superseded by",
+    ),
+    # uses (broadest, last)
+    _t(
+        "depends_on",
+        r"(?:collects|reads)(?:\s+[\w'’]+){0,6}\s+from|fetches(?:\s+\w+){0,4}\s+from|pulls(?:\s+\w+){0,4}\s+from|receives(?:\s+\w+){0,4}\s+from",
+        weight=0.6,
+        name="collects from",
+    ),
+    _t(
+        "uses",
+        r"uses|use|using|integrates\s+with|integrate\s+with|calls|call|consumes(?:\s+\w+)?\s+from|consumes|publishes(?:\s+\w+){0,3}\s+(?:to|on)|sends(?:\s+\w+){0,4}\s+(?:through|via|to)|talks\s+to|writes(?:\s+\w+){0,3}\s+(?:to|into)|(?:is\s+)?(?:configured|injected)\s+(?:from|via|through)|implements|relies\s+on|(?:is\s+)?powered\s+by|hands(?:\s+\w+){0,3}\s+to|exports(?:\s+[\w'’]+){0,9}\s+to|submits(?:\s+\w+){0,3}\s+to|stores(?:\s+\w+){0,3}\s+in|(?:copies|loads|writes)(?:\s+[\w'’`.]+){0,5}\s+into|(?:is|are)\s+kept\s+in|goes\s+through|(?:sends|routes|talks)(?:\s+\w+){0,4}\s+(?:through|via)",
+        weight=0.7,
+        name="uses",
+    ),
+]
+
+# Sections whose list items name what the page's subject needs.
+DEPENDENCY_HEADINGS = re.compile(r"\b(?:dependenc|requirement|prerequisite|upstream|integrations?\b|relies)", re.I)
+ITEM_LEAD = re.compile(
+    r"\s*(?:[-*+]|\d+[.)])?\s*(?:(?:requires?|needs?|uses?|integrates\s+with|depends\s+on|calls|reads\s+from|writes\s+to)\s+)?(?:the\s+|an?\s+|our\s+)?",
+    re.I,
+)
+SEE_ALSO_HEADINGS = re.compile(r"^(?:see\s+also|related(?:\s+\w+)?|further\s+reading|links)$", re.I)
+REFERENCE_HEADINGS = re.compile(r"^(?:references?|sources|citations|normative\s+references|bibliography)$", re.I)
+KEY_VALUE = re.compile(
+    r"(?:^|[·|;]\s*|\n|(?<=[.!?])\s+)\s*(?P<key>owner|owners|owning\s+team|owned\s+by|maintainers?|maintained\s+by|team|region|location|"
+    r"depends\s+on|dependencies|supersedes|superseded\s+by|related|replaces)\s*:\s*",
+    re.I,
+)
+KEY_RELATIONS = {
+    "owner": ("owned_by", False),
+    "owners": ("owned_by", False),
+    "owning team": ("owned_by", False),
+    "owned by": ("owned_by", False),
+    "maintainer": ("owned_by", False),
+    "maintainers": ("owned_by", False),
+    "maintained by": ("owned_by", False),
+    "team": ("owned_by", False),
+    "region": ("located_in", False),
+    "location": ("located_in", False),
+    "depends on": ("depends_on", False),
+    "dependencies": ("depends_on", False),
+    "supersedes": ("precedes", True),
+    "replaces": ("precedes", True),
+    "superseded by": ("precedes", False),
+    "related": ("refers_to", False),
+}
+REQUIRED_WORDS = re.compile(
+    r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I
+)
+NEGATION = re.compile(
+    r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I
+)
+LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
+OBJECT_GAP = re.compile(
+    r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
+)
+SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
+TYPE_OK = {
+    "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
+    "located_in": (None, {"LOCATION"}),
+    "part_of": (None, None),
+}
+
+
+def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
+    found: dict[tuple[str, str, str], dict] = {}
+
+    def add(src, dst, rel: str, weight: float, pattern: str, block: Block, s: int, e: int, proximity: float = 1.0):
+        if src is None or dst is None:
+            return
+        a, b = _name(src), _name(dst)
+        if not a or not b or a.lower() == b.lower() and rel != "same_as":
+            return
+        if _same(src, dst):
+            return
+        confidence = round(weight * proximity * min(1.0, 0.5 + 0.5 * min(src.score, dst.score) / 0.9), 4)
+        key = (a, rel, b)
+        sentence = doc.text[s:e].strip()
+        prev = found.get(key)
+        if prev is not None and prev["confidence"] >= confidence:
+            return
+        found[key] = {
+            "kind": records.RELATION,
+            "src": a,
+            "dst": b,
+            "rel": rel,
+            "confidence": confidence,
+            "pattern": pattern,
+            "src_type": src.type,
+            "dst_type": dst.type,
+            "evidence": {"start": s, "end": e, "sentence": sentence},
+        }
+
+    by_block = _spans_by_block(doc, spans)
+    doc._spans_cache = by_block
+    PLACE_VOTES.set(_place_votes(spans))
+    for block in doc.blocks:
+        if block.kind == "code":
+            continue
+        bspans = by_block.get(id(block), [])
+        ordered = sorted(bspans, key=lambda sp: sp.start)
+        starts = [sp.start for sp in ordered]
+        for s0, e0 in block.sentences():
+            s, e = block.start + s0, block.start + e0
+            sent_spans = [
+                sp for sp in ordered[bisect.bisect_left(starts, s) : bisect.bisect_left(starts, e)] if sp.end <= e
+            ]
+            _sentence_patterns(doc, block, s, e, sent_spans, add)
+        _structural(doc, block, bspans, add)
+        _appositions(doc, block, bspans, add)
+        _interfaces(doc, block, bspans, add)
+        _locations(doc, block, bspans, add)
+        _definition(doc, block, bspans, add)
+        _as_required(doc, block, bspans, add)
+        _defined_terms(doc, block, bspans, add)
+        _release_additions(doc, block, bspans, add)
+    _steps(doc, by_block, add)
+    _tables(doc, by_block, add)
+    _sequences(doc, by_block, add)
+    # a pair related in a specific way ("Supersedes: ADR-004", "following ADR-023") needs no
+    # generic "refers to" besides
+    specific = {(r["src"], r["dst"]) for r in found.values() if r["rel"] not in ("refers_to", "same_as")}
+    return [r for r in found.values() if not (r["rel"] == "refers_to" and (r["src"], r["dst"]) in specific)]
+
+
+def _name(sp) -> str:
+    return (sp.refers or sp.surface).strip()
+
+
+def _same(a, b) -> bool:
+    return (a.ref_start if a.refers else a.start) == (b.ref_start if b.refers else b.start) and _name(a) == _name(b)
+
+
+def _spans_by_block(doc: Document, spans: list) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for block, sp in doc.blocks_of(spans):
+        out.setdefault(id(block), []).append(sp)
+    return out
+
+
+def _relevant(sp) -> bool:
+    return sp.type not in ("DATE", "VERSION")
+
+
+def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: list, add) -> None:
+    masked_sentence = block.masked[s - block.start : e - block.start]
+    taken: list[tuple[int, int]] = []
+    for trig in TRIGGERS:
+        for m in trig.regex.finditer(masked_sentence):
+            ts, te = s + m.start(), s + m.end()
+            if any(ts < b and a < te for a, b in taken):
+                continue
+            if any(sp.start < te and ts < sp.end and sp.source != "coref" for sp in sent_spans):
+                continue  # the trigger word is inside a name
+            if trig.rel == "uses" and masked_sentence[m.start()].isupper():
+                continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
+            if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
+                continue  # "SETL never calls the Charges API"
+            ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
+            left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
+            right = [sp for sp in sent_spans if sp.start >= te and ok(sp)]
+            if not right:
+                continue
+            objects = _objects(doc, te, right, block)
+            if not objects:
+                continue
+            subject = _dep_subject(doc, block, ts, sent_spans)
+            if trig.name == "with its components":  # "owns NHub together with its components": NHub's
+                named = [sp for sp in left if sp.source != "coref"]
+                subject = named[-1] if named else None
+            if subject is None or subject.start >= ts:
+                subject = _subject(doc, block, ts, left)
+            proximity = 1.0
+            if (
+                subject is None
+                and trig.rel == "part_of"
+                and not trig.inverse
+                and PLURAL_INTERFACES.match(masked_sentence)
+            ):
+                # "These endpoints are served by OIS": every endpoint the page documents
+                for api in _documented_apis(doc):
+                    for obj in objects:
+                        add(api, obj, "part_of", trig.weight, trig.name, block, s, e, 0.9)
+                taken.append((ts, te))
+                continue
+            if subject is None and PLURAL_PRONOUN.match(masked_sentence):
+                both = _previous_subjects(doc, block, s)
+                if len(both) > 1:  # "Basalt and Sluice ... . Both are run by Data Platform."
+                    taken.append((ts, te))
+                    for subj in both:
+                        for obj in objects:
+                            src, dst = (obj, subj) if trig.inverse else (subj, obj)
+                            if _types_ok(trig.rel, src, dst):
+                                add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, 0.9)
+                continue  # "They ...": never the page's single subject
+            if subject is None:
+                if trig.rel == "defines":
+                    continue  # "How long they are kept is defined in POL-007": what is defined is not named
+                if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
+                    continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
+                if (
+                    trig.inverse
+                    and trig.rel in ("owned_by", "part_of")
+                    and not left
+                    and masked_sentence[: m.start()].strip()
+                ):
+                    continue  # "Production runs X 1.9": who owns X is not said
+                subject = _topic(doc, block) or doc.subject_at(ts)
+                proximity = 0.6
+            if subject is None:
+                continue
+            if trig.rel == "cites" and not _doclike(subject):
+                subject = doc.subject_at(ts)  # "X is enforced, following ADR-023": the release or policy cites
+                if subject is None or not _doclike(subject):
+                    continue
+            taken.append((ts, te))
+            subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
+            for subj in subjects:
+                for k, obj in enumerate(objects):
+                    src, dst = (obj, subj) if trig.inverse else (subj, obj)
+                    if trig.rel == "same_as":
+                        src, dst = (obj, subj)
+                    if not _types_ok(trig.rel, src, dst):
+                        continue
+                    add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
+
+
+PLURAL_INTERFACES = re.compile(
+    r"\s*(?:these|the|all|its|their|our)\s+(?:\w+\s+)?(?:endpoints|methods|calls|operations|apis|rpcs|routes|commands|subcommands)\b",
+    re.I,
+)
+INTERFACE_LABEL = re.compile(
+    r"\s*(?:[-*+]\s+)?(?:\*\*)?(?:gRPC|REST|HTTP|RPCs?|APIs?|endpoints|methods|operations|interfaces?|commands|subcommands)(?:\*\*)?\s*:(?:\*\*)?",
+    re.I,
+)
+
+
+def _documented_apis(doc: Document) -> list:
+    """The interfaces a reference page documents: the API names its section headings give."""
+    seen, out = set(), []
+    for sp in doc.section_subjects.values():
+        if sp.type == "API" and sp.surface not in seen:
+            seen.add(sp.surface)
+            out.append(sp)
+    return out
+
+
+def _interfaces(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "- gRPC: `PostJournalEntry`, `GetAccountBalance`" on a service's page: its interface."""
+    m = INTERFACE_LABEL.match(block.raw)
+    subj = doc.subject_at(block.start)
+    if m is None or subj is None or subj.type not in ("SERVICE", "COMPONENT", "PRODUCT"):
+        return
+    s0, e0 = _sentence_of(block, block.start + m.end())
+    for sp in bspans:
+        if block.start + m.end() <= sp.start < block.start + e0 and sp.type == "API" and sp.source != "coref":
+            add(sp, subj, "part_of", 0.8, "interface list", block, block.start + s0, block.start + e0)
+
+
+def _topic(doc: Document, block: Block):
+    """A block that starts with a term is about it: "**Idempotency key**: ...",
+    "Kestrel: event bus on ...", "Settlement Engine (SETL). Nightly payouts ..."."""
+    spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
+    m = re.match(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?\*\*([^*]+)\*\*", block.raw)
+    if m:
+        pos = block.start + m.start(1)
+        return next((sp for sp in spans if sp.start <= pos < sp.end or sp.start == pos), None)
+    lead = len(block.masked) - len(block.masked.lstrip())
+    first = spans[0] if spans else None
+    if first is not None and first.start == block.start + lead and first.source != "coref":
+        if re.match(r"\s*(?:\([^()]{1,40}\))?\s*[.:]\s", doc.text[first.end : first.end + 48]):
+            return first
+    return None
+
+
+DECISION_RECORD = re.compile(r"^(?:ADR|RFC|PEP|KEP|JEP|BIP|EIP|DEP|NEP)[- ]?\d+$", re.I)
+
+
+def _doclike(sp) -> bool:
+    """Things that can cite: policies, standards, releases, decision records."""
+    return sp.type in ("POLICY", "STANDARD", "VERSION") or bool(DECISION_RECORD.match(sp.surface))
+
+
+def _citable(sp) -> bool:
+    """What a document formally cites: standards, specifications and decision records."""
+    return sp.type == "STANDARD" or sp.features.get("pattern") == "standard" or bool(DECISION_RECORD.match(sp.surface))
+
+
+def _types_ok(rel: str, src, dst) -> bool:
+    if rel == "cites":  # one cites standards and documents, not commands ("includes the following aliases")
+        return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
+    if rel == "owned_by":
+        return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
+    if rel == "located_in":
+        return (
+            dst.type == "LOCATION"
+            or dst.features.get("ner_label") in ("GPE", "LOC", "FAC")
+            or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
+        )
+    if rel == "part_of" and src.type == "PERSON":
+        return dst.type not in ("PERSON", "DATE", "VERSION")
+    return True
+
+
+def _objects(doc: Document, after: int, right: list, block: Block) -> list:
+    first = right[0]
+    gap = doc.text[after : first.start]
+    if not OBJECT_GAP.match(_unmark(gap)):
+        return []
+    return [_versioned(doc, o, block) for o in _listed(doc, right)]
+
+
+def _listed(doc: Document, spans: list) -> list:
+    """The first span and those that follow it as a list ("A, B and C")."""
+    out = spans[:1]
+    for nxt in spans[1:]:
+        if not LIST_GAP.match(_unmark(doc.text[out[-1].end : nxt.start])):
+            break
+        out.append(nxt)
+    return out
+
+
+def _versioned(doc: Document, sp, block: Block):
+    """ "uses kestrel-client 1.4.0": the object is that version of the thing."""
+    spans = getattr(doc, "_spans_cache", {}).get(id(block), [])
+    for nxt in spans:
+        if nxt.start >= sp.end:
+            if nxt.type == "VERSION" and doc.text[sp.end : nxt.start] in (" ", " v"):
+                return nxt
+            break
+    return sp
+
+
+PLURAL_PRONOUN = re.compile(
+    r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\s+(?:are|were|have|will|can|must)\b", re.I
+)
+
+
+def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list:
+    """The coordinated names that open the sentence before ``sentence_start`` in the block."""
+    starts = [block.start + s0 for s0, _ in block.sentences()]
+    prev = [st for st in starts if st < sentence_start]
+    if not prev:
+        return []
+    spans = [
+        sp
+        for sp in getattr(doc, "_spans_cache", {}).get(id(block), [])
+        if prev[-1] <= sp.start < sentence_start and _relevant(sp)
+    ]
+    if not spans:
+        return []
+    out = _listed(doc, spans)
+    if len(out) == 1:  # "A is the warehouse, and B is the pipeline that fills it": the clauses' subjects
+        out = [sp for sp in spans if sp.source != "coref" and _dep_subject_of_span(doc, block, sp)]
+    return out
+
+
+def _coordinated(doc: Document, subject, sent_spans: list) -> list:
+    """ "The Ledger Service and OIS both use it": every subject of a coordinated list."""
+    out = [subject]
+    earlier = [sp for sp in sent_spans if sp.end <= subject.start]
+    while earlier:
+        prev = earlier.pop()
+        if LIST_GAP.match(_unmark(doc.text[prev.end : out[-1].start])) and _relevant(prev):
+            out.append(prev)
+        else:
+            break
+    return out
+
+
+def _parse_of(doc: Document, block: Block):
+    """spaCy's parse of a block (kept by the extractor), or None."""
+    sdocs = getattr(doc, "nlp_docs", None)
+    if not sdocs:
+        return None
+    # by identity, from a map made once: list.index compares blocks field by field, for each
+    # call, and a long text has tens of thousands of blocks
+    where = doc.__dict__.get("_block_at")
+    if where is None:
+        where = doc.__dict__["_block_at"] = {id(b): i for i, b in enumerate(doc.blocks)}
+    i = where.get(id(block))
+    return sdocs[i] if i is not None and i < len(sdocs) else None
+
+
+def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
+    """The grammatical subject of the trigger's verb, from spaCy's parse, as one of our spans."""
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return None
+    rel = trigger_start - block.start
+    tok = token_covering(sdoc, rel)
+    for _ in range(5):
+        if tok is None:
+            return None
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None:
+            if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
+                subj = tok.head
+            return _span_at(block, subj, sent_spans)
+        if tok.dep_ == "relcl":
+            head = tok.head
+            hit = _span_at(block, head, sent_spans)
+            if hit is None and head.dep_ == "appos":
+                hit = _span_at(block, head.head, sent_spans)
+            return hit
+        if tok.dep_ in ("ROOT",):
+            return None
+        tok = tok.head
+    return None
+
+
+def _span_at(block: Block, token, spans: list):
+    pos = block.start + token.idx
+    for sp in spans:
+        if sp.start <= pos < sp.end:
+            return sp
+    lo = block.start + token.left_edge.idx
+    hi = block.start + token.right_edge.idx + len(token.right_edge)
+    inside = [sp for sp in spans if lo <= sp.start and sp.end <= hi]
+    return inside[0] if inside else None
+
+
+def _subject(doc: Document, block: Block, trigger_start: int, left: list):
+    if not left:
+        return None
+    nearest = left[-1]
+    gap = _unmark(doc.text[nearest.end : trigger_start])
+    if SUBJECT_GAP.match(gap):
+        # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
+        return nearest
+    # the sentence's first name is its usual subject ("X ... and works from Y")
+    first = left[0]
+    gap_first = _unmark(doc.text[first.end : trigger_start])
+    if len(gap_first) <= 120 and ";" not in gap_first:
+        return first
+    return None
+
+
+def _unmark(text: str) -> str:
+    return re.sub(r"[*`_]", "", text)
+
+
+def _structural(doc: Document, block: Block, bspans: list, add) -> None:
+    sec = doc.section(block.start)
+    heading = (
+        re.sub(r"^(?:\d+(?:\.\d+)*|[A-Z])[.)]?\s+", "", sec.path[-1].strip(" *`:")) if sec.path else ""
+    )  # "6. References"
+    subject = doc.subject_at(block.start)
+    page_subject = doc.subject
+    # "Owner: T", "Region: X", "Supersedes: ADR-4"
+    for m in KEY_VALUE.finditer(block.masked):
+        key = re.sub(r"\s+", " ", m.group("key").lower())
+        rel, inverse = KEY_RELATIONS[key]
+        pos = block.start + m.end()
+        vals = [sp for sp in bspans if sp.start >= pos]
+        if not vals:
+            continue
+        gap = doc.text[pos : vals[0].start]
+        if len(_unmark(gap).strip()) > 20:
+            continue
+        objs = _listed(doc, vals)
+        subj = page_subject or subject
+        for obj in objs:
+            src, dst = (obj, subj) if inverse else (subj, obj)
+            add(src, dst, rel, 0.9, f"key:{key}", block, block.start, block.end)
+    if block.kind == "item" and bspans:
+        first = next((sp for sp in bspans if _relevant(sp)), None)
+        subj = page_subject or subject
+        if first is None or subj is None:
+            return
+        if DEPENDENCY_HEADINGS.search(heading):
+            # the item names what it is about first ("Kestrel: ...", "Requires the key from X"),
+            # not in passing ("A VPN connection to the bastion host")
+            lead = _unmark(doc.text[block.start : first.start])
+            if not ITEM_LEAD.fullmatch(lead):
+                return
+            # a hard dependency when the item says so ("requires", "cannot start without"), else uses
+            rel = "depends_on" if REQUIRED_WORDS.search(block.masked) else "uses"
+            add(subj, first, rel, 0.8, f"section:{heading.lower()}", block, block.start, block.end)
+        elif REFERENCE_HEADINGS.match(heading):
+            # "See also" lists are navigation, not statements; "References" cite their first item
+            # when it is a standard or a decision record, and refer to anything else.
+            rel = "cites" if _citable(first) else "refers_to"
+            add(subj, first, rel, 0.7, f"section:{heading.lower()}", block, block.start, block.end)
+    # "(OPS-781)", "see POL-007", "recorded in ADR-012", "close SEC-2207": a page or section
+    # refers to every ticket or document id its text names
+    for sp in bspans:
+        if sp.features.get("pattern") != "ticket" or block.kind == "heading":
+            continue
+        s0, e0 = _sentence_of(block, sp.start)
+        prev = [x for x in bspans if x.end <= sp.start]
+        if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end : sp.start]) and len(prev[-1].surface.split()) > 1:
+            continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
+        if subject is not None:
+            add(subject, sp, "refers_to", 0.6, "names an id", block, block.start + s0, block.start + e0)
+
+
+PLACE_PREP = re.compile(r"(?:\bin|\bfrom|\bat|\bbetween|\bwithin|\bout\s+of)\s+(?:the\s+)?$", re.I)
+PLACE_LIST = re.compile(r"^\s*(?:,|and|or|,\s*and)\s*(?:the\s+)?$", re.I)
+
+
+def _is_place(sp) -> bool:
+    if sp.features.get("pattern") == "region":
+        return True
+    if sp.source in ("code", "regex") or sp.type in ("DATE", "VERSION", "API"):
+        return False
+    if sp.features.get("gaz_source") in ("bold", "code", "title", "heading", "codename"):
+        return False  # a name the corpus defines (**Lantern**) is a thing, whatever NER guesses here
+    if sp.type != "LOCATION" and sp.features.get("ner_label") not in ("GPE", "LOC"):
+        return False
+    votes = PLACE_VOTES.get().get(sp.surface)
+    return votes is None or votes[0] * 2 >= votes[1]
+
+
+# per document: surface -> (mentions NER calls a place, mentions NER labels at all)
+PLACE_VOTES: contextvars.ContextVar[dict[str, tuple[int, int]]] = contextvars.ContextVar("place_votes", default={})
+
+
+def _place_votes(spans: list) -> dict[str, tuple[int, int]]:
+    votes: dict[str, list[int]] = {}
+    for sp in spans:
+        label = sp.features.get("ner_label")
+        if label:
+            v = votes.setdefault(sp.surface, [0, 0])
+            v[0] += label in ("GPE", "LOC", "FAC")
+            v[1] += 1
+    return {k: (a, b) for k, (a, b) in votes.items()}
+
+
+def _locations(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "X ... in Tallinn", "runs in eu-central-1 with a standby in eu-west-1": the nearest earlier
+    thing (not a person) in the sentence is located in the place."""
+    for s0, e0 in block.sentences():
+        s, e = block.start + s0, block.start + e0
+        spans = [sp for sp in bspans if s <= sp.start < e]
+        prev_place = None
+        for i, sp in enumerate(spans):
+            if not _is_place(sp):
+                prev_place = None
+                continue
+            before = _unmark(doc.text[max(s, sp.start - 20) : sp.start])
+            listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end : sp.start]))
+            if not (PLACE_PREP.search(before) or listed):
+                prev_place = None
+                continue
+            prep = doc.text.rfind(" ", s, sp.start - 1)
+            owner = _dep_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans)
+            if (
+                owner is None
+                or owner.type in ("PERSON", "DATE", "VERSION")
+                or _is_place(owner)
+                or owner.start >= sp.start
+            ):
+                owner = next(
+                    (
+                        x
+                        for x in reversed(spans[:i])
+                        if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT") and not _is_place(x)
+                    ),
+                    None,
+                )
+            if owner is not None:
+                add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
+            prev_place = sp
+
+
+def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "Amara Osei (Payments Platform)" -> part_of; "Mercury is NHub's SMS adapter" -> part_of."""
+    text = doc.text
+    for a, b in zip(bspans, bspans[1:]):
+        gap = text[a.end : b.start]
+        after = text[b.end : b.end + 2]
+        if (
+            a.type == "PERSON"
+            and re.fullmatch(r"\s*\(\s*", gap)
+            and after.startswith(")")
+            and b.type not in ("PERSON", "DATE")
+        ):
+            add(a, b, "part_of", 0.75, "person (team)", block, block.start, block.end)
+        elif re.fullmatch(r"\s*(?:\*\*)?\s*(?:is|are)\s+(?:the\s+|an?\s+)?", _unmark(gap)) is not None and re.match(
+            r"['’]s\b", text[b.end : b.end + 3]
+        ):
+            s0, e0 = _sentence_of(block, a.start)
+            add(a, b, "part_of", 0.8, "X is Y's part", block, block.start + s0, block.start + e0)
+
+
+def _definition(doc: Document, block: Block, bspans: list, add) -> None:
+    """Glossary style "**Term**: A Toggler flag that ..." -> the term is part of the named thing."""
+    m = re.match(r"\s*(?:[-*+]\s+)?\*\*([^*]+)\*\*\s*:?\s*:?\s*(?:An?|The)\s+", block.raw)
+    if not m or not bspans:
+        return
+    term = next(
+        (sp for sp in bspans if sp.start <= block.start + m.start(1) < sp.end or sp.start == block.start + m.start(1)),
+        None,
+    )
+    if term is None:
+        return
+    s0, e0 = _sentence_of(block, block.start + m.end())
+    end = block.start + e0
+    # "A Toggler flag that ...": a name right after the article, used as a modifier of a noun
+    first = next((sp for sp in bspans if sp.start == block.start + m.end()), None)
+    if first is not None and first is not term and re.match(r"\s+[a-z]", doc.text[first.end : first.end + 3]):
+        add(term, first, "part_of", 0.5, "definition", block, block.start, end)
+
+
+def _sentence_of(block: Block, pos: int) -> tuple[int, int]:
+    rel = pos - block.start
+    for s, e in block.sentences():
+        if s <= rel < e:
+            return s, e
+    return 0, len(block.raw)
+
+
+def _steps(doc: Document, by_block: dict[int, list], add) -> None:
+    """Consecutive numbered steps: the key thing of step n precedes that of step n+1."""
+    prev_block, prev_key = None, None
+    for block in doc.blocks:
+        if block.kind == "heading":
+            prev_block, prev_key = None, None
+            continue
+        if block.kind != "item" or block.step is None:
+            continue
+        key = _step_key(doc, block, by_block.get(id(block), []))
+        if prev_block is not None and block.step == prev_block.step + 1 and key is not None and prev_key is not None:
+            add(prev_key, key, "precedes", 0.6, "numbered steps", block, prev_block.start, block.end)
+        prev_block, prev_key = block, key
+
+
+def _step_key(doc: Document, block: Block, bspans: list):
+    """The actor of a step: the grammatical subject of its first sentence ("3. OIS commits ...").
+    Imperative steps ("Check the dashboard") have no actor and link nothing."""
+    s0, e0 = block.sentences()[0] if block.sentences() else (0, len(block.raw))
+    first = [sp for sp in bspans if sp.start < block.start + e0 and _relevant(sp)]
+    for sp in first:
+        tok_subject = _dep_subject_of_span(doc, block, sp)
+        if tok_subject:
+            return sp
+    # an imperative step ("Freeze writes with `ledgerctl freeze`") is keyed by the command it runs
+    return next((sp for sp in first if sp.features.get("code_font") and sp.type in ("API", "COMPONENT")), None)
+
+
+def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return False
+    rel_start, rel_end = sp.start - block.start, sp.end - block.start
+    return any(t.dep_ in ("nsubj", "nsubjpass") for t in tokens_starting_in(sdoc, rel_start, rel_end))
+
+
+def _tables(doc: Document, by_block: dict[int, list], add) -> None:
+    header: list[str] | None = None
+    for block in doc.blocks:
+        if block.kind != "row":
+            header = None
+            continue
+        cells = _cells(block)
+        if header is None:
+            header = [c[2].strip().lower() for c in cells]
+            continue
+        bspans = by_block.get(id(block), [])
+        if not cells or not bspans:
+            continue
+        key_rel = _column_relation(cells[0][2].strip().lower().strip("*` ")) if len(cells) == 2 else None
+        if key_rel is not None and doc.subject_at(block.start) is not None:
+            # a key/value table: "| Owning team | Fulfilment |" about the page's subject
+            subj = doc.subject or doc.subject_at(block.start)
+            for sp in bspans:
+                if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp):
+                    add(subj, sp, key_rel, 0.75, f"table:{cells[0][2].strip().lower()}", block, block.start, block.end)
+            continue
+        row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
+        if row_entity is None:
+            continue
+        for (cs, ce, _), name in zip(cells[1:], header[1:]):
+            rel = _column_relation(name)
+            if rel is None:
+                continue
+            for sp in bspans:
+                if cs <= sp.start < ce and _relevant(sp):
+                    add(row_entity, sp, rel, 0.75, f"table:{name}", block, block.start, block.end)
+
+
+def _cells(block: Block) -> list[tuple[int, int, str]]:
+    out = []
+    pos = block.start
+    for part in block.raw.split("|"):
+        out.append((pos, pos + len(part), part))
+        pos += len(part) + 1
+    return [c for c in out[1:-1]] if block.raw.strip().startswith("|") else out
+
+
+def _column_relation(name: str) -> str | None:
+    if re.search(r"\b(?:owner|owning|team|maintainer)", name):
+        return "owned_by"
+    if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)", name):
+        return "located_in"
+    if re.search(r"\b(?:depends|dependenc|requires)", name):
+        return "depends_on"
+    if re.search(r"\b(?:uses|integrat|calls)", name):
+        return "uses"
+    if re.search(r"\b(?:part\s+of|parent|component\s+of)", name):
+        return "part_of"
+    return None
+
+
+def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
+    """ "upgraded X from 1.2.7 to 1.3.2", "A -> B -> C": the first precedes the second."""
+    for block in doc.blocks:
+        spans = by_block.get(id(block), [])
+        for a, b in zip(spans, spans[1:]):
+            gap = _unmark(doc.text[a.end : b.start])
+            before = _unmark(doc.text[max(block.start, a.start - 6) : a.start]).lower()
+            if re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) or (
+                re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type
+            ):
+                s0, e0 = _sentence_of(block, a.start)
+                add(a, b, "precedes", 0.75, "sequence", block, block.start + s0, block.start + e0)
+
+
+AS_REQUIRED = re.compile(r"\bas\s+(?:the\s+)?$", re.I)
+REQUIRE_VERB = re.compile(r"^\s*(?:requires|required|recommends|mandates|specifies|demands|prescribes|says)\b", re.I)
+ID_LIKE = re.compile(r"^[A-Z][A-Z0-9]{1,9}-\d{1,6}$")
+
+
+def _as_required(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "..., as ADR-012 recommends" (a document cites a document); "X is due ..., as the
+    Incident Policy requires" (the policy defines X)."""
+    for sp in bspans:
+        before = _unmark(doc.text[max(block.start, sp.start - 8) : sp.start])
+        if not AS_REQUIRED.search(before) or not REQUIRE_VERB.match(_unmark(doc.text[sp.end : sp.end + 20])):
+            continue
+        s0, e0 = _sentence_of(block, sp.start)
+        s, e = block.start + s0, block.start + e0
+        if ID_LIKE.match(sp.surface) or sp.type == "STANDARD":
+            src = doc.subject_at(sp.start)
+            if src is not None:
+                add(src, sp, "cites", 0.75, "as X requires", block, s, e)
+        else:
+            first = next((x for x in bspans if s <= x.start < sp.start and _relevant(x)), None)
+            if first is not None:
+                add(sp, first, "defines", 0.7, "as X requires", block, s, e)
+
+
+ERROR_WORDS = re.compile(r"\b(?:errors?|rejects?|rejected|returns?|fails?\s+with|raises?)\b", re.I)
+ERROR_CODE = re.compile(r"^(?:[A-Z][A-Z0-9]*_)+[A-Z0-9]+$|^[A-Z]{2,}(?:-\d{3})?-[A-Z]{3,}$|^[A-Z]{1,3}\d{3,5}$")
+
+
+def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
+    """A policy or standard that introduces a term in bold ("**Legal hold**: ...") defines it."""
+    subject = doc.subject
+    if subject is None or not _doclike(subject) or subject.type == "VERSION":
+        return
+    # a decision record or policy that states the error a rule raises defines that error code
+    for s0, e0 in block.sentences():
+        sentence = block.masked[s0:e0]
+        if not ERROR_WORDS.search(sentence):
+            continue
+        for sp in bspans:
+            in_code = sp.features.get("code_font") or doc.text[sp.start - 1 : sp.start] == "`"
+            if block.start + s0 <= sp.start < block.start + e0 and in_code and ERROR_CODE.match(sp.surface):
+                add(subject, sp, "defines", 0.6, "error code in a decision", block, block.start + s0, block.start + e0)
+    if subject.type not in ("POLICY", "STANDARD"):
+        return
+    topic = _topic(doc, block)
+    if topic is not None and topic.surface != subject.surface:
+        add(subject, topic, "defines", 0.6, "bold term in a policy", block, block.start, block.end)
+
+
+def _release_additions(doc: Document, block: Block, bspans: list, add) -> None:
+    """Release notes: "error code X was added", "New: error code X" -> the release defines X."""
+    owner = _topic(doc, block)  # "- 2.8.0: `OIS-409-DUPLICATE` was added"
+    if owner is None or owner.type != "VERSION":
+        owner = doc.subject_at(block.start)
+    if owner is None or owner.type != "VERSION":
+        return
+    for sp in bspans:
+        before = _unmark(doc.text[max(block.start, sp.start - 14) : sp.start]).lower()
+        after = _unmark(doc.text[sp.end : sp.end + 16]).lower()
+        if re.search(r"error\s+codes?\s+$", before) or re.match(
+            r"\s*(?:was|were|is|are)\s+(?:added|introduced|new)\b", after
+        ):
+            s0, e0 = _sentence_of(block, sp.start)
+            add(owner, sp, "defines", 0.7, "release adds", block, block.start + s0, block.start + e0)

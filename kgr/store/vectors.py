@@ -1,0 +1,342 @@
+"""Vectors in SQLite: sqlite-vec ``vec0`` tables for chunks and entities.
+
+The tables are created on first use, when the dimension is known: ``chunk_vec`` and
+``entity_vec`` (rowid = chunks.id / entities.id), int8-quantised by default (float32 on
+request). ``vec_src`` remembers which text each vector was made from, so that a changed
+entity is re-embedded and an unchanged one is not. ``embed_cache`` keeps float32 vectors
+by (text hash, model, dimension): text seen before is never embedded twice, even when its
+chunk is replaced by a re-ingest.
+
+The database records the model, dimension and quantisation in ``meta``; using it with
+another model is a ModelMismatch that names the command to re-embed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from kgr.errors import ModelMismatch
+from kgr.store.db import Store, loads
+
+CHUNK, ENTITY = "chunk", "entity"
+TABLES = {CHUNK: "chunk_vec", ENTITY: "entity_vec"}
+_MATRICES: dict[
+    tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]
+] = {}  # (db, kind) -> (version, ids, unit vectors)
+_TOKENS = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class VectorSpec:
+    model: str
+    dim: int
+    quantize: int = 8  # 8: int8, 32: float32
+
+    @property
+    def column(self) -> str:
+        # L2 on unit vectors ranks exactly as cosine, and sqlite-vec's int8 L2 scan is about
+        # three times faster than its int8 cosine (52 vs 146 ms over 100k vectors here)
+        return f"int8[{self.dim}]" if self.quantize == 8 else f"float[{self.dim}]"
+
+    def similarity(self, distance: float, metric: str) -> float:
+        """Cosine similarity from a vec0 distance between unit float vectors."""
+        return 1.0 - distance if metric == "cosine" else 1.0 - distance**2 / 2.0
+
+    def encode_sql(self) -> str:
+        """The SQL expression that turns a float32 blob parameter into this table's vector."""
+        return "vec_quantize_int8(?, 'unit')" if self.quantize == 8 else "?"
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_text(prelude: str | None, text: str) -> str:
+    """What a chunk's vector is made from: its prelude (path, section) and its text."""
+    return f"{prelude}\n{text}" if prelude else text
+
+
+def entity_text(name: str, type_: str | None, aliases: Sequence[str] | str | None, description: str | None) -> str:
+    """What an entity's vector is made from: its name, other names and definition."""
+    if isinstance(aliases, str):
+        aliases = loads(aliases, [])
+    others = [a for a in (aliases or []) if a and a != name][:8]
+    out = name
+    if others:
+        out += f" ({', '.join(others)})"
+    if description:
+        out += f": {description}"
+    return out
+
+
+def stored_spec(store: Store) -> VectorSpec | None:
+    model = store.get_meta("embed.model")
+    if not model:
+        return None
+    return VectorSpec(model, int(store.get_meta("embed.dim")), int(store.get_meta("embed.quantize", 8)))
+
+
+def check_spec(store: Store, spec: VectorSpec) -> None:
+    """Raise ModelMismatch if the database holds vectors of another model or dimension."""
+    have = stored_spec(store)
+    if have is None or (have.model, have.dim) == (spec.model, spec.dim):
+        return
+    raise ModelMismatch(
+        f"{store.path} holds vectors of {have.model} ({have.dim} dimensions); this run uses {spec.model} ({spec.dim})",
+        hint=f"use the same model (--model {have.model}), or re-embed everything: kgr embed --db {store.path} --reembed",
+    )
+
+
+def ensure_tables(store: Store, spec: VectorSpec) -> None:
+    """Create the vec0 tables and their clean-up triggers for ``spec``, recording it in meta."""
+    check_spec(store, spec)
+    if stored_spec(store) is not None and has_tables(store):
+        return
+    with store.write() as conn:
+        for table in TABLES.values():
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0(embedding {spec.column})")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS vec_src (kind TEXT NOT NULL, id INTEGER NOT NULL, hash TEXT NOT NULL, "
+            "PRIMARY KEY (kind, id)) WITHOUT ROWID"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS chunks_vec_ad AFTER DELETE ON chunks BEGIN "
+            "DELETE FROM chunk_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'chunk' AND id = old.id; END"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS entities_vec_ad AFTER DELETE ON entities BEGIN "
+            "DELETE FROM entity_vec WHERE rowid = old.id; DELETE FROM vec_src WHERE kind = 'entity' AND id = old.id; END"
+        )
+        for key, value in (("embed.model", spec.model), ("embed.dim", spec.dim), ("embed.quantize", spec.quantize)):
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                (key, str(value)),
+            )
+
+
+def has_tables(store: Store) -> bool:
+    return store.scalar("SELECT count(*) FROM sqlite_master WHERE name IN ('chunk_vec', 'entity_vec', 'vec_src')") == 3
+
+
+def drop_all(store: Store) -> None:
+    """Forget every vector and the recorded model (for ``kgr embed --reembed``); the cache stays."""
+    with store.write() as conn:
+        for name in ("chunks_vec_ad", "entities_vec_ad"):
+            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for table in (*TABLES.values(), "vec_src"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute("DELETE FROM meta WHERE key IN ('embed.model', 'embed.dim', 'embed.quantize')")
+
+
+def put(store: Store, spec: VectorSpec, kind: str, rows: Iterable[tuple[int, str, np.ndarray]]) -> int:
+    """Store (id, source hash, float32 vector) rows for ``kind``; replace what was there. Call inside a write."""
+    table = TABLES[kind]
+    n = 0
+    conn = store.conn
+    for rid, h, vec in rows:
+        blob = np.asarray(vec, dtype=np.float32).tobytes()
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rid,))
+        conn.execute(f"INSERT INTO {table}(rowid, embedding) VALUES (?, {spec.encode_sql()})", (rid, blob))
+        conn.execute(
+            "INSERT INTO vec_src(kind, id, hash) VALUES (?, ?, ?) ON CONFLICT(kind, id) DO UPDATE SET hash=excluded.hash",
+            (kind, rid, h),
+        )
+        n += 1
+    return n
+
+
+def cached(store: Store, spec: VectorSpec, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for i in range(0, len(hashes), 500):
+        part = list(hashes[i : i + 500])
+        for h, blob in store.query(
+            f"SELECT hash, vector FROM embed_cache WHERE model=? AND dim=? AND hash IN ({','.join('?' * len(part))})",
+            (spec.model, spec.dim, *part),
+        ):
+            out[h] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+def remember(store: Store, spec: VectorSpec, items: Iterable[tuple[str, np.ndarray]]) -> None:
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO embed_cache(hash, model, dim, vector) VALUES (?, ?, ?, ?)",
+        [(h, spec.model, spec.dim, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
+    )
+
+
+def pending_chunks(store: Store) -> list[tuple[int, str]]:
+    """(chunk id, text to embed) for chunks that have no vector yet."""
+    join = "LEFT JOIN vec_src v ON v.kind = 'chunk' AND v.id = c.id WHERE v.id IS NULL" if has_tables(store) else ""
+    rows = store.query(f"SELECT c.id, c.prelude, c.text FROM chunks c {join} ORDER BY c.id")
+    return [(cid, chunk_text(prelude, text)) for cid, prelude, text in rows]
+
+
+def pending_entities(store: Store) -> list[tuple[int, str]]:
+    """(entity id, text to embed) for entities with no vector, or whose names or definition changed."""
+    have = dict(store.query("SELECT id, hash FROM vec_src WHERE kind = 'entity'")) if has_tables(store) else {}
+    out = []
+    for eid, name, typ, aliases, desc in store.query(
+        "SELECT id, name, type, aliases, description FROM entities WHERE status != 'merged' ORDER BY id"
+    ):
+        text = entity_text(name, typ, aliases, desc)
+        if have.get(eid) != text_hash(text):
+            out.append((eid, text))
+    return out
+
+
+def embed_pending(
+    store: Store,
+    get_embedder: Callable[[], object],
+    *,
+    quantize: int = 8,
+    batch: int = 256,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> dict[str, int]:
+    """Embed every chunk and entity that lacks a current vector. The model is loaded only
+    when something is pending. Returns counts: embedded (by the model), cached, stored."""
+    counts = {"chunks": 0, "entities": 0, "embedded": 0, "cached": 0}
+    work = {CHUNK: pending_chunks(store), ENTITY: pending_entities(store)}
+    if not any(work.values()):
+        return counts
+    embedder = get_embedder()
+    spec = VectorSpec(embedder.model, int(embedder.dim), quantize)
+    ensure_tables(store, spec)
+    for kind, items in work.items():
+        for i in range(0, len(items), batch):
+            part = items[i : i + batch]
+            hashes = [text_hash(t) for _, t in part]
+            have = cached(store, spec, hashes)
+            missing = [(h, t) for h, (_, t) in zip(hashes, part) if h not in have]
+            fresh: dict[str, np.ndarray] = {}
+            if missing:
+                vecs = embedder.embed_documents([t for _, t in missing])  # outside any transaction
+                fresh = {h: v for (h, _), v in zip(missing, vecs)}
+            counts["embedded"] += len(missing)
+            counts["cached"] += len(part) - len(missing)
+            with store.write():
+                remember(store, spec, fresh.items())
+                put(store, spec, kind, [(rid, h, have.get(h, fresh.get(h))) for (rid, _), h in zip(part, hashes)])
+            counts["chunks" if kind == CHUNK else "entities"] += len(part)
+            if on_batch:
+                on_batch(kind, len(part))
+    return counts
+
+
+def _decode(blob: bytes, spec: VectorSpec) -> np.ndarray:
+    if spec.quantize == 8:
+        return np.frombuffer(blob, dtype=np.int8).astype(np.float32) / 127.0
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def knn(store: Store, kind: str, query: np.ndarray, k: int, *, in_memory: bool = False) -> list[tuple[int, float]]:
+    """(id, cosine similarity) of the ``k`` nearest vectors, best first.
+
+    One query scans the vec0 table. A long-lived caller (the MCP server, an evaluation)
+    passes ``in_memory=True``: the vectors are then read once into a float32 matrix, kept
+    while the database is unchanged, and each query is one matrix product (about 15 ms
+    for 100k chunks against 80 ms for the scan here).
+    """
+    spec = stored_spec(store)
+    if spec is None or not has_tables(store) or k <= 0:
+        return []
+    q = np.asarray(query, dtype=np.float32)
+    blob = (q / (np.linalg.norm(q) or 1.0)).tobytes()
+    if in_memory:
+        ids, mat = _matrix(store, kind, spec)
+        if len(ids) == 0:
+            return []
+        sims = mat @ (q / (np.linalg.norm(q) or 1.0))
+        top = np.argpartition(-sims, min(k, len(ids)) - 1)[:k] if len(ids) > k else np.arange(len(ids))
+        top = top[np.lexsort((ids[top], -sims[top]))]
+        return [(int(ids[i]), float(sims[i])) for i in top]
+    rows = store.query(
+        f"SELECT rowid, distance FROM {TABLES[kind]} WHERE embedding MATCH {spec.encode_sql()} AND k = ? ORDER BY distance",
+        (blob, int(k)),
+    )
+    metric = _metric(store, TABLES[kind])
+    if metric == "cosine" or spec.quantize != 8:
+        return [(rid, spec.similarity(dist, metric)) for rid, dist in rows]
+    # int8 L2 ranks like cosine; the similarity itself is computed from the stored vectors
+    sims = similarities(store, kind, q, [rid for rid, _ in rows])
+    return [(rid, sims.get(rid, 0.0)) for rid, _ in rows]
+
+
+def _matrix(store: Store, kind: str, spec: VectorSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The unit vectors of ``kind`` as one matrix, cached per database until it changes."""
+    # another connection's commit moves data_version, this connection's own writes move
+    # total_changes; the token tells this Store from a later one that reuses its address
+    # (a count(*) here cost 2 ms per query at 100k chunks)
+    token = store.__dict__.get("_vector_cache_token")
+    if token is None:
+        token = store.__dict__["_vector_cache_token"] = next(_TOKENS)
+    version = (
+        token,
+        id(store.conn),
+        store.scalar("PRAGMA data_version"),
+        store.conn.total_changes(),
+        store.scalar("SELECT max(id) FROM vec_src WHERE kind = ?", (kind,)),
+    )
+    key = (str(store.path), kind)
+    hit = _MATRICES.get(key)
+    if hit is not None and hit[0] == version:
+        return hit[1], hit[2]
+    rows = store.query(f"SELECT rowid, embedding FROM {TABLES[kind]} ORDER BY rowid")
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    if rows:
+        mat = np.stack([_decode(r[1], spec) for r in rows]).astype(np.float32)
+        mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+    else:
+        mat = np.zeros((0, spec.dim), dtype=np.float32)
+    _MATRICES[key] = (version, ids, mat)
+    return ids, mat
+
+
+def _metric(store: Store, table: str) -> str:
+    sql = store.scalar("SELECT sql FROM sqlite_master WHERE name = ?", (table,)) or ""
+    return "cosine" if "distance_metric=cosine" in sql.replace(" ", "") else "l2"
+
+
+def similarities(
+    store: Store, kind: str, query: np.ndarray, ids: Sequence[int], *, in_memory: bool = False
+) -> dict[int, float]:
+    """Cosine similarity of the query to the stored vectors of ``ids`` (those that have one)."""
+    spec = stored_spec(store)
+    if spec is None or not has_tables(store) or not ids:
+        return {}
+    q = np.asarray(query, dtype=np.float32)
+    q = q / (np.linalg.norm(q) or 1.0)
+    if in_memory:
+        all_ids, mat = _matrix(store, kind, spec)
+        want = np.asarray(list(ids), dtype=np.int64)
+        pos = np.searchsorted(all_ids, want)
+        ok = (
+            (pos < len(all_ids)) & (all_ids[np.minimum(pos, len(all_ids) - 1)] == want)
+            if len(all_ids)
+            else np.zeros(len(want), bool)
+        )
+        sims = mat[pos[ok]] @ q
+        return {int(i): float(x) for i, x in zip(want[ok], sims)}
+    out: dict[int, float] = {}
+    ids = list(ids)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for rid, blob in store.query(
+            f"SELECT rowid, embedding FROM {TABLES[kind]} WHERE rowid IN ({','.join('?' * len(part))})", part
+        ):
+            v = _decode(blob, spec)
+            out[rid] = float(v @ q / (np.linalg.norm(v) or 1.0))
+    return out
+
+
+def counts(store: Store) -> dict[str, int]:
+    if not has_tables(store):
+        return {"chunk_vectors": 0, "entity_vectors": 0}
+    return {
+        "chunk_vectors": store.scalar("SELECT count(*) FROM vec_src WHERE kind = 'chunk'"),
+        "entity_vectors": store.scalar("SELECT count(*) FROM vec_src WHERE kind = 'entity'"),
+    }
