@@ -26,7 +26,7 @@ def ingest_in_child(corpus: Path, db: Path, graph: bool = True, embed: bool | No
     code = (
         "import json, sys\n"
         "from kgr.config import load\n"
-        "from kgr.pipeline import ingest\n"
+        "from kgr.ingest.pipeline import ingest\n"
         "from kgr.store import Store\n"
         f"with Store({str(db)!r}) as s:\n"
         f"    summary = ingest([{str(corpus)!r}], s, config=load(None), graph={graph!r}, embed={embed!r})\n"

@@ -22,7 +22,7 @@ from serve_fixtures import RawStdio, built_kb  # noqa: E402,F401 - built_kb is a
 SECRET = "AKIAQ7RZT4WX2M9KJ5NB"  # an AWS key id by format (gitleaks allows *EXAMPLE*)
 NOISY = r"""
 import os, sys, warnings
-import kgr.entities as ents
+import kgr.retrieval.entities as ents
 
 real = ents.review
 def noisy(*a, **kw):

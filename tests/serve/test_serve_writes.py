@@ -101,7 +101,7 @@ def test_a_second_writer_process_is_refused_clearly(writable):
             "-c",
             textwrap.dedent(f"""
             import sys, time
-            from kgr.writer import WriterLock
+            from kgr.store.lock import WriterLock
             with WriterLock({str(db)!r}):
                 print("locked", flush=True)
                 sys.stdin.read()
