@@ -422,7 +422,7 @@ def test_giant_line_without_spaces_is_hard_split_in_linear_time():
         assert text[c["start"] : c["end"]] == c["text"]
     check_chunks(make_doc(text, path="giant.txt", title="Giant"), big[:50])
     assert max(c["end"] - c["start"] for c in big) <= 256 * 16
-    assert big_t < 30
+    assert big_t < 120  # generous: a loaded 2-core machine took 55 s; the ratio below is the real check
     assert big_t < 12 * max(small_t, 0.05), (small_t, big_t)  # linear, not quadratic (25x)
 
 
