@@ -52,7 +52,7 @@ def hub_server(built_kb, tmp_path_factory):
     shutil.copytree(built_kb[0].parent, work, ignore=shutil.ignore_patterns("*.writer.lock"))
     add_hub(work / "kb.sqlite")
     # A generous time budget: on a loaded 2-core machine a 10,000-node hub walk can pass the
-    # default 2 s, and this checks the clamping, not the speed (bench has the timings).
+    # default 2 s, and this checks the clamping, not the speed (bench/ has the timings).
     raw = RawStdio(
         ["--db", str(work / "kb.sqlite"), "--profile", "all", "--config", str(work / "config.yaml")],
         env={"KGR_SERVE_TIME_BUDGET_S": "30"},
