@@ -81,7 +81,7 @@ def test_max_length_falls_back_to_tokenizer_config(tmp_path):
 def test_import_is_light():
     # `kgr chunk` must start fast: no transformers, sentence-transformers or torch
     code = (
-        "import sys, kgr.chunk, kgr.tokens; kgr.tokens.get_counter().count('x');"
+        "import sys, kgr.stages.chunk, kgr.stages.tokens; kgr.stages.tokens.get_counter().count('x');"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules];"
         "print(heavy)"
     )
