@@ -63,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
         "hops": 2,
         "rels": ["defines", "depends_on", "uses", "cites", "part_of", "owned_by", "refers_to"],
         # seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
-        # (hipporag_musique_train100, hipporag_hotpotqa_train100): tests/bench/tune_retrieval.py
+        # (hipporag_musique_train100, hipporag_hotpotqa_train100): bench/tune_retrieval.py
         "weights": {
             "semantic": 0.75,
             "hop": 0.2,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "mcp"))
 
 from serve_fixtures import Mcp, error_text, make_service  # noqa: E402
 
