@@ -76,9 +76,15 @@ def stdin_paths(paths: tuple[str, ...], null: bool, command: str) -> list[str] |
 
 
 def load_config(config_path: str | None, **overrides: Any):
+    """The settings (flags > KGR_* environment > file > defaults), parsed once per command."""
     from kgr import config
 
-    return config.load(config_path, overrides=overrides)
+    ctx = click.get_current_context(silent=True)
+    loaded = ctx.meta.setdefault("kgr.settings", {}) if ctx is not None else {}
+    key = (config_path, tuple(sorted((k, v) for k, v in overrides.items() if v is not None)))
+    if key not in loaded:
+        loaded[key] = config.load(config_path, overrides=overrides)
+    return loaded[key]
 
 
 def resolve_db(db: str | None, config_path: str | None) -> str:
@@ -87,7 +93,11 @@ def resolve_db(db: str | None, config_path: str | None) -> str:
         return db
     from kgr import config
 
-    return config.db_path(config.load(config_path))
+    ctx = click.get_current_context(silent=True)
+    loaded = ctx.meta.get("kgr.settings", {}) if ctx is not None else {}
+    # no flag sets sqlite.path, so any settings this command loaded from the same file will do
+    same_file = [s for (path, _), s in loaded.items() if path == config_path]
+    return config.db_path(same_file[0] if same_file else load_config(config_path))
 
 
 # -- record streams --------------------------------------------------------------

@@ -35,7 +35,7 @@ class Section:
     PATH: ClassVar[str] = ""
 
     def __getitem__(self, key: str) -> Any:
-        if not isinstance(key, str) or key not in {f.name for f in fields(self) if _is_key(f)}:
+        if key not in self:
             raise KeyError(key)
         return _plain(getattr(self, key))
 
@@ -44,6 +44,15 @@ class Section:
             return self[key]
         except KeyError:
             return default
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self) if _is_key(f)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
 
     def as_dict(self) -> dict[str, Any]:
         """The section as plain nested dicts and lists (the YAML shape)."""

@@ -100,3 +100,19 @@ def test_override_is_a_checked_copy():
     with pytest.raises(ConfigError, match="no configuration key 'memory.half_life'"):
         s.override({"memory.half_life": 7})
     assert config.MemorySettings.from_config(t) is t.memory
+
+
+def test_a_command_parses_the_configuration_once(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from kgr.cli import cli
+
+    f = tmp_path / "c.yaml"
+    f.write_text("sqlite:\n  path: missing.sqlite\nretrieval:\n  k: 3\n")
+    calls = []
+    real = config.load
+    monkeypatch.setattr(config, "load", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    monkeypatch.delenv("KGR_DB", raising=False)
+    res = CliRunner().invoke(cli, ["query", "anything", "--mode", "bm25", "--config", str(f)])
+    assert res.exit_code == 1 and "missing.sqlite" in res.stderr, res.stderr  # the file's sqlite.path
+    assert len(calls) == 1
