@@ -100,8 +100,7 @@ def at_scale(n: int, tmp: Path) -> None:
     from kgr.retrieval.query import query_embedder
     from kgr.store import Store
 
-    cfg = config.load(None)
-    cfg["embed"]["stub"] = True
+    cfg = config.load(None, overrides={"embed.stub": True})
     with Store(tmp / "scale.sqlite") as store:
         t0 = time.perf_counter()
         for text in texts(n):

@@ -254,8 +254,7 @@ def test_stale_half_written_exports_are_removed(tmp_path):
 
 
 def test_onnx_can_be_switched_off(onnx_dir):
-    cfg = config.load(env={})
-    cfg["embed"]["onnx"] = False
+    cfg = config.load(env={}, overrides={"embed.onnx": False})
     assert isinstance(E.get_embedder(cfg, purpose="query"), E.SentenceTransformerEmbedder)
 
 

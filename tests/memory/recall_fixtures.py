@@ -33,9 +33,7 @@ def clock() -> Clock:
 def stub_cfg():
     from kgr import config
 
-    cfg = config.load(None)
-    cfg["embed"]["stub"] = True
-    return cfg
+    return config.load(None, overrides={"embed.stub": True})
 
 
 @pytest.fixture(scope="session")

@@ -112,7 +112,7 @@ def test_recency_decays_with_the_half_life(store, stub_cfg, clock):
     for days, expected in ((0, 1.0), (30, 0.5), (60, 0.25), (90, 0.125)):
         w = recall.weigh({"created_ms": T0 - days * DAY_MS, "importance": 0.5, "access_count": 0}, T0, s)
         assert w["recency"] == pytest.approx(expected)
-    stub_cfg["memory"]["half_life_days"] = 7
+    stub_cfg = stub_cfg.override({"memory.half_life_days": 7})
     w = recall.weigh({"created_ms": T0 - 7 * DAY_MS}, T0, recall.Settings.from_config(stub_cfg))
     assert w["recency"] == pytest.approx(0.5)
     w = recall.weigh({"created_ms": T0, "importance": 1.0, "access_count": 20}, T0, s)

@@ -79,10 +79,7 @@ def test_consolidation_merges_the_near_duplicate_only(real_store, real_cfg):
 
 
 def test_the_threshold_is_configurable(real_store, real_cfg):
-    import copy
-
-    strict = copy.deepcopy(real_cfg)
-    strict["memory"]["consolidate_threshold"] = 0.999
+    strict = real_cfg.override({"memory.consolidate_threshold": 0.999})
     assert recall.consolidate(real_store, strict)["groups"] == 0
     loose = recall.consolidate(real_store, real_cfg, threshold=0.7, dry_run=True)
     ids = _ids(real_store)
