@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kgr.errors import KgrError
-from kgr.store import Store
+from kgr.store.lock import reading, writing
 
 CUTOFFS = (2, 5, 10)
 
@@ -165,7 +165,7 @@ def ensure_database(ds: Dataset, db: str | Path, cfg, *, progress: bool = False)
     db = Path(db)
     if db.exists():
         return
-    with Store(db) as store:
+    with writing(db) as store:
         if ds.docs_dir is not None:
             ingest([str(ds.docs_dir)], store, config=cfg, progress=progress)
             return
@@ -218,7 +218,7 @@ def evaluate(
     r = cfg["retrieval"]
     weights = query_mod.Weights.from_config(cfg)
     out = []
-    with Store(db, readonly=True) as store:
+    with reading(db) as store:
         embedder = None
         if any(m != "bm25" for m in modes) and vectors.stored_spec(store) is not None:
             from kgr.embedders import get_embedder
