@@ -120,9 +120,10 @@ def ingest(
         if on_partial:
             on_partial(doc)
 
+    # 1. normalize -> chunk -> load, the changed files only
     load_summary = LoadSummary()
     if changed:
-        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error, partial)
+        load_summary = _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, partial)
     else:
         for err in errors:
             if on_error:
@@ -133,8 +134,11 @@ def ingest(
 
     if prune:
         summary.pruned = _prune(store, paths, root_path, seen_paths)
+    # 2. extract -> link -> store, every document without a current graph: a second pass,
+    # since linking reads what is mined from the whole corpus, this run's documents included
     if graph:
         summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed)
+    # 3. embed what has no vector for its current text, entities with their final names
     if embed:
         summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
@@ -154,7 +158,14 @@ def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vec
 
 
 def embed_store(store: Store, cfg, *, on_batch=None) -> int:
-    """Embed the chunks and entities that have no current vector; the model loads only if any."""
+    """Embed the chunks and entities that have no current vector; the model loads only if any.
+
+    This works on the database, not on the embed stage's records (``kgr embed`` stamps each
+    chunk and entity record as it passes): what needs a vector is known only from the store
+    (a chunk or entity whose text already has one is skipped by its hash, so an unchanged
+    corpus loads no model), and an entity's text (name, type, aliases) is final only once
+    every document of the run has been linked, after the records that carried it went by.
+    ``kgr embed --pending`` runs this same function."""
     from kgr.store import vectors
 
     def get():
@@ -197,7 +208,10 @@ def _changed(f, known: dict, touched: list) -> bool:
     return True
 
 
-def _run_stages(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+def _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+    """``kgr normalize | kgr chunk | kgr load`` over the changed files: the stage generators
+    chained, each record handed on as it is made; the progress bar and the error and partial
+    callbacks watch the stream between them."""
     from kgr.stages import chunk as chunking
     from kgr.stages import normalize as norm
 
