@@ -4,12 +4,12 @@
              -> extract -> link -> store the graph                (documents without a current graph)
              -> embed                                             (chunks and entities without a vector)
 
-Each arrow is the function behind the filter of that name (``kgr normalize``, ``kgr chunk``,
-``kgr load``, ``kgr extract``, ``kgr link``); the stored documents and chunks are the same as
-``kgr normalize | kgr chunk | kgr load`` gives (a test compares them). Unchanged files are
-skipped before any parsing: first by mtime and size, then by the hash of their bytes, so a
-second run over an unchanged tree reads no file content, starts no parser process and loads
-no model.
+normalize, chunk, load, extract and link are the very functions behind the filters of those
+names (``kgr normalize`` ...), handing records on one by one; the stored documents and
+chunks are the same as ``kgr normalize | kgr chunk | kgr load`` gives (a test compares
+them). Unchanged files are skipped before any parsing: first by mtime and size, then by the
+hash of their bytes, so a second run over an unchanged tree reads no file content, starts no
+parser process and loads no model.
 
 The graph is built in a second pass over the stored documents (kgr.ingest.graphbuild), not
 in the first stream, because linking uses what is mined from the whole corpus (the
