@@ -148,3 +148,32 @@ def test_ignored_path_applies_discovery_rules_to_every_part():
     assert norm.ignored_path("notes/.draft.md", [])
     assert norm.ignored_path("drafts/x.md", ["drafts/"])
     assert not norm.ignored_path("notes/x.md", ["drafts/"])
+
+
+def test_a_text_that_spoils_the_shared_spacy_stream_fails_alone(tmp_path, monkeypatch):
+    """parse_batch runs spaCy over a batch of documents at once; when that stream fails, each
+    document is parsed alone, and only the one that fails by itself is marked failed."""
+    marker = "SPOILS-THE-STREAM"
+    real_pipe = extracting.Extractor.pipe
+
+    def pipe(self, texts):
+        if any(marker in t for t in texts):
+            raise ValueError("spaCy gave up")
+        return real_pipe(self, texts)
+
+    monkeypatch.setattr(extracting.Extractor, "pipe", pipe)
+    root = corpus(tmp_path)
+    (root / "bad.md").write_text(f"# Bad\n\nThe Ledger Store is owned by Treasury Team. {marker}\n")
+    errors: list[dict] = []
+    with Store(tmp_path / "kb.sqlite") as store:
+        s = ingest([str(root)], store, config=config.load(None), embed=False, on_error=errors.append)
+        assert (s.ingested, s.extracted, s.extract_failed) == (4, 3, 1)
+        assert [(e["stage"], e["path"]) for e in errors] == [("extract", "bad.md")]
+        assert "spaCy gave up" in errors[0]["message"]
+        assert dict(store.query("SELECT path, graph_sig = 'failed' FROM docs")) == {
+            "bad.md": 1,
+            "empty.md": 0,
+            "ois.md": 0,
+            "pay.md": 0,
+        }
+        assert store.scalar("SELECT count(*) FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE d.path='ois.md'") > 0
