@@ -1163,10 +1163,13 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @json_option
 @config_option
 def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config_path):
-    """Normalize, chunk and load files in one process.
+    """Normalize, chunk, load, extract, link and embed files in one process.
 
-    Unchanged files (same mtime and size, else same hash) are skipped before parsing,
-    so it is cheap to run from cron. PATHS - reads the paths from stdin, one per line,
+    The same stage functions as the filters, chained without serialization: changed
+    files are normalized, chunked and loaded; then documents without a current graph
+    are extracted and linked (against what is mined from the whole corpus); then chunks
+    and entities without a vector are embedded. Unchanged files (same mtime and size,
+    else same hash) are skipped before parsing, so it is cheap to run from cron. PATHS - reads the paths from stdin, one per line,
     or NUL-terminated with -0.
 
     \b

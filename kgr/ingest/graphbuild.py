@@ -1,8 +1,12 @@
-"""Building the graph for stored documents: mine the gazetteer, extract, link, load.
+"""Building the graph of stored documents: mine the gazetteer, then extract, link, store.
 
 `kgr ingest` runs this after loading documents and chunks, for every document whose
-graph is missing or stale (``docs.graph_sig IS NULL``). Mining reads the whole
-corpus, which is why it runs on the database rather than on one stream.
+graph is missing or stale (``docs.graph_sig IS NULL``). Each document's records go
+through the functions behind ``kgr extract`` and ``kgr link`` (:func:`graph_records`).
+What linking needs from the whole corpus (the mined gazetteer, the aliases documents
+declare, the entities the rest of the graph supports) is read from the database first
+and handed to them as arguments: it covers the documents just loaded too, which is why
+this runs after loading rather than inside the same stream.
 
 A document whose extraction fails fails alone: it gets an error record, its
 ``graph_sig`` becomes ``GRAPH_FAILED`` and ``docs.error`` says why (``kgr status`` and
@@ -17,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
+from kgr import records
 from kgr.config import GazetteerSettings, settings_of
 from kgr.store import Store, loads
 from kgr.store import graph_rows as graphstore
@@ -225,6 +230,52 @@ def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str
 MAX_ERROR_CHARS = 300
 
 
+def stored_records(store: Store, doc_id: int, path: str, title: str | None, text: str | None, hash_: str) -> list[dict]:
+    """A stored document as the records ``kgr chunk`` gave for it, as far as extraction and
+    linking read them: its doc record, then its chunk records in order."""
+    doc = {"kind": records.DOC, "path": path, "title": title, "text": text or "", "hash": hash_}
+    return [doc] + [
+        {"kind": records.CHUNK, "doc": path, "ord": o, "start": s, "end": e, "text": t}
+        for o, s, e, t in store.query(
+            'SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,)
+        )
+    ]
+
+
+def graph_records(recs: Iterable[dict], extractor, linker, *, parsed=None) -> Iterator[dict]:
+    """``kgr extract | kgr link``: the very stage functions, chained in one process."""
+    from kgr.stages.extract import extract
+    from kgr.stages.link import link
+
+    return link(extract(recs, extractor=extractor, parsed=parsed), linker=linker)
+
+
+def parse_batch(extractor, docs: list[dict]) -> tuple[dict, dict[str, str]]:
+    """Parse a batch of doc records and run spaCy over all their blocks in one stream (its
+    per-call cost is paid once, not per document). Returns ({path: parsed document}, {path:
+    why its parse failed}); a text too deep to parse is left out, for the extract stage to
+    try again and report."""
+    from kgr.stages.textmodel import parse_document
+
+    parsed = {}
+    for doc in docs:
+        try:
+            parsed[doc["path"]] = parse_document(doc["text"], title=doc.get("title"), path=doc["path"])
+        except RecursionError:
+            pass  # the extract stage tries again and reports it
+    failed: dict[str, str] = {}
+    try:
+        extractor.parse_many(list(parsed.values()))
+    except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
+        for path, doc in parsed.items():
+            if getattr(doc, "parsed_blocks", None) is None:
+                try:
+                    extractor.parse_many([doc])
+                except Exception as exc:  # noqa: BLE001 - recorded and reported by the caller
+                    failed[path] = _message(exc)
+    return parsed, failed
+
+
 def build_pending(
     store: Store,
     cfg,
@@ -236,15 +287,19 @@ def build_pending(
     """Extract and link every document without a current graph; return how many got one.
     With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
     A document that cannot be extracted is recorded as failed (see the module docstring)
-    and reported to ``on_error`` as an error record; the others go on."""
+    and reported to ``on_error`` as an error record; the others go on.
+
+    Each document's stored records go through :func:`graph_records`, the functions behind
+    ``kgr extract`` and ``kgr link``; what they learn from the corpus is passed in: the
+    extractor carries the mined gazetteer, the linker the entities, votes and vectors of the
+    rest of the graph and the aliases every document declares."""
     pending = store.query(
         "SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"
     )
     if not pending:
         return 0
-    from kgr.stages.extract import extract_doc, extractor_from_config
+    from kgr.stages.extract import extractor_from_config
     from kgr.stages.link import Linker
-    from kgr.stages.textmodel import parse_document
 
     declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
     extractor = extractor_from_config(cfg, load_gazetteer(store))
@@ -266,47 +321,30 @@ def build_pending(
         linker.declare(short, long)
     built = 0
     for at in range(0, len(pending), PARSE_BATCH):
-        batch = []
-        failed: dict[int, str] = {}
-        for doc_id, path, title, text, hash_ in pending[at : at + PARSE_BATCH]:
-            doc = {"kind": "doc", "path": path, "title": title, "text": text or "", "hash": hash_}
+        batch = pending[at : at + PARSE_BATCH]
+        parsed, failed = parse_batch(extractor, [{"path": p, "title": t, "text": x or ""} for _, p, t, x, _ in batch])
+        for doc_id, path, title, text, hash_ in batch:
+            # One document at a time through the stages, so that a failure is that document's
+            # alone: the error is recorded (GRAPH_FAILED) and the next document goes on.
             try:
-                parsed = parse_document(doc["text"], title=title, path=path)
-            except RecursionError:
-                parsed = None  # extract_doc tries again and reports it
-            batch.append((doc_id, doc, parsed))
-        try:
-            extractor.parse_many([p for _, _, p in batch if p is not None])
-        except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
-            for doc_id, _, parsed in batch:
-                if parsed is not None and getattr(parsed, "parsed_blocks", None) is None:
-                    try:
-                        extractor.parse_many([parsed])
-                    except Exception as exc:  # noqa: BLE001 - recorded and reported below
-                        failed[doc_id] = _message(exc)
-        for doc_id, doc, parsed in batch:
-            path = doc["path"]
-            try:
-                if doc_id in failed:
-                    raise ExtractionFailed(failed[doc_id])
-                chunks = [
-                    {"kind": "chunk", "doc": path, "ord": o, "start": s, "end": e, "text": t}
-                    for o, s, e, t in store.query(
-                        'SELECT ord, start, "end", text FROM chunks WHERE doc_id=? ORDER BY ord', (doc_id,)
-                    )
-                ]
-                derived = extract_doc(extractor, doc, chunks, parsed)
-                errors = [r for r in derived if r["kind"] == "error"]
-                if errors:
-                    raise ExtractionFailed(errors[0]["message"])
-                mentions = [r for r in derived if r["kind"] == "mention"]
-                relations = [r for r in derived if r["kind"] == "relation"]
-                linked = linker.link_doc(doc, mentions, relations)
+                if path in failed:
+                    raise ExtractionFailed(failed[path])
+                linked = []
+                for rec in graph_records(
+                    stored_records(store, doc_id, path, title, text, hash_), extractor, linker, parsed=parsed
+                ):
+                    if rec["kind"] == records.ERROR:
+                        raise ExtractionFailed(rec["message"])
+                    if rec["kind"] in DERIVED:
+                        linked.append(rec)
             except Exception as exc:  # noqa: BLE001 - a document's failure is its own: recorded, reported, the run goes on
                 rec = record_failure(store, doc_id, path, exc if isinstance(exc, ExtractionFailed) else _message(exc))
                 if on_error:
                     on_error(rec)
                 continue
+            # Written as the load stage writes a document's derived records; not through
+            # load() itself, because the document and its chunks are stored already (by the
+            # first pass) and a document that names nothing still gets its (empty) graph.
             sig = graph_signature(linked)
             with store.write() as conn:
                 graphstore.replace_derived(store, doc_id, linked, sig)
@@ -315,6 +353,9 @@ def build_pending(
             if on_doc:
                 on_doc(path)
     return built
+
+
+DERIVED = (records.ENTITY, records.MENTION, records.RELATION)  # what extract and link add to a document's records
 
 
 class ExtractionFailed(Exception):
@@ -330,7 +371,6 @@ def _message(exc: BaseException) -> str:
 def record_failure(store: Store, doc_id: int, path: str, reason) -> dict:
     """Mark a document's extraction as failed on its current text (its stored graph, if any,
     is kept) and say so where ``kgr status`` looks; return the error record."""
-    from kgr import records
     from kgr.store import now_ms
 
     message = _message(reason)

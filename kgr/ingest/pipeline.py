@@ -1,11 +1,22 @@
-"""`kgr ingest`: the stages composed in one process, without serialization.
+"""`kgr ingest`: the stages composed in one process, record by record, without serialization.
 
-    discover -> skip unchanged -> normalize -> chunk -> load
+    discover -> skip unchanged -> normalize -> chunk -> load     (the changed files)
+             -> extract -> link -> store the graph                (documents without a current graph)
+             -> embed                                             (chunks and entities without a vector)
 
-The result is the same database content as ``kgr normalize | kgr chunk | kgr load``
-(a test compares them). Unchanged files are skipped before any parsing: first by
-mtime and size, then by the hash of their bytes, so a second run over an unchanged
-tree reads no file content, starts no parser process and loads no model.
+normalize, chunk, load, extract and link are the very functions behind the filters of those
+names (``kgr normalize`` ...), handing records on one by one; the stored documents and
+chunks are the same as ``kgr normalize | kgr chunk | kgr load`` gives (a test compares
+them). Unchanged files are skipped before any parsing: first by mtime and size, then by the
+hash of their bytes, so a second run over an unchanged tree reads no file content, starts no
+parser process and loads no model.
+
+The graph is built in a second pass over the stored documents (kgr.ingest.graphbuild), not
+in the first stream, because linking uses what is mined from the whole corpus (the
+gazetteer, declared aliases), the documents of this run included. Vectors come last, from
+the database (kgr.store.vectors.embed_pending) rather than through ``kgr embed``'s records:
+a chunk or entity whose text already has a vector is skipped by hash, and an entity's text
+is final only once every document has been linked.
 """
 
 from __future__ import annotations
@@ -109,9 +120,10 @@ def ingest(
         if on_partial:
             on_partial(doc)
 
+    # 1. normalize -> chunk -> load, the changed files only
     load_summary = LoadSummary()
     if changed:
-        load_summary = _run_stages(changed, store, cfg, root_path, errors, progress, on_error, partial)
+        load_summary = _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, partial)
     else:
         for err in errors:
             if on_error:
@@ -122,8 +134,11 @@ def ingest(
 
     if prune:
         summary.pruned = _prune(store, paths, root_path, seen_paths)
+    # 2. extract -> link -> store, every document without a current graph: a second pass,
+    # since linking reads what is mined from the whole corpus, this run's documents included
     if graph:
         summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed)
+    # 3. embed what has no vector for its current text, entities with their final names
     if embed:
         summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
@@ -143,7 +158,14 @@ def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vec
 
 
 def embed_store(store: Store, cfg, *, on_batch=None) -> int:
-    """Embed the chunks and entities that have no current vector; the model loads only if any."""
+    """Embed the chunks and entities that have no current vector; the model loads only if any.
+
+    This works on the database, not on the embed stage's records (``kgr embed`` stamps each
+    chunk and entity record as it passes): what needs a vector is known only from the store
+    (a chunk or entity whose text already has one is skipped by its hash, so an unchanged
+    corpus loads no model), and an entity's text (name, type, aliases) is final only once
+    every document of the run has been linked, after the records that carried it went by.
+    ``kgr embed --pending`` runs this same function."""
     from kgr.config import settings_of
     from kgr.store import vectors
 
@@ -171,6 +193,8 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
 
 def _changed(f, known: dict, touched: list) -> bool:
     """True when the file must be parsed; files unchanged but touched are remembered."""
+    from kgr.stages import normalize as norm
+
     stored = known.get(f.rel_path)
     if stored is None:
         return True
@@ -179,7 +203,7 @@ def _changed(f, known: dict, touched: list) -> bool:
         return False
     if size == f.size and fhash is not None:
         try:
-            current = _file_hash(f.abs_path)
+            current = norm.file_hash(f.abs_path)
         except OSError:
             return True
         if current == fhash:
@@ -188,17 +212,10 @@ def _changed(f, known: dict, touched: list) -> bool:
     return True
 
 
-def _file_hash(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _run_stages(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+def _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+    """``kgr normalize | kgr chunk | kgr load`` over the changed files: the stage generators
+    chained, each record handed on as it is made; the progress bar and the error and partial
+    callbacks watch the stream between them."""
     from kgr.stages import chunk as chunking
     from kgr.stages import normalize as norm
 
@@ -302,7 +319,7 @@ def sync_paths(
     started = time.perf_counter()
     root_path = Path(root).resolve()
     check_root(store, root_path)
-    ignore = norm._kgrignore(root_path)
+    ignore = norm.kgrignore(root_path)
     stored = {
         path: (fhash, fmt, size)
         for path, fhash, fmt, size in store.query("SELECT path, file_hash, format, size FROM docs WHERE source='file'")
@@ -315,14 +332,16 @@ def sync_paths(
             continue  # outside the root: never ours
         prefix = "" if rel == "" else rel + "/"
         absolute = root_path / rel if rel else root_path
-        if rel and (_ignored_rel(rel, ignore) or _leaves_root(absolute, root_path)):
+        if rel and (norm.ignored_path(rel, ignore) or _leaves_root(absolute, root_path)):
             found: list = []
         elif absolute.is_dir() and not absolute.is_symlink():
             found = list(norm.discover([str(absolute)], root=str(root_path)))
         elif absolute.is_file():
             try:
                 found = (
-                    [norm._ref(absolute, root_path, absolute.stat())] if absolute.suffix.lower() in norm.FORMATS else []
+                    [norm.file_ref(absolute, root_path, absolute.stat())]
+                    if absolute.suffix.lower() in norm.FORMATS
+                    else []
                 )
             except OSError:
                 found = []
@@ -402,16 +421,6 @@ def _rel_to_root(target: str | os.PathLike, root: Path) -> str | None:
     return "" if rel == "." else rel
 
 
-def _ignored_rel(rel: str, ignore: list[str]) -> bool:
-    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of a path."""
-    from kgr.stages import normalize as norm
-
-    parts = rel.split("/")
-    if any(norm._ignored(part) for part in parts):
-        return True
-    return bool(ignore) and any(norm._matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
-
-
 def _leaves_root(path: Path, root: Path) -> bool:
     """True when a symlink (the path itself or a folder above it) points out of the root."""
     try:
@@ -428,7 +437,7 @@ def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
     return (
         path.is_file()
         and path.suffix.lower() in norm.FORMATS
-        and not _ignored_rel(rel, ignore)
+        and not norm.ignored_path(rel, ignore)
         and not _leaves_root(path, root)
     )
 
@@ -439,6 +448,7 @@ def _match_moves(
     """(old path, new file) pairs: a new file whose bytes and format are those of a stored
     document whose own file is gone, whether or not that path is among the hints (the two
     sides of a move may arrive in different batches)."""
+    from kgr.stages import normalize as norm
     from kgr.stages.parsers import FORMATS
 
     by_key: dict[tuple, list[str]] = {}
@@ -456,7 +466,7 @@ def _match_moves(
         if not olds:
             continue
         try:
-            fhash = _file_hash(ref.abs_path)
+            fhash = norm.file_hash(ref.abs_path)
         except OSError:
             continue
         for old in sorted(olds, key=lambda p: p not in gone):  # the hinted ones first
@@ -475,7 +485,7 @@ def move_doc(store: Store, old: str, new: str, *, mtime_ms: int | None = None, s
     (chunk preludes, a title taken from the file name, breadcrumbs) follow; the vectors,
     made from the old prelude, are kept on purpose (a move is not worth re-embedding).
     Returns False when there is nothing at ``old`` or something already at ``new``."""
-    from kgr.stages.chunk import _clean_title
+    from kgr.stages.chunk import moved_prelude
 
     with store.write() as conn:
         row = conn.execute("SELECT id, title, meta FROM docs WHERE path=?", (old,)).fetchone()
@@ -491,16 +501,9 @@ def move_doc(store: Store, old: str, new: str, *, mtime_ms: int | None = None, s
             "UPDATE docs SET path=?, title=?, meta=?, mtime_ms=coalesce(?, mtime_ms), size=coalesce(?, size), updated_ms=? WHERE id=?",
             (new, title, dumps(meta), mtime_ms, size, now_ms(), doc_id),
         )
-        old_part, new_part = _clean_title(old), _clean_title(new)
         rows = conn.execute("SELECT id, prelude FROM chunks WHERE doc_id=?", (doc_id,)).fetchall()
-        conn.executemany(
-            "UPDATE chunks SET prelude=? WHERE id=?",
-            [
-                (new_part + prelude[len(old_part) :], cid)
-                for cid, prelude in rows
-                if prelude and prelude.startswith(old_part) and prelude[len(old_part) : len(old_part) + 1] in ("", " ")
-            ],
-        )
+        moved = [(moved_prelude(prelude, old, new), cid) for cid, prelude in rows]
+        conn.executemany("UPDATE chunks SET prelude=? WHERE id=?", [(p, cid) for p, cid in moved if p is not None])
         store.set_meta("last_file", new)
         store.log_event("move", new, f"from {old}")
     return True

@@ -31,7 +31,6 @@ from kgr.store.db import BUSY_TIMEOUT_MS, Store
 
 def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
     """{relative path: sha256 of the bytes} of every file discovery would ingest."""
-    from kgr.ingest.pipeline import _file_hash
     from kgr.stages import normalize as norm
 
     root_path = Path(root).resolve()
@@ -39,7 +38,7 @@ def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
     for item in norm.discover([str(root_path)], root=str(root_path)):
         if isinstance(item, norm.FileRef):
             try:
-                out[item.rel_path] = _file_hash(item.abs_path)
+                out[item.rel_path] = norm.file_hash(item.abs_path)
             except OSError:
                 continue  # vanished meanwhile
     return out

@@ -418,6 +418,15 @@ def make_prelude(path: str, section: str, headings: Sequence[str]) -> str:
     return PRELUDE_SEP.join(HEADING_SEP.join(part) for part in _prelude_parts(path, section, headings))
 
 
+def moved_prelude(prelude: str | None, old_path: str, new_path: str) -> str | None:
+    """A chunk's prelude for its document moved from ``old_path`` to ``new_path``: the path part
+    it starts with replaced; None when it does not start with the old path part."""
+    old_part, new_part = _clean_title(old_path), _clean_title(new_path)
+    if prelude and prelude.startswith(old_part) and prelude[len(old_part) : len(old_part) + 1] in ("", " "):
+        return new_part + prelude[len(old_part) :]
+    return None
+
+
 def _prelude_parts(path: str, section: str, headings: Sequence[str]) -> list[list[str]]:
     trail = [h for h in (_clean_title(h) for h in headings) if h]
     section = _clean_title(section or "")

@@ -29,7 +29,7 @@ import collections
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from kgr import records
 from kgr.config import ExtractSettings, settings_of
@@ -1194,8 +1194,13 @@ def extract(
     extractor: Extractor | None = None,
     nlp_name: str = _DEFAULTS.ner,
     gazetteer: Gazetteer | None = None,
+    parsed: Mapping[str, Document] | None = None,
 ) -> Iterator[dict]:
-    """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations."""
+    """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations.
+
+    ``parsed`` maps a doc's path to its text already through :func:`parse_document` (and
+    perhaps :meth:`Extractor.parse_many`, which runs spaCy over many documents at once);
+    a document not in it is parsed here."""
     if extractor is None:
         extractor = Extractor(nlp=load_nlp(nlp_name), gazetteer=gazetteer)
     pending_doc: dict | None = None
@@ -1205,7 +1210,8 @@ def extract(
         nonlocal pending_doc, pending_chunks
         if pending_doc is not None:
             yield from pending_chunks
-            yield from extract_doc(extractor, pending_doc, pending_chunks)
+            ready = parsed.get(pending_doc.get("path")) if parsed else None
+            yield from extract_doc(extractor, pending_doc, pending_chunks, ready)
         pending_doc, pending_chunks = None, []
 
     for rec in recs:

@@ -72,11 +72,13 @@ class NormalizeOptions(NormalizeSettings):
 # -- discovery -----------------------------------------------------------------------------
 
 
-def _ignored(name: str) -> bool:
+def ignored_name(name: str) -> bool:
+    """A file or folder name discovery never takes: a dotfile, an editor's temporary file."""
     return name.startswith(".") or bool(IGNORED_NAMES.search(name))
 
 
-def _kgrignore(root: Path) -> list[str]:
+def kgrignore(root: Path) -> list[str]:
+    """The patterns of the root's ``.kgrignore`` (none when it has none)."""
     try:
         lines = (root / ".kgrignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -84,7 +86,8 @@ def _kgrignore(root: Path) -> list[str]:
     return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
 
 
-def _matches_ignore(rel: str, patterns: list[str]) -> bool:
+def matches_ignore(rel: str, patterns: list[str]) -> bool:
+    """True when a root-relative POSIX path matches a ``.kgrignore`` pattern."""
     name = rel.rsplit("/", 1)[-1]
     for pat in patterns:
         p = pat.rstrip("/")
@@ -98,6 +101,15 @@ def _matches_ignore(rel: str, patterns: list[str]) -> bool:
     return False
 
 
+def ignored_path(rel: str, ignore: list[str]) -> bool:
+    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of
+    a root-relative POSIX path: what ``kgr watch`` and sync_paths ask of a path they are given."""
+    parts = rel.split("/")
+    if any(ignored_name(part) for part in parts):
+        return True
+    return bool(ignore) and any(matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
+
+
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
@@ -106,7 +118,9 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
+def file_ref(path: Path, root: Path, st: os.stat_result) -> FileRef | dict:
+    """The FileRef of a file under ``root`` (its stat in ``st``), or an error record when its
+    name cannot be stored."""
     rel = path.relative_to(root).as_posix()
     try:
         rel.encode("utf-8")
@@ -127,7 +141,7 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
     if root is None:
         root = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else os.getcwd()
     root_path = Path(root).resolve()
-    ignore = _kgrignore(root_path)
+    ignore = kgrignore(root_path)
     seen: set[str] = set()
     for arg in paths:
         matches = sorted(glob.glob(arg, recursive=True)) if glob.has_magic(arg) else [arg]
@@ -166,7 +180,7 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
                         reason="unsupported",
                     )
                     continue
-                item = _ref(real, root_path, st)
+                item = file_ref(real, root_path, st)
                 key = item.rel_path if isinstance(item, FileRef) else item["message"]
                 if key not in seen:
                     seen.add(key)
@@ -212,11 +226,11 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             continue
         for entry in entries:
             name = entry.name
-            if _ignored(name):
+            if ignored_name(name):
                 continue
             p = Path(entry.path)
             rel = p.relative_to(root).as_posix()
-            if ignore and _matches_ignore(rel, ignore):
+            if ignore and matches_ignore(rel, ignore):
                 continue
             try:
                 if entry.is_symlink():
@@ -236,7 +250,7 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             if stat.S_ISREG(st.st_mode) and p.suffix.lower() in FORMATS:
                 out.append((rel, p, st))
     for rel, p, st in sorted(out, key=lambda x: x[0]):
-        yield p if isinstance(p, dict) else _ref(p, root, st)
+        yield p if isinstance(p, dict) else file_ref(p, root, st)
 
 
 # -- normalization -------------------------------------------------------------------------
@@ -335,15 +349,21 @@ def _finish(ref: FileRef, started, options: NormalizeOptions, pool, key: bytes) 
 
 
 def _hash_file(path: str) -> str | None:
+    try:
+        return file_hash(path)
+    except OSError:
+        return None
+
+
+def file_hash(path: str | os.PathLike) -> str:
+    """The sha256 of a file's bytes (``docs.file_hash``): how an unchanged or moved file is
+    recognised without parsing it. Raises OSError when it cannot be read."""
     import hashlib
 
     h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
-        return None
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
     return h.hexdigest()
 
 
