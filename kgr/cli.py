@@ -184,8 +184,7 @@ class KgrGroup(click.Group):
             ctx.exit(int(exc.exit_status))
         except BrokenPipeError:
             # The reader went away (`kgr ... | head`): exit quietly (click would exit 1).
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            _stdout_to_devnull()
             ctx.exit(0)
         except OSError as exc:
             if (ctx.obj or {}).get("traceback"):
@@ -1735,25 +1734,25 @@ def main(argv: list[str] | None = None) -> None:
         warn("Interrupted")
         _exit(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        # The reader went away (`kgr ... | head`): exit quietly.
+        _stdout_to_devnull()
+        _exit(ExitStatus.OK)
     else:
         _exit(code if isinstance(code, int) else ExitStatus.OK)
 
 
-def _quiet_broken_pipe() -> None:
-    # The reader went away (`kgr ... | head`): exit quietly, and keep Python from
-    # complaining when it flushes stdout at shutdown.
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null once its reader has gone, so that the flush at shutdown
+    does not raise BrokenPipeError again (and Python does not complain about it)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    _exit(ExitStatus.OK)
 
 
 def _exit(code: int | None) -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _stdout_to_devnull()
     sys.exit(int(code or 0))
 
 

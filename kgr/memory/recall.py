@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -41,7 +40,7 @@ from kgr.errors import BadRecord, UsageError
 from kgr.retrieval.entities import fts_query
 from kgr.retrieval.query import RRF_K, clamp
 from kgr.stages.link import norm
-from kgr.store import Store, dumps, loads, vectors
+from kgr.store import Store, dumps, loads, now_ms, vectors
 
 PREFIX = ".memory/"
 SOURCE = "memory"
@@ -80,10 +79,6 @@ class Settings:
         if not 0 < out.consolidate_threshold <= 1:
             raise UsageError(f"memory.consolidate_threshold must be in (0, 1], got {out.consolidate_threshold:g}")
         return out
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def memory_id(text: str) -> str:
@@ -795,8 +790,6 @@ def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[
 
 
 def _restore_observations(store: Store, path: str, obs: list[dict]) -> None:
-    from kgr.store import now_ms as store_now
-
     doc_id = store.scalar("SELECT id FROM docs WHERE path=?", (path,))
     with store.write() as conn:
         for o in obs:
@@ -809,7 +802,7 @@ def _restore_observations(store: Store, path: str, obs: list[dict]) -> None:
                 conn.execute(
                     "INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
                     "VALUES (?, ?, ?, ?, 'manual', ?, ?)",
-                    (key, name, typ, norm(name), store_now(), store_now()),
+                    (key, name, typ, norm(name), now_ms(), now_ms()),
                 )
                 eid = conn.last_insert_rowid()
             else:
