@@ -948,7 +948,7 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         click.echo("no memories")
     else:
         for r in out["results"]:
-            click.echo(f"{r['rank']:>2}. {r['id']}  [{r['score']:.4f}]  {query_mod._snippet(r['text'])}")
+            click.echo(f"{r['rank']:>2}. {r['id']}  [{r['score']:.4f}]  {query_mod.snippet(r['text'])}")
             click.echo(f"    why: {r['why']}; importance {r['importance']:g}, recalled {r['access_count']}x")
 
 

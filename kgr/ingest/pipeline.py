@@ -298,7 +298,7 @@ def sync_paths(
     started = time.perf_counter()
     root_path = Path(root).resolve()
     check_root(store, root_path)
-    ignore = norm._kgrignore(root_path)
+    ignore = norm.read_kgrignore(root_path)
     stored = {
         path: (fhash, fmt, size)
         for path, fhash, fmt, size in store.query("SELECT path, file_hash, format, size FROM docs WHERE source='file'")
@@ -311,7 +311,7 @@ def sync_paths(
             continue  # outside the root: never ours
         prefix = "" if rel == "" else rel + "/"
         absolute = root_path / rel if rel else root_path
-        if rel and (_ignored_rel(rel, ignore) or _leaves_root(absolute, root_path)):
+        if rel and (norm.ignored_path(rel, ignore) or _leaves_root(absolute, root_path)):
             found: list = []
         elif absolute.is_dir() and not absolute.is_symlink():
             found = list(norm.discover([str(absolute)], root=str(root_path)))
@@ -398,16 +398,6 @@ def _rel_to_root(target: str | os.PathLike, root: Path) -> str | None:
     return "" if rel == "." else rel
 
 
-def _ignored_rel(rel: str, ignore: list[str]) -> bool:
-    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of a path."""
-    from kgr.stages import normalize as norm
-
-    parts = rel.split("/")
-    if any(norm._ignored(part) for part in parts):
-        return True
-    return bool(ignore) and any(norm._matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
-
-
 def _leaves_root(path: Path, root: Path) -> bool:
     """True when a symlink (the path itself or a folder above it) points out of the root."""
     try:
@@ -424,7 +414,7 @@ def _present_now(path: Path, root: Path, ignore: list[str]) -> bool:
     return (
         path.is_file()
         and path.suffix.lower() in norm.FORMATS
-        and not _ignored_rel(rel, ignore)
+        and not norm.ignored_path(rel, ignore)
         and not _leaves_root(path, root)
     )
 

@@ -154,7 +154,7 @@ class Watcher:
         self.max_delay = max(self.debounce, float(max_delay))
         self.polling = polling
         self.stats = WatchStats()
-        self._ignore = norm._kgrignore(self.root)
+        self._ignore = norm.read_kgrignore(self.root)
         self._db_names = self._database_names()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -296,10 +296,9 @@ class Watcher:
         return names if db.parent == self.root or self.root in db.parents else set()
 
     def _wanted(self, rel: str, is_dir: bool) -> bool:
-        from kgr.ingest.pipeline import _ignored_rel
         from kgr.stages import normalize as norm
 
-        if _ignored_rel(rel, self._ignore):
+        if norm.ignored_path(rel, self._ignore):
             return False
         if rel.rsplit("/", 1)[-1] in self._db_names:
             return False
@@ -317,7 +316,7 @@ class Watcher:
             if rel == ".kgrignore":
                 from kgr.stages import normalize as norm
 
-                self._ignore = norm._kgrignore(self.root)
+                self._ignore = norm.read_kgrignore(self.root)
                 self._request_scan(".kgrignore changed")
                 continue
             if self._wanted(rel, event.is_directory):

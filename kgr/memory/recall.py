@@ -587,7 +587,7 @@ def _memory_vectors(store: Store) -> dict[int, Any]:
             f"SELECT rowid, embedding FROM {vectors.TABLES[vectors.CHUNK]} WHERE rowid IN ({','.join('?' * len(part))})",
             part,
         ):
-            v = vectors._decode(blob, spec)
+            v = vectors.decode(blob, spec)
             by_doc[chunk_doc[cid]].append(v / (np.linalg.norm(v) or 1.0))
     out = {}
     for d, vs in by_doc.items():

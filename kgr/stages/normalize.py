@@ -82,11 +82,13 @@ class NormalizeOptions:
 # -- discovery -----------------------------------------------------------------------------
 
 
-def _ignored(name: str) -> bool:
+def ignored_name(name: str) -> bool:
+    """A dotfile or an editor's temporary name: never a document, never descended into."""
     return name.startswith(".") or bool(IGNORED_NAMES.search(name))
 
 
-def _kgrignore(root: Path) -> list[str]:
+def read_kgrignore(root: Path) -> list[str]:
+    """The patterns of the root's .kgrignore (none when it has none)."""
     try:
         lines = (root / ".kgrignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -94,7 +96,8 @@ def _kgrignore(root: Path) -> list[str]:
     return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
 
 
-def _matches_ignore(rel: str, patterns: list[str]) -> bool:
+def matches_ignore(rel: str, patterns: list[str]) -> bool:
+    """Whether a root-relative path matches one of the .kgrignore patterns."""
     name = rel.rsplit("/", 1)[-1]
     for pat in patterns:
         p = pat.rstrip("/")
@@ -106,6 +109,14 @@ def _matches_ignore(rel: str, patterns: list[str]) -> bool:
         ):
             return True
     return False
+
+
+def ignored_path(rel: str, ignore: list[str]) -> bool:
+    """The discovery rules (dotfiles, editor temp names, .kgrignore) applied to each part of a path."""
+    parts = rel.split("/")
+    if any(ignored_name(part) for part in parts):
+        return True
+    return bool(ignore) and any(matches_ignore("/".join(parts[:i]), ignore) for i in range(1, len(parts) + 1))
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -137,7 +148,7 @@ def discover(paths: Iterable[str], *, root: str | None = None) -> Iterator[FileR
     if root is None:
         root = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else os.getcwd()
     root_path = Path(root).resolve()
-    ignore = _kgrignore(root_path)
+    ignore = read_kgrignore(root_path)
     seen: set[str] = set()
     for arg in paths:
         matches = sorted(glob.glob(arg, recursive=True)) if glob.has_magic(arg) else [arg]
@@ -222,11 +233,11 @@ def _walk(directory: Path, root: Path, ignore: list[str]) -> Iterator[FileRef | 
             continue
         for entry in entries:
             name = entry.name
-            if _ignored(name):
+            if ignored_name(name):
                 continue
             p = Path(entry.path)
             rel = p.relative_to(root).as_posix()
-            if ignore and _matches_ignore(rel, ignore):
+            if ignore and matches_ignore(rel, ignore):
                 continue
             try:
                 if entry.is_symlink():
