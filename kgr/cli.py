@@ -76,9 +76,15 @@ def stdin_paths(paths: tuple[str, ...], null: bool, command: str) -> list[str] |
 
 
 def load_config(config_path: str | None, **overrides: Any):
+    """The settings (flags > KGR_* environment > file > defaults), parsed once per command."""
     from kgr import config
 
-    return config.load(config_path, overrides=overrides)
+    ctx = click.get_current_context(silent=True)
+    loaded = ctx.meta.setdefault("kgr.settings", {}) if ctx is not None else {}
+    key = (config_path, tuple(sorted((k, v) for k, v in overrides.items() if v is not None)))
+    if key not in loaded:
+        loaded[key] = config.load(config_path, overrides=overrides)
+    return loaded[key]
 
 
 def resolve_db(db: str | None, config_path: str | None) -> str:
@@ -87,7 +93,11 @@ def resolve_db(db: str | None, config_path: str | None) -> str:
         return db
     from kgr import config
 
-    return config.db_path(config.load(config_path))
+    ctx = click.get_current_context(silent=True)
+    loaded = ctx.meta.get("kgr.settings", {}) if ctx is not None else {}
+    # no flag sets sqlite.path, so any settings this command loaded from the same file will do
+    same_file = [s for (path, _), s in loaded.items() if path == config_path]
+    return config.db_path(same_file[0] if same_file else load_config(config_path))
 
 
 # -- record streams --------------------------------------------------------------
@@ -394,9 +404,8 @@ def mine(db, top_k, min_freq, as_json, config_path):
 
     path = resolve_db(db, config_path)
     with WriterLock(path), Store(path) as store:  # one writer process per database
-        terms = mine_terms(
-            store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"]
-        )
+        gazetteer = cfg.extract.gazetteer
+        terms = mine_terms(store, topk=gazetteer.mine_topk, min_freq=gazetteer.min_freq)
     if as_json:
         emit({"kind": "term", "term": t.term, "type": t.type, "freq": t.freq, "source": t.source} for t in terms)
     else:
@@ -758,7 +767,7 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     store = Store(db) if db else None
     try:
         recs = counter.watch(read_input(input, "embed"))
-        emit(embed_stage(recs, embedder, batch_size=int(cfg["embed"]["batch_size"]), store=store))
+        emit(embed_stage(recs, embedder, batch_size=cfg.embed.batch_size, store=store))
     finally:
         if store is not None:
             store.close()
@@ -786,19 +795,11 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
     from kgr.store import Store
 
     cfg = load_config(config_path)
-    r = cfg["retrieval"]
-    rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else r["rels"]
+    rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else None
     with Store(resolve_db(db, config_path), readonly=True) as store:
         embed_query = query_mod.query_embedder(store, cfg) if mode != "bm25" else None
-        result = query_mod.hybrid_query(
-            store,
-            text,
-            k=k or r["k"],
-            hops=r["hops"] if hops is None else hops,
-            rels=rel_list,
-            mode=mode,
-            embed_query=embed_query,
-            weights=query_mod.Weights.from_config(cfg),
+        result = query_mod.query_with_settings(
+            store, text, cfg.retrieval, k=k, hops=hops, rels=rel_list, mode=mode, embed_query=embed_query
         )
     if as_json:
         emit([{"kind": "result", "query": text, "mode": mode, **row} for row in result["results"]])
@@ -1342,7 +1343,7 @@ def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, conf
         directory,
         resolve_db(db, config_path),
         config=cfg,
-        debounce_ms=int(cfg["watch"]["debounce_ms"]),
+        debounce_ms=cfg.watch.debounce_ms,
         scan_interval=scan_interval or None,
         embed=embed,
         graph=graph,

@@ -3,89 +3,272 @@
 The YAML keys are seed 000 section 13's, extended with kgr's own sections. Every
 leaf ``a.b.c`` can be overridden by the environment variable ``KGR_A_B_C``; a few
 names from the original specification are honoured too (see ENV_ALIASES).
+
+:func:`load` parses all of it once into :class:`Settings`: frozen dataclasses, one per
+section, whose field defaults are the only defaults kgr has (:data:`DEFAULTS` is derived
+from them). Library functions take a :class:`Settings` (or one section of it);
+:func:`settings_of` also accepts a partial mapping such as ``{"embed": {"stub": True}}``.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 import yaml
 
 from kgr.errors import ConfigError
 
-DEFAULTS: dict[str, Any] = {
-    "project": "kgr",
-    "watch": {"dir": None, "debounce_ms": 300},
-    "normalize": {
-        "max_file_bytes": 100 * 1024 * 1024,
-        "max_pages": 2000,
-        "max_chars": 5_000_000,
-        "parse_timeout_s": 90,
-        "parse_cpu_s": 60,
-        "parse_memory_mb": 1024,
-        "max_zip_bytes": 100 * 1024 * 1024,
-        "max_zip_ratio": 100,
-        "dedup_threshold": 0.9,
-        "min_dedup_chars": 80,
-        "workers": 0,  # 0: one per core
-        "redact": True,
-    },
-    "chunk": {
-        "model": "all-MiniLM-L6-v2",
-        "max_tokens": 256,
-        "overlap": 0.15,
-        "max_chunks_per_doc": 20000,
-        "budgets": {"general": 256, "faq": 160, "definitions": 160, "procedure": 256},
-    },
-    "extract": {
-        "ner": "spacy:en_core_web_sm",
-        "gazetteer": {"mine_topk": 2000, "min_freq": 3},
-        "regex": {"version": r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"},
-    },
-    "embed": {
-        "model": "all-MiniLM-L6-v2",
-        "dim": 384,
-        "quantize": 8,
-        "batch_size": 32,
-        "model_path": None,
-        "endpoint": None,
-        "stub": False,
-        "onnx": True,  # query embeddings through an ONNX export of the default model (fast cold start)
-    },
-    "sqlite": {"path": "kgr.sqlite", "wal": True, "busy_timeout_ms": 5000},
-    # kgr serve: the time one read tool call may take before it is stopped (SQL and Python loops)
-    "serve": {"time_budget_s": 2.0},
-    "retrieval": {
-        "k": 10,
-        "hops": 2,
-        "rels": ["defines", "depends_on", "uses", "cites", "part_of", "owned_by", "refers_to"],
-        # seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
-        # (hipporag_musique_train100, hipporag_hotpotqa_train100): tests/bench/tune_retrieval.py
-        "weights": {
-            "semantic": 0.75,
-            "hop": 0.2,
-            "rel": 0.05,
-            "cosine_share": 0.3,
-            "seed_chunks": 3,
-            "entity_sim": 0.75,
-            "specificity": 0.0,
-            "pin": 1,
-            "feedback": 3.0,
-            "graph": None,
-        },
-    },
-    # remember and recall (seed 003): recency half-life, seed 003's weights, consolidation
-    "memory": {
-        "half_life_days": 30.0,
-        "default_importance": 0.5,
-        "consolidate_threshold": 0.9,
-        "min_cosine": 0.2,  # below this, a memory is no semantic match for a query
-        "weights": {"base": 0.6, "recency": 0.2, "importance": 0.1, "access": 0.1},
-    },
-}
+# The default embedding model: chunks are sized with its tokenizer, and it embeds them.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class Section:
+    """A section of the settings. ``section["key"]`` reads a field the way the former nested
+    dict did (a tuple reads as a list); ``Section.from_config(cfg)`` is that section of any
+    configuration :func:`settings_of` accepts."""
+
+    PATH: ClassVar[str] = ""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return _plain(getattr(self, key))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self) if _is_key(f)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The section as plain nested dicts and lists (the YAML shape)."""
+        return {f.name: _plain(getattr(self, f.name), dicts=True) for f in fields(self) if _is_key(f)}
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> Any:
+        node: Any = settings_of(cfg)
+        for part in filter(None, cls.PATH.split(".")):
+            node = getattr(node, part)
+        return node
+
+
+def _is_key(f) -> bool:
+    return f.metadata.get("key", True)
+
+
+def _plain(value: Any, dicts: bool = False) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if dicts and isinstance(value, Section):
+        return value.as_dict()
+    return value
+
+
+@dataclass(frozen=True)
+class WatchSettings(Section):
+    PATH: ClassVar[str] = "watch"
+    dir: str | None = None
+    debounce_ms: int = 300
+
+
+@dataclass(frozen=True)
+class NormalizeSettings(Section):
+    PATH: ClassVar[str] = "normalize"
+    max_file_bytes: int = 100 * 1024 * 1024
+    max_pages: int = 2000
+    max_chars: int = 5_000_000
+    parse_timeout_s: float = 90
+    parse_cpu_s: int = 60
+    parse_memory_mb: int = 1024
+    max_zip_bytes: int = 100 * 1024 * 1024
+    max_zip_ratio: int = 100
+    dedup_threshold: float = 0.9
+    min_dedup_chars: int = 80
+    workers: int = 0  # 0: one per core
+    redact: bool = True
+
+
+@dataclass(frozen=True)
+class ChunkBudgets(Section):
+    """Token budget per chunk kind (kgr.stages.chunk's kinds)."""
+
+    PATH: ClassVar[str] = "chunk.budgets"
+    general: int = 256
+    faq: int = 160
+    definitions: int = 160
+    procedure: int = 256
+
+
+@dataclass(frozen=True)
+class ChunkSettings(Section):
+    PATH: ClassVar[str] = "chunk"
+    model: str = DEFAULT_MODEL
+    max_tokens: int = 256
+    overlap: float = 0.15
+    max_chunks_per_doc: int = 20000
+    budgets: ChunkBudgets = field(default_factory=ChunkBudgets)
+
+
+@dataclass(frozen=True)
+class GazetteerSettings(Section):
+    PATH: ClassVar[str] = "extract.gazetteer"
+    mine_topk: int = 2000
+    min_freq: int = 3
+
+
+@dataclass(frozen=True)
+class RegexSettings(Section):
+    PATH: ClassVar[str] = "extract.regex"
+    version: str = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
+
+
+@dataclass(frozen=True)
+class ExtractSettings(Section):
+    PATH: ClassVar[str] = "extract"
+    ner: str = "spacy:en_core_web_sm"
+    gazetteer: GazetteerSettings = field(default_factory=GazetteerSettings)
+    regex: RegexSettings = field(default_factory=RegexSettings)
+
+
+@dataclass(frozen=True)
+class EmbedSettings(Section):
+    PATH: ClassVar[str] = "embed"
+    model: str = DEFAULT_MODEL
+    dim: int | None = 384  # 0 or null: the model's own dimension
+    quantize: int = 8
+    batch_size: int = 32
+    model_path: str | None = None
+    endpoint: str | None = None
+    stub: bool = False
+    onnx: bool = True  # query embeddings through an ONNX export of the default model (fast cold start)
+
+
+@dataclass(frozen=True)
+class SqliteSettings(Section):
+    PATH: ClassVar[str] = "sqlite"
+    path: str = "kgr.sqlite"
+    wal: bool = True
+    busy_timeout_ms: int = 5000
+
+
+@dataclass(frozen=True)
+class ServeSettings(Section):
+    """kgr serve: the time one read tool call may take before it is stopped (SQL and Python loops)."""
+
+    PATH: ClassVar[str] = "serve"
+    time_budget_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class RetrievalWeights(Section):
+    """Seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
+    (hipporag_musique_train100, hipporag_hotpotqa_train100): bench/tune_retrieval.py.
+    Seed 000's ``graph`` weight, when set, splits 2:1 into ``hop`` and ``rel``."""
+
+    PATH: ClassVar[str] = "retrieval.weights"
+    semantic: float = 0.75
+    hop: float = 0.2
+    rel: float = 0.05
+    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
+    seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
+    entity_sim: float = 0.75  # entity-vector similarity that makes a seed
+    specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
+    pin: int = 1  # graph mode: the best fused results that keep their places at the top
+    feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
+    graph: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.graph is not None:
+            object.__setattr__(self, "hop", 2 * float(self.graph) / 3)
+            object.__setattr__(self, "rel", float(self.graph) / 3)
+
+
+@dataclass(frozen=True)
+class RetrievalSettings(Section):
+    PATH: ClassVar[str] = "retrieval"
+    k: int = 10
+    hops: int = 2
+    rels: tuple[str, ...] = ("defines", "depends_on", "uses", "cites", "part_of", "owned_by", "refers_to")
+    weights: RetrievalWeights = field(default_factory=RetrievalWeights)
+
+
+@dataclass(frozen=True)
+class MemoryWeights(Section):
+    """Seed 003's weights of a memory's score."""
+
+    PATH: ClassVar[str] = "memory.weights"
+    base: float = 0.6
+    recency: float = 0.2
+    importance: float = 0.1
+    access: float = 0.1
+
+
+@dataclass(frozen=True)
+class MemorySettings(Section):
+    """Remember and recall (seed 003): recency half-life, weights, consolidation."""
+
+    PATH: ClassVar[str] = "memory"
+    half_life_days: float = 30.0
+    default_importance: float = 0.5
+    consolidate_threshold: float = 0.9
+    min_cosine: float = 0.2  # below this, a memory is no semantic match for a query
+    weights: MemoryWeights = field(default_factory=MemoryWeights)
+
+
+@dataclass(frozen=True)
+class Settings(Section):
+    """The whole configuration, parsed and checked: ``settings.chunk.max_tokens``."""
+
+    project: str = "kgr"
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    normalize: NormalizeSettings = field(default_factory=NormalizeSettings)
+    chunk: ChunkSettings = field(default_factory=ChunkSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    sqlite: SqliteSettings = field(default_factory=SqliteSettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    # the YAML file the settings were read from (not a configuration key)
+    source: str | None = field(default=None, compare=False, metadata={"key": False})
+
+    def get_path(self, dotted: str) -> Any:
+        """One value by its dotted key: ``settings.get_path("chunk.max_tokens")``."""
+        node: Any = self
+        for part in dotted.split("."):
+            if not isinstance(node, Section):
+                raise ConfigError(f"no configuration key {dotted!r}")
+            try:
+                node = node[part]
+            except KeyError:
+                raise ConfigError(f"no configuration key {dotted!r}") from None
+        return node
+
+    def override(self, values: Mapping[str, Any]) -> Settings:
+        """A copy with ``values`` (dotted key -> value) set, parsed and checked like a flag's."""
+        tree = self.as_dict()
+        for dotted, value in values.items():
+            _check_key(dotted)
+            _set(tree, dotted, value)
+        return _from_tree(tree, source=self.source)
+
+
+# Every default, as the nested dict of the YAML file (man page, docs, env coercion).
+DEFAULTS: dict[str, Any] = Settings().as_dict()
 
 # Environment names from seed 000 that map onto config keys.
 ENV_ALIASES = {
@@ -96,11 +279,12 @@ ENV_ALIASES = {
 }
 
 
-def _leaves(tree: Mapping[str, Any], prefix: str = ""):
+def leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``(dotted key, value)`` for every leaf of a nested dict, in order."""
     for key, value in tree.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
-            yield from _leaves(value, dotted + ".")
+            yield from leaves(value, dotted + ".")
         else:
             yield dotted, value
 
@@ -132,19 +316,20 @@ def _coerce(raw: str, default: Any, name: str) -> Any:
     return raw
 
 
-def _get(tree: dict, dotted: str) -> Any:
-    node: Any = tree
-    for part in dotted.split("."):
-        node = node[part]
-    return node
-
-
 def _set(tree: dict, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = tree
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
+
+
+def _check_key(dotted: str) -> None:
+    node: Any = DEFAULTS
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(f"no configuration key {dotted!r}")
+        node = node[part]
 
 
 def _merge(base: dict, over: Mapping[str, Any], where: str) -> None:
@@ -161,16 +346,98 @@ def _merge(base: dict, over: Mapping[str, Any], where: str) -> None:
             base[key] = value
 
 
-class Config(dict):
-    """The merged configuration; ``cfg.get_path("chunk.max_tokens")``."""
+# -- the typed parse ---------------------------------------------------------------------------
 
-    source: str | None = None
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
-    def get_path(self, dotted: str) -> Any:
-        try:
-            return _get(self, dotted)
-        except (KeyError, TypeError):
-            raise ConfigError(f"no configuration key {dotted!r}") from None
+
+def _typed(kind: Any, value: Any, dotted: str) -> Any:
+    """``value`` as the field type ``kind``; a ConfigError naming the key when it cannot be."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ConfigError(f"{dotted}: expected a boolean, got {value!r}")
+    if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise ConfigError(f"{dotted}: expected an integer, got {value!r}")
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise ConfigError(f"{dotted}: expected a number, got {value!r}")
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{dotted}: expected a string, got {value!r}")
+    if typing.get_origin(kind) is tuple:  # tuple[str, ...]: a list, or names separated by commas
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(f"{dotted}: expected a list of names, got {value!r}")
+    raise TypeError(f"{dotted}: no parser for {kind!r}")  # pragma: no cover - a new field type
+
+
+def _build(cls: type, tree: Mapping[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if not _is_key(f) or f.name not in tree:
+            continue
+        value, dotted, kind = tree[f.name], prefix + f.name, hints[f.name]
+        if is_dataclass(kind):
+            kwargs[f.name] = _build(kind, value or {}, dotted + ".")
+            continue
+        args = typing.get_args(kind)
+        optional = type(None) in args and typing.get_origin(kind) is not tuple
+        if value is None:
+            if optional:
+                kwargs[f.name] = None
+            # else: a key left empty in the file keeps its default
+            continue
+        if optional:
+            kind = next(a for a in args if a is not type(None))
+        kwargs[f.name] = _typed(kind, value, dotted)
+    return cls(**kwargs)
+
+
+def _from_tree(tree: Mapping[str, Any], source: str | None = None) -> Settings:
+    settings = _build(Settings, tree, "")
+    if source is not None:
+        object.__setattr__(settings, "source", source)
+    return settings
+
+
+def settings_of(cfg: Settings | Mapping[str, Any] | None) -> Settings:
+    """The settings of ``cfg``: a :class:`Settings` as it is, None as the defaults, and a
+    mapping (all or part of the YAML shape) over the defaults, checked like a file."""
+    if isinstance(cfg, Settings):
+        return cfg
+    if cfg is None:
+        return Settings()
+    if isinstance(cfg, Mapping):
+        tree = copy.deepcopy(DEFAULTS)
+        _merge(tree, cfg, "")
+        return _from_tree(tree)
+    raise TypeError(f"expected Settings or a mapping, not {type(cfg).__name__}")
 
 
 def load(
@@ -178,14 +445,15 @@ def load(
     *,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
-) -> Config:
-    """Build the configuration with precedence flag > env > file > default.
+) -> Settings:
+    """Build the settings with precedence flag > env > file > default.
 
     ``path`` falls back to $KGR_CONFIG. ``overrides`` maps dotted keys to flag values;
     None values mean "flag not given" and are ignored.
     """
     env = os.environ if env is None else env
-    cfg = Config(copy.deepcopy(DEFAULTS))
+    tree = copy.deepcopy(DEFAULTS)
+    source = None
     path = path or env.get("KGR_CONFIG") or None
     if path:
         p = Path(path)
@@ -203,26 +471,26 @@ def load(
             raise ConfigError(f"{p}: invalid YAML{where}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: the top level must be a mapping")
-        _merge(cfg, data, "")
-        cfg.source = str(p)
+        _merge(tree, data, "")
+        source = str(p)
         # A relative database path in a config file is relative to that file, not to the cwd.
-        db = cfg["sqlite"]["path"]
+        db = tree["sqlite"]["path"]
         if isinstance(data.get("sqlite"), dict) and "path" in data["sqlite"] and db and not os.path.isabs(db):
-            cfg["sqlite"]["path"] = os.path.join(os.path.dirname(str(p)) or ".", db)
-    defaults = dict(_leaves(DEFAULTS))
+            tree["sqlite"]["path"] = os.path.join(os.path.dirname(str(p)) or ".", db)
+    defaults = dict(leaves(DEFAULTS))
     for alias, dotted in ENV_ALIASES.items():
         if alias in env and env_name(dotted) not in env:
-            _set(cfg, dotted, _coerce(env[alias], defaults[dotted], alias))
+            _set(tree, dotted, _coerce(env[alias], defaults[dotted], alias))
     for dotted, default in defaults.items():
         name = env_name(dotted)
         if name in env:
-            _set(cfg, dotted, _coerce(env[name], default, name))
+            _set(tree, dotted, _coerce(env[name], default, name))
     for dotted, value in (overrides or {}).items():
         if value is not None:
-            _set(cfg, dotted, value)
-    return cfg
+            _set(tree, dotted, value)
+    return _from_tree(tree, source=source)
 
 
-def db_path(cfg: Config) -> str:
+def db_path(cfg: Settings | Mapping[str, Any] | None) -> str:
     """The database path: flag/env/file/default precedence already applied by ``load``."""
-    return cfg["sqlite"]["path"]
+    return settings_of(cfg).sqlite.path

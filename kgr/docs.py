@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from kgr import __version__
-from kgr.config import DEFAULTS, ENV_ALIASES, _leaves, env_name
+from kgr.config import DEFAULTS, ENV_ALIASES, env_name, leaves
 from kgr.errors import ExitStatus
 from kgr.store.migrations import APPLICATION_ID
 
@@ -164,7 +164,7 @@ def main_page(group: click.Group) -> str:
     ]
     for alias, dotted in sorted(ENV_ALIASES.items()):
         out += [".TP", f".B {esc(alias)}", esc(f"sets {dotted}")]
-    for dotted, default in _leaves(DEFAULTS):
+    for dotted, default in leaves(DEFAULTS):
         out += [".TP", f".B {esc(env_name(dotted))}", esc(f"sets {dotted} (default: {default!r})")]
     out += [
         ".SH FILES",

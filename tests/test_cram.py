@@ -1,4 +1,5 @@
-"""Run the cram transcripts in tests/cram/ (real pipes, exit codes, --help)."""
+"""Run the cram transcripts in tests/cram/ (real pipes, exit codes, --help), each as its own
+test, so one failing transcript does not hide the others."""
 
 import shutil
 import subprocess
@@ -8,16 +9,17 @@ from pathlib import Path
 import pytest
 
 CRAM = Path(__file__).parent / "cram"
+TRANSCRIPTS = sorted(CRAM.glob("*.t"))
 
 
-def test_cram_transcripts():
-    tests = sorted(CRAM.glob("*.t"))
-    if not tests:
+@pytest.mark.parametrize("transcript", TRANSCRIPTS or [None], ids=lambda p: p.name if p else "none")
+def test_cram_transcript(transcript):
+    if transcript is None:
         pytest.skip("no cram transcripts")
     exe = shutil.which("cram")
     cmd = [exe] if exe else [sys.executable, "-m", "cram"]
     proc = subprocess.run(
-        [*cmd, "--shell=/bin/bash", "--indent=2", *map(str, tests)],
+        [*cmd, "--shell=/bin/bash", "--indent=2", str(transcript)],
         capture_output=True,
         text=True,
         timeout=900,

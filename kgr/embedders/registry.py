@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from kgr.embedders.base import DEFAULT_ALIASES, DEFAULT_MODEL, Embedder, EmbeddingError, ModelNotFound
+from kgr.config import DEFAULT_MODEL, Settings, settings_of
+from kgr.embedders.base import DEFAULT_ALIASES, Embedder, EmbeddingError, ModelNotFound
 from kgr.embedders.http import HttpEmbedder
 from kgr.embedders.models import default_model_dir, local_model_dir
 from kgr.embedders.onnx import OnnxEmbedder, cache_dir, export_onnx, find_onnx_export
@@ -21,24 +22,8 @@ from kgr.embedders.stub import StubEmbedder
 log = logging.getLogger("kgr.embedders")  # one logger for every backend
 
 
-def _embed_cfg(cfg: Mapping[str, Any] | None) -> dict[str, Any]:
-    from kgr.config import DEFAULTS
-
-    merged = dict(DEFAULTS["embed"])
-    section = (cfg or {}).get("embed") if cfg is not None else None
-    if section:
-        merged.update({k: v for k, v in section.items()})
-    return merged
-
-
 def _is_default_model(model: Any) -> bool:
     return not model or str(model).lower() in DEFAULT_ALIASES
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 _instances: dict[tuple, Any] = {}
@@ -56,7 +41,7 @@ def _shared(key: tuple, make) -> Any:
         return _instances.setdefault(key, made)
 
 
-def get_embedder(cfg: Mapping[str, Any] | None, *, purpose: str = "document") -> Embedder:
+def get_embedder(cfg: Settings | Mapping[str, Any] | None, *, purpose: str = "document") -> Embedder:
     """The embedder the configuration asks for; see the module docstring for the order.
 
     ``purpose="query"`` selects the light ONNX path for the default model (exporting it
@@ -67,33 +52,32 @@ def get_embedder(cfg: Mapping[str, Any] | None, *, purpose: str = "document") ->
     """
     if purpose not in ("document", "query"):
         raise ValueError(f"purpose must be 'document' or 'query', not {purpose!r}")
-    embed = _embed_cfg(cfg)
-    dim = int(embed["dim"]) if embed.get("dim") else None
-    batch_size = int(embed.get("batch_size") or 32)
+    settings = settings_of(cfg)
+    embed = settings.embed
+    dim = embed.dim or None
+    batch_size = embed.batch_size or 32
 
-    if _truthy(embed.get("stub")):
+    if embed.stub:
         return StubEmbedder(dim or 384)
 
-    if embed.get("endpoint"):
-        chunk = (cfg or {}).get("chunk") or {}
-        max_tokens = int(embed.get("max_tokens") or chunk.get("max_tokens") or 512)
+    if embed.endpoint:
         return HttpEmbedder(
-            str(embed["endpoint"]),
-            model=str(embed.get("model") or DEFAULT_MODEL),
+            embed.endpoint,
+            model=embed.model,
             dim=dim,
             batch_size=batch_size,
-            max_tokens=max_tokens,
+            max_tokens=settings.chunk.max_tokens or 512,
         )
 
-    if embed.get("model_path"):
-        model_dir = local_model_dir(str(embed["model_path"]))
-    elif not _is_default_model(embed.get("model")):
-        if not Path(str(embed["model"])).expanduser().exists():
+    if embed.model_path:
+        model_dir = local_model_dir(embed.model_path)
+    elif not _is_default_model(embed.model):
+        if not Path(embed.model).expanduser().exists():
             raise ModelNotFound(
-                f"unknown embedding model {embed['model']!r}: not {DEFAULT_MODEL} and not a local model directory",
+                f"unknown embedding model {embed.model!r}: not {DEFAULT_MODEL} and not a local model directory",
                 hint=f'set embed.model to "{DEFAULT_MODEL}", or embed.model_path to a local sentence-transformers model',
             )
-        model_dir = local_model_dir(str(embed["model"]))
+        model_dir = local_model_dir(embed.model)
     else:
         model_dir = None
 
@@ -106,7 +90,7 @@ def get_embedder(cfg: Mapping[str, Any] | None, *, purpose: str = "document") ->
         )
 
     default_dir = default_model_dir()
-    if purpose == "query" and _truthy(embed.get("onnx", True)):
+    if purpose == "query" and embed.onnx:
         light = _light_query_embedder(default_dir, dim=dim, batch_size=batch_size)
         if light is not None:
             return light
@@ -134,7 +118,7 @@ def _light_query_embedder(model_dir: Path, *, dim: int | None, batch_size: int) 
         return None
 
 
-def prepare_query_path(cfg: Mapping[str, Any] | None) -> Path | None:
+def prepare_query_path(cfg: Settings | Mapping[str, Any] | None) -> Path | None:
     """Make sure ``kgr query`` will start fast: export the default model to ONNX.
 
     For the embed stage to call at the end of an ingest (torch is loaded then anyway).
@@ -143,14 +127,8 @@ def prepare_query_path(cfg: Mapping[str, Any] | None) -> Path | None:
     when the export failed: that is a warning on stderr, not an error, since queries
     still work through sentence-transformers, only slower to start.
     """
-    embed = _embed_cfg(cfg)
-    if (
-        _truthy(embed.get("stub"))
-        or embed.get("endpoint")
-        or embed.get("model_path")
-        or not _is_default_model(embed.get("model"))
-        or not _truthy(embed.get("onnx", True))
-    ):
+    embed = settings_of(cfg).embed
+    if embed.stub or embed.endpoint or embed.model_path or not _is_default_model(embed.model) or not embed.onnx:
         return None
     try:
         return export_onnx(default_model_dir(), name=DEFAULT_MODEL)

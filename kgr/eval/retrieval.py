@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from kgr.config import settings_of
 from kgr.errors import KgrError
 from kgr.store import Store
 
@@ -215,8 +216,7 @@ def evaluate(
     from kgr.store import vectors
 
     questions = ds.questions[:limit] if limit else ds.questions
-    r = cfg["retrieval"]
-    weights = query_mod.Weights.from_config(cfg)
+    cfg = settings_of(cfg)
     out = []
     with Store(db, readonly=True) as store:
         embedder = None
@@ -236,15 +236,13 @@ def evaluate(
             totals: dict[str, float] = defaultdict(float)
             by_type: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             for q in questions:
-                res = query_mod.hybrid_query(
+                res = query_mod.query_with_settings(
                     store,
                     q.text,
+                    cfg.retrieval,
                     k=30,
-                    hops=r["hops"],
-                    rels=r["rels"],
                     mode=mode,
                     embed_query=embed_query if embedder else None,
-                    weights=weights,
                     vectors_in_memory=True,
                 )
                 s = score_ranking(doc_ranking(res), q.gold)

@@ -17,9 +17,12 @@ from typing import Callable, Iterable, Iterator
 
 import orjson
 
+from kgr.config import GazetteerSettings, settings_of
 from kgr.store import Store, loads
 from kgr.store import graph_rows as graphstore
 from kgr.store.graph_rows import GRAPH_FAILED
+
+_GAZETTEER = GazetteerSettings()  # mine()'s defaults are the settings'
 
 
 def stored_docs(store: Store) -> Iterator[dict]:
@@ -27,7 +30,7 @@ def stored_docs(store: Store) -> Iterator[dict]:
         yield {"kind": "doc", "path": path, "title": title, "text": text or ""}
 
 
-def mine(store: Store, *, topk: int = 2000, min_freq: int = 3) -> list:
+def mine(store: Store, *, topk: int = _GAZETTEER.mine_topk, min_freq: int = _GAZETTEER.min_freq) -> list:
     """Mine gazetteer terms from every stored document and replace the gazetteer table."""
     from kgr.stages.extract import mine_terms
 
@@ -205,7 +208,8 @@ def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str
     changed = int(store.get_meta("graph.changed_since_refresh", 0) or 0) + len(pending)
     have = store.scalar("SELECT count(*) FROM gazetteer") > 0 and store.get_meta("graph.declared") is not None
     if not have or chars <= REFRESH_ALWAYS_CHARS or changed >= max(1.0, REFRESH_SHARE * docs):
-        mine(store, topk=cfg["extract"]["gazetteer"]["mine_topk"], min_freq=cfg["extract"]["gazetteer"]["min_freq"])
+        gazetteer = settings_of(cfg).extract.gazetteer
+        mine(store, topk=gazetteer.mine_topk, min_freq=gazetteer.min_freq)
         declared = [pair for doc in stored_docs(store) for pair in learn_aliases(doc["text"], doc.get("title"))]
         changed = 0
     else:

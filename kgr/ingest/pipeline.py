@@ -78,7 +78,7 @@ def ingest(
     from kgr.stages import normalize as norm
 
     started = time.perf_counter()
-    cfg = config if config is not None else config_mod.load()
+    cfg = config_mod.settings_of(config) if config is not None else config_mod.load()
     paths = list(paths)
     root_path = resolve_root(paths, root)
     check_root(store, root_path)
@@ -144,7 +144,11 @@ def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vec
 
 def embed_store(store: Store, cfg, *, on_batch=None) -> int:
     """Embed the chunks and entities that have no current vector; the model loads only if any."""
+    from kgr.config import settings_of
     from kgr.store import vectors
+
+    cfg = settings_of(cfg)
+    embed = cfg.embed
 
     def get():
         from kgr.embedders import get_embedder
@@ -154,8 +158,8 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
     counts = vectors.embed_pending(
         store,
         get,
-        quantize=int(cfg["embed"]["quantize"]),
-        batch=max(32, int(cfg["embed"]["batch_size"]) * 8),
+        quantize=embed.quantize,
+        batch=max(32, embed.batch_size * 8),
         on_batch=on_batch,
     )
     if counts["embedded"]:

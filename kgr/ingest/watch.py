@@ -39,11 +39,12 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
+from kgr.config import WatchSettings, settings_of
 from kgr.ingest.writer import Writer
 
 log = logging.getLogger("kgr.watch")
 
-DEBOUNCE_MS = 300
+DEBOUNCE_MS = WatchSettings().debounce_ms
 SCAN_INTERVAL_S = 600.0
 # Syncthing's maxFiles: more pending paths than this become one scan of the whole root.
 BURST_THRESHOLD = 512
@@ -136,7 +137,7 @@ class Watcher:
         from kgr.stages import normalize as norm
 
         if debounce_ms is None:  # the flag, else the config's watch.debounce_ms, else 300
-            debounce_ms = int(((config or {}).get("watch") or {}).get("debounce_ms") or DEBOUNCE_MS)
+            debounce_ms = settings_of(config).watch.debounce_ms or DEBOUNCE_MS
 
         self.root = Path(root).resolve()
         if not self.root.is_dir():

@@ -76,7 +76,7 @@ class Writer:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise UsageError(f"{root}: no such directory", hint="give the knowledge folder to keep ingested")
-        self.config = config if config is not None else config_mod.load()
+        self.config = config_mod.settings_of(config) if config is not None else config_mod.load()
         self.embed = embed
         self.graph = graph
         self.heartbeat_s = heartbeat_s

@@ -38,6 +38,7 @@ import orjson
 from pydantic import Field
 
 from kgr import __version__, confine
+from kgr.config import ServeSettings, Settings, settings_of
 from kgr.errors import KgrError, OutsideRoot, StoreError, UsageError
 
 log = logging.getLogger("kgr.serve")
@@ -50,7 +51,7 @@ MAX_NODES = 10000
 MAX_QUERY_CHARS = 4000
 MAX_PATHS = 200
 MAX_NAME_CHARS = 512
-TIME_BUDGET_S = 2.0
+TIME_BUDGET_S = ServeSettings().time_budget_s
 # How long a call waits for the read lane (calls run one at a time) before it gives up with an
 # error: a call stuck in work the budget cannot stop must not stall every later call.
 LANE_WAIT_S = 60.0
@@ -174,7 +175,7 @@ class Service:
     """What the tools share: the read-only store, the knowledge root, config and writer."""
 
     db: Path
-    cfg: Any
+    cfg: Settings  # kgr.config.settings_of also takes a mapping, as the library does
     root: Path | None = None
     secrets: list[str] = field(default_factory=list)
     time_budget: float = TIME_BUDGET_S
@@ -185,6 +186,7 @@ class Service:
         from kgr.store import Store
 
         self.db = Path(self.db)
+        self.cfg = settings_of(self.cfg)
         self.store = Store(self.db, readonly=True)
         if self.root is None:
             from kgr.store.root import stored_root
@@ -488,6 +490,11 @@ TypeName = Annotated[
 RelPath = Annotated[str, Field(min_length=1, max_length=confine.MAX_PATH_CHARS)]
 
 
+def _setting_default(schema: dict[str, Any]) -> None:
+    """An argument whose default is a setting of the server: the schema shows none (not null)."""
+    schema.pop("default", None)
+
+
 class Tools:
     """The tool implementations, bound to one :class:`Service`."""
 
@@ -501,8 +508,25 @@ class Tools:
     def hybrid_query(
         self,
         query: Query,
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="How many passages to return.")] = 10,
-        hops: Annotated[int, Field(ge=0, le=MAX_HOPS, description="Graph expansion depth from the seed entities.")] = 2,
+        # None: the server's retrieval.k and retrieval.hops, as `kgr query` reads them
+        k: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_K,
+                description="How many passages to return (default: the retrieval.k setting).",
+                json_schema_extra=_setting_default,
+            ),
+        ] = None,
+        hops: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_HOPS,
+                description="Graph expansion depth from the seed entities (default: the retrieval.hops setting).",
+                json_schema_extra=_setting_default,
+            ),
+        ] = None,
         rels: Rels = None,
         mode: Literal["graph", "hybrid", "vector", "bm25"] = "graph",
     ) -> dict[str, Any]:
@@ -514,20 +538,17 @@ class Tools:
 
         svc = self.svc
         embed = svc.embed_query() if mode != "bm25" else None
-        if rels is None:
-            rels = (svc.cfg.get("retrieval") or {}).get("rels") or None
-        result = svc.read(
-            q.hybrid_query,
+        return svc.read(
+            q.query_with_settings,
             query,
+            svc.cfg.retrieval,
             k=k,
             hops=hops,
             rels=rels,
             mode=mode,
             embed_query=embed,
-            weights=q.Weights.from_config(svc.cfg),
             vectors_in_memory=True,
         )
-        return result
 
     @tool("entity_lookup", profiles=("graphrag",), title="Find entities by name")
     @_boundary
@@ -1021,8 +1042,9 @@ def run(opts: Options, cfg) -> None:
     root = opts.watch or opts.root
     if root is not None and not os.path.isdir(root):
         raise UsageError(f"not a directory: {root}")
-    budget = (cfg.get("serve") or {}).get("time_budget_s", TIME_BUDGET_S)
-    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+    cfg = settings_of(cfg)
+    budget = cfg.serve.time_budget_s
+    if budget <= 0:
         raise UsageError(f"serve.time_budget_s must be a positive number of seconds, not {budget!r}")
     db = Path(opts.db)
     writer = None
@@ -1092,7 +1114,7 @@ def warm_writer(store, *, cfg) -> None:
     from kgr.store import vectors
 
     try:
-        load_nlp(cfg["extract"]["ner"])("Warm up the pipeline.")
+        load_nlp(settings_of(cfg).extract.ner)("Warm up the pipeline.")
         if vectors.stored_spec(store) is not None:
             from kgr.embedders import get_embedder
 

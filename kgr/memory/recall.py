@@ -30,12 +30,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
 from kgr import records
+from kgr.config import MemorySettings, settings_of
 from kgr.errors import BadRecord, UsageError
 from kgr.retrieval.entities import fts_query
 from kgr.retrieval.query import RRF_K, clamp
@@ -53,32 +53,18 @@ DAY_MS = 86_400_000
 # -- settings -------------------------------------------------------------------------------
 
 
-@dataclass
-class Settings:
-    half_life_days: float = 30.0
-    base: float = 0.6
-    recency: float = 0.2
-    importance: float = 0.1
-    access: float = 0.1
-    consolidate_threshold: float = 0.9
-    default_importance: float = 0.5
-    min_cosine: float = 0.2
+# The memory section of the settings; its defaults live in kgr.config.
+Settings = MemorySettings
 
-    @classmethod
-    def from_config(cls, cfg: dict | None) -> "Settings":
-        section = (cfg or {}).get("memory") or {}
-        out = cls()
-        for name in ("half_life_days", "consolidate_threshold", "default_importance", "min_cosine"):
-            if section.get(name) is not None:
-                setattr(out, name, float(section[name]))
-        for name, value in (section.get("weights") or {}).items():
-            if name in ("base", "recency", "importance", "access") and value is not None:
-                setattr(out, name, float(value))
-        if out.half_life_days <= 0:
-            raise UsageError(f"memory.half_life_days must be positive, got {out.half_life_days:g}")
-        if not 0 < out.consolidate_threshold <= 1:
-            raise UsageError(f"memory.consolidate_threshold must be in (0, 1], got {out.consolidate_threshold:g}")
-        return out
+
+def memory_settings(cfg) -> MemorySettings:
+    """The memory settings of ``cfg`` (see :func:`kgr.config.settings_of`), checked."""
+    out = settings_of(cfg).memory
+    if out.half_life_days <= 0:
+        raise UsageError(f"memory.half_life_days must be positive, got {out.half_life_days:g}")
+    if not 0 < out.consolidate_threshold <= 1:
+        raise UsageError(f"memory.consolidate_threshold must be in (0, 1], got {out.consolidate_threshold:g}")
+    return out
 
 
 def memory_id(text: str) -> str:
@@ -148,7 +134,8 @@ def remember(
     from kgr.stages import chunk as chunking
     from kgr.stages.load import load
 
-    settings = Settings.from_config(cfg)
+    cfg = settings_of(cfg)
+    settings = memory_settings(cfg)
     text = (text or "").strip()
     if not text:
         raise UsageError("the memory is empty")
@@ -160,7 +147,7 @@ def remember(
     tag_list = _check_tags(tags)
     importance_v = _check_importance(importance, settings.default_importance)
     redactions: dict[str, int] = {}
-    if (cfg.get("normalize") or {}).get("redact", True):
+    if cfg.normalize.redact:
         from kgr.stages.redact import redact
 
         text, redactions = redact(text)
@@ -385,7 +372,8 @@ def recall(
     if not q:
         raise UsageError("the query is empty")
     k = clamp(k, 1, MAX_K, "k")
-    settings = Settings.from_config(cfg)
+    cfg = settings_of(cfg)
+    settings = memory_settings(cfg)
     now = int(clock())
     mems = _memory_docs(store, as_of, _check_tags(tags))
     if not mems:
@@ -499,7 +487,8 @@ def weigh(mem: dict, now: int, settings: Settings) -> dict[str, float]:
     recency = 0.5 ** (age_days / settings.half_life_days)
     importance = float(mem.get("importance") or 0.0)
     access = min(1.0, math.log1p(int(mem.get("access_count") or 0)) / 10)
-    factor = settings.base + settings.recency * recency + settings.importance * importance + settings.access * access
+    w = settings.weights
+    factor = w.base + w.recency * recency + w.importance * importance + w.access * access
     return {"recency": recency, "importance": importance, "access": access, "factor": factor}
 
 
@@ -637,7 +626,8 @@ def consolidate(store: Store, cfg, *, threshold: float | None = None, dry_run: b
     absorbed memories' observations move to it; their documents are removed."""
     from kgr.stages.load import delete_docs
 
-    settings = Settings.from_config(cfg)
+    cfg = settings_of(cfg)
+    settings = memory_settings(cfg)
     threshold = settings.consolidate_threshold if threshold is None else float(threshold)
     if not 0 < threshold <= 1:
         raise UsageError(f"the threshold must be in (0, 1], got {threshold:g}")
@@ -738,6 +728,7 @@ def export_jsonl(store: Store) -> bytes:
 def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[], int] = now_ms) -> dict[str, int]:
     """Store exported ``memory`` records: each memory with its attributes as exported, and its
     observations exactly (validity included). A memory already stored is skipped."""
+    cfg = settings_of(cfg)
     counts = {"imported": 0, "skipped": 0}
     batch: list[tuple[int, dict]] = []
     for line, rec in enumerate(recs, 1):

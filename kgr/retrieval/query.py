@@ -33,6 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from kgr.config import RetrievalSettings, RetrievalWeights
 from kgr.errors import UsageError
 from kgr.retrieval.entities import fts_query
 from kgr.stages.link import tokens
@@ -62,38 +63,9 @@ SNIPPET_CHARS = 240
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
-@dataclass
-class Weights:
-    semantic: float = 0.75
-    hop: float = 0.2
-    rel: float = 0.05
-    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
-    seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
-    entity_sim: float = 0.75  # entity-vector similarity that makes a seed
-    specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
-    pin: int = 1  # graph mode: the best fused results that keep their places at the top
-    feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
-
-    @classmethod
-    def from_config(cls, cfg: dict | None) -> "Weights":
-        w = ((cfg or {}).get("retrieval") or {}).get("weights") or {}
-        out = cls()
-        for name in (
-            "semantic",
-            "hop",
-            "rel",
-            "cosine_share",
-            "seed_chunks",
-            "entity_sim",
-            "specificity",
-            "pin",
-            "feedback",
-        ):
-            if name in w and w[name] is not None:
-                setattr(out, name, type(getattr(out, name))(w[name]))
-        if w.get("graph") is not None:  # seed 000's {semantic, graph}: graph splits 2:1 into hop and rel
-            out.hop, out.rel = 2 * float(w["graph"]) / 3, float(w["graph"]) / 3
-        return out
+# hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
+Weights = RetrievalWeights
+_DEFAULTS = RetrievalSettings()
 
 
 @dataclass
@@ -155,8 +127,8 @@ def hybrid_query(
     store: Store,
     q: str,
     *,
-    k: int = 10,
-    hops: int = 2,
+    k: int = _DEFAULTS.k,
+    hops: int = _DEFAULTS.hops,
     rels: Sequence[str] | None = None,
     mode: str = "graph",
     embed_query: Callable[[str], Any] | None = None,
@@ -668,6 +640,34 @@ def format_results(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def query_with_settings(
+    store: Store,
+    q: str,
+    retrieval: RetrievalSettings,
+    *,
+    k: int | None = None,
+    hops: int | None = None,
+    rels: Sequence[str] | None = None,
+    mode: str = "graph",
+    embed_query: Callable[[str], Any] | None = None,
+    vectors_in_memory: bool = False,
+) -> dict[str, Any]:
+    """:func:`hybrid_query` with what the caller leaves out (None) taken from the retrieval
+    settings: ``kgr query`` and the MCP tool hybrid_query both answer through it, so the
+    same question with the same configuration gets the same answer from both."""
+    return hybrid_query(
+        store,
+        q,
+        k=retrieval.k if k is None else k,
+        hops=retrieval.hops if hops is None else hops,
+        rels=list(retrieval.rels) if rels is None else rels,
+        mode=mode,
+        embed_query=embed_query,
+        weights=retrieval.weights,
+        vectors_in_memory=vectors_in_memory,
+    )
+
+
 def query_embedder(store, cfg):
     """A function text -> vector with the database's model, or None when it has no vectors."""
     spec = vectors.stored_spec(store)
@@ -695,4 +695,4 @@ def rrf_only(lists: Sequence[Sequence[int]]) -> list[int]:
     return [i for i, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-__all__ = ["hybrid_query", "query_embedder", "format_results", "Weights", "MODES", "rrf_only"]
+__all__ = ["hybrid_query", "query_with_settings", "query_embedder", "format_results", "Weights", "MODES", "rrf_only"]

@@ -51,6 +51,7 @@ from array import array
 from typing import Any, Iterable, Iterator, Sequence
 
 from kgr import records
+from kgr.config import ChunkSettings, settings_of
 from kgr.errors import ConfigError
 from kgr.stages.markdown import Block as _Block
 from kgr.stages.markdown import clean_title as _clean_title
@@ -61,7 +62,8 @@ STAGE = "chunk"
 
 GENERAL, FAQ, DEFINITIONS, PROCEDURE = "general", "faq", "definitions", "procedure"
 CHUNK_KINDS = (GENERAL, FAQ, DEFINITIONS, PROCEDURE)
-DEFAULT_BUDGETS = {GENERAL: 256, FAQ: 160, DEFINITIONS: 160, PROCEDURE: 256}
+_DEFAULTS = ChunkSettings()  # the defaults of chunk()'s options are the settings'
+DEFAULT_BUDGETS = _DEFAULTS.budgets.as_dict()
 
 MIN_BUDGET = 8
 # A section under this share of the budget is "tiny" and may merge with the next.
@@ -89,28 +91,26 @@ BLOCK, LINE, SENTENCE, WORD, MID_WORD = 3, 2, 1, 0, -1
 
 
 def options_from_config(cfg: Any) -> dict:
-    """The keyword arguments of ``chunk()`` from a ``kgr.config.Config``."""
-    section = dict(cfg.get("chunk") or {})
-    budgets = dict(DEFAULT_BUDGETS)
-    budgets.update(section.get("budgets") or {})
+    """The keyword arguments of ``chunk()`` from the settings (``kgr.config.settings_of``)."""
+    section = settings_of(cfg).chunk
     options = {
-        "model": section.get("model") or DEFAULT_MODEL,
-        "max_tokens": section.get("max_tokens", 256),
-        "overlap": section.get("overlap", 0.15),
-        "max_chunks_per_doc": section.get("max_chunks_per_doc", 20000),
-        "budgets": budgets,
+        "model": section.model,
+        "max_tokens": section.max_tokens,
+        "overlap": section.overlap,
+        "max_chunks_per_doc": section.max_chunks_per_doc,
+        "budgets": section.budgets.as_dict(),
     }
-    _check_options(options["max_tokens"], options["overlap"], budgets, options["max_chunks_per_doc"])
+    _check_options(options["max_tokens"], options["overlap"], options["budgets"], options["max_chunks_per_doc"])
     return options
 
 
 def chunk(
     records_in: Iterable[dict],
     *,
-    max_tokens: int = 256,
-    overlap: float = 0.15,
+    max_tokens: int = _DEFAULTS.max_tokens,
+    overlap: float = _DEFAULTS.overlap,
     budgets: dict | None = None,
-    max_chunks_per_doc: int = 20000,
+    max_chunks_per_doc: int = _DEFAULTS.max_chunks_per_doc,
     tokenizer: TokenCounter | None = None,
     model: str = DEFAULT_MODEL,
     batch_docs: int = BATCH_DOCS,
@@ -353,10 +353,10 @@ class Chunker:
         self,
         counter: TokenCounter,
         *,
-        max_tokens: int = 256,
-        overlap: float = 0.15,
+        max_tokens: int = _DEFAULTS.max_tokens,
+        overlap: float = _DEFAULTS.overlap,
         budgets: dict | None = None,
-        max_chunks_per_doc: int = 20000,
+        max_chunks_per_doc: int = _DEFAULTS.max_chunks_per_doc,
     ):
         self.counter = counter
         self.text_limit = counter.text_limit  # prelude + text, special tokens already removed

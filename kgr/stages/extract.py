@@ -32,7 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from kgr import records
+from kgr.config import ExtractSettings, settings_of
 from kgr.stages.textmodel import REDACTION, Block, Document, parse_document, token_starting_at
+
+_DEFAULTS = ExtractSettings()  # the defaults of this module's options are the settings'
 
 # -- entity types ----------------------------------------------------------------
 
@@ -167,7 +170,7 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
 ]
 
 # Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
-DEFAULT_VERSION = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
+DEFAULT_VERSION = _DEFAULTS.regex.version
 
 KEBAB = re.compile(rf"{_B}[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+{_E}")
 EXTENSION_HEADS = (
@@ -434,7 +437,9 @@ def _boundary(text: str, start: int, end: int) -> bool:
 # -- mining -------------------------------------------------------------------------------
 
 
-def mine_terms(docs: Iterable[dict], *, topk: int = 2000, min_freq: int = 3) -> list[GazTerm]:
+def mine_terms(
+    docs: Iterable[dict], *, topk: int = _DEFAULTS.gazetteer.mine_topk, min_freq: int = _DEFAULTS.gazetteer.min_freq
+) -> list[GazTerm]:
     """Mine gazetteer terms from a corpus of doc records (title, text).
 
     Titles, headings, bold text and code spans are strong sources (kept from one
@@ -1160,7 +1165,7 @@ def _merge_features(keep: Span, other: Span) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def load_nlp(name: str = "en_core_web_sm"):
+def load_nlp(name: str = _DEFAULTS.ner):
     """Load the spaCy pipeline; the packaged re-upload is used when the official name is absent."""
     import spacy
 
@@ -1178,17 +1183,16 @@ def load_nlp(name: str = "en_core_web_sm"):
 
 
 def extractor_from_config(cfg, gazetteer: Gazetteer | None = None) -> Extractor:
-    """The extractor the configuration describes (spaCy model, version pattern), with a gazetteer."""
-    return Extractor(
-        nlp=load_nlp(cfg["extract"]["ner"]), gazetteer=gazetteer, version_regex=cfg["extract"]["regex"]["version"]
-    )
+    """The extractor the settings describe (spaCy model, version pattern), with a gazetteer."""
+    section = settings_of(cfg).extract
+    return Extractor(nlp=load_nlp(section.ner), gazetteer=gazetteer, version_regex=section.regex.version)
 
 
 def extract(
     recs: Iterable[dict],
     *,
     extractor: Extractor | None = None,
-    nlp_name: str = "en_core_web_sm",
+    nlp_name: str = _DEFAULTS.ner,
     gazetteer: Gazetteer | None = None,
 ) -> Iterator[dict]:
     """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations."""

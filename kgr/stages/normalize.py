@@ -30,6 +30,7 @@ from typing import Any, Iterable, Iterator
 import yaml
 
 from kgr import records
+from kgr.config import NormalizeSettings, settings_of
 from kgr.errors import ParseFailure
 from kgr.stages.parsers import CHILD_FORMATS, FORMATS, Limits, parse_text
 from kgr.stages.redact import TAG_CORE
@@ -47,28 +48,17 @@ class FileRef:
     mtime_ms: int
 
 
-@dataclass
-class NormalizeOptions:
-    max_file_bytes: int = 100 * 1024 * 1024
-    max_pages: int = 2000
-    max_chars: int = 5_000_000
-    parse_timeout_s: float = 90
-    parse_cpu_s: int = 60
-    parse_memory_mb: int = 1024
-    max_zip_bytes: int = 100 * 1024 * 1024
-    max_zip_ratio: int = 100
-    dedup_threshold: float = 0.9
-    min_dedup_chars: int = 80
-    workers: int = 0
-    redact: bool = True
+@dataclass(frozen=True)
+class NormalizeOptions(NormalizeSettings):
+    """The normalize section of the settings (its limits and defaults), and what only code sets."""
+
     redact_key: bytes | None = None
     parsers: dict[str, str] = field(default_factory=dict)  # format -> "module:function" (tests, plugins)
 
     @classmethod
     def from_config(cls, cfg) -> "NormalizeOptions":
-        section = dict(cfg.get("normalize", {})) if cfg else {}
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in section.items() if k in names})
+        section = settings_of(cfg).normalize
+        return cls(**{f.name: getattr(section, f.name) for f in fields(section)})
 
     def limits(self) -> Limits:
         return Limits(
@@ -546,7 +536,12 @@ def _permutations():
     return _PERMS
 
 
-def dedup_paragraphs(text: str, *, threshold: float = 0.9, min_chars: int = 80) -> tuple[str, int]:
+def dedup_paragraphs(
+    text: str,
+    *,
+    threshold: float = NormalizeSettings.dedup_threshold,
+    min_chars: int = NormalizeSettings.min_dedup_chars,
+) -> tuple[str, int]:
     """Remove paragraphs that nearly repeat an earlier one (MinHash over word 3-shingles).
 
     Code fences, tables, headings and short paragraphs are never touched. The scope is one

@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from kgr.config import NormalizeSettings
 from kgr.errors import ParseFailure
 
 TEXT_FORMATS = {".md": "md", ".markdown": "md", ".txt": "txt", ".text": "txt"}
@@ -38,12 +39,15 @@ MAGIC = [
 ]
 
 
+_NORMALIZE = NormalizeSettings()  # the limits' defaults are the settings'
+
+
 @dataclass
 class Limits:
-    max_pages: int = 2000
-    max_chars: int = 5_000_000
-    max_zip_bytes: int = 100 * 1024 * 1024
-    max_zip_ratio: int = 100
+    max_pages: int = _NORMALIZE.max_pages
+    max_chars: int = _NORMALIZE.max_chars
+    max_zip_bytes: int = _NORMALIZE.max_zip_bytes
+    max_zip_ratio: int = _NORMALIZE.max_zip_ratio
     max_zip_members: int = 10000
     max_stream_bytes: int = 256 * 1024 * 1024  # one PDF stream inflated (pdf_oxide caps at 256 MB)
 

@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from kgr.config import DEFAULT_MODEL
 from kgr.errors import KgrError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
 
 # Used only when a model directory says nothing about its maximum input length.

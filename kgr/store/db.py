@@ -18,10 +18,11 @@ from typing import Any, Callable, Iterator
 import apsw
 import orjson
 
+from kgr.config import SqliteSettings
 from kgr.errors import DatabaseLocked, EmptyDatabase, NotKgrDatabase, ReadOnlyDatabase, SchemaTooNew, StoreError
 from kgr.store import migrations  # noqa: I001 - the package exports db, which needs migrations first
 
-BUSY_TIMEOUT_MS = 5000
+BUSY_TIMEOUT_MS = SqliteSettings().busy_timeout_ms
 APPLICATION_ID = migrations.APPLICATION_ID
 SQLITE_HEADER = b"SQLite format 3\x00"
 NOT_KGR_HINT = "give --db a kgr database, or the path of a new file for a new one"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "mcp"))
 
 from serve_fixtures import Mcp, error_text, make_service  # noqa: E402
 
@@ -53,7 +53,7 @@ def test_explore_neighborhoods_ends_when_primary_nodes_are_neighbours(graph):
     _two_connected_parkers(db)
     code = textwrap.dedent(f"""
         import orjson
-        from kgr import authoring
+        from kgr.authoring import nodes as authoring
         from kgr.store import Store
         with Store({str(db)!r}, readonly=True) as store:
             out = authoring.explore_neighborhoods(store, ["Parker"], max_results_per_term=5, neighborhood_depth=2)

@@ -1,5 +1,5 @@
 """RELIABILITY.md P7: the fuzz harness shared by tests/reliability/test_fuzz.py (a short,
-derandomized run in the default suite) and tests/bench/fuzz_soak.py (the >= 100,000-case soak).
+derandomized run in the default suite) and bench/fuzz_soak.py (the >= 100,000-case soak).
 
 A *target* turns one input (bytes) into an outcome and says which of these it was:
 

@@ -7,7 +7,7 @@ typed, classified failure (ParseFailure / KgrError / an ``error`` record); never
 exception, never longer than the time limit.
 
 The default run is short and derandomized (the same examples on every run, so CI does not
-flake); KGR_SLOW=1 adds the soak: >= 100,000 cases through tests/bench/fuzz_soak.py.
+flake); KGR_SLOW=1 adds the soak: >= 100,000 cases through bench/fuzz_soak.py.
 Inputs that once crashed are kept in fuzz_regressions/ and replayed on every run.
 """
 
@@ -187,7 +187,7 @@ def test_a_field_of_the_wrong_type_is_an_error_record_in_every_stage(stage, line
 @pytest.mark.slow
 @pytest.mark.timeout(6 * 3600)
 def test_p7_soak_100k_cases(tmp_path):
-    script = HERE.parent / "bench" / "fuzz_soak.py"
+    script = HERE.parents[1] / "bench" / "fuzz_soak.py"
     env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
     proc = subprocess.run(
         [sys.executable, str(script), "--cases", "100000", "--out", str(tmp_path / "crashers")],

@@ -58,7 +58,7 @@ def test_p2_flate_bombs_are_classified_too_large_within_bounds(tmp_path):
     # (this test process has reaped other tests' children, model loads among them)
     script = (
         "import orjson, resource, sys, time\n"
-        "from kgr.normalize import NormalizeOptions, normalize\n"
+        "from kgr.stages.normalize import NormalizeOptions, normalize\n"
         "root = sys.argv[1]\n"
         "started = time.monotonic()\n"
         "options = NormalizeOptions(redact_key=b'k', workers=1)  # P2's bounds: 1 GiB, 60 s CPU, 90 s wall\n"

@@ -7,7 +7,7 @@
 **
 ** bfsvtab.c is compiled into this program (SQLITE_CORE) against the system
 ** libsqlite3; the correctness of the results is tested from Python
-** (tests/graph/test_bfs.py), here they are only compared with a fault-free run.
+** (tests/store/test_bfs.py), here they are only compared with a fault-free run.
 */
 #include <stdio.h>
 #include <stdlib.h>

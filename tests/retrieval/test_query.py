@@ -1,0 +1,225 @@
+"""hybrid_query plumbing: modes, escaping, bounds, provenance (a bag-of-words fake embeds)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgr.errors import UsageError
+from kgr.retrieval.query import hybrid_query, rrf_only
+from kgr.stages.load import load
+from kgr.store import Store, vectors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+
+from test_vectors import CountingFake, records  # noqa: E402
+
+
+@pytest.fixture()
+def kb(tmp_path):
+    with Store(tmp_path / "q.sqlite") as store:
+        load(records("bus.md", ["kestrel is the event bus of the platform", "consumers must expect duplicates"]), store)
+        load(records("ledger.md", ["the ledger service records money movements", "it publishes to kestrel"]), store)
+        load(records("team.md", ["payments platform owns the ledger service"]), store)
+        with store.write() as conn:
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES "
+                "(1, 'SERVICE:ledger service', 'Ledger Service', 'SERVICE', 'ledger service', '[]'),"
+                "(2, 'TEAM:payments platform', 'Payments Platform', 'TEAM', 'payments platform', '[]')"
+            )
+            conn.execute("INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (1, 2, 'owned_by', 0.9)")
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 1, doc_id, id, 4, 18, 'ledger service', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'the ledger%'"
+            )
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 2, doc_id, id, 0, 17, 'payments platform', 'gazetteer', '{\"in_title\": true}' FROM chunks WHERE text LIKE 'payments%'"
+            )
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+        yield store, (lambda text: fake._vec(text))
+
+
+def test_modes_rank_and_explain(kb):
+    store, embed = kb
+    for mode in ("bm25", "vector", "hybrid", "graph"):
+        res = hybrid_query(store, "event bus", k=3, mode=mode, embed_query=embed)
+        top = res["results"][0]
+        assert top["path"] == "bus.md", mode
+        assert top["snippet"].startswith("kestrel is the event bus") and top["why"]
+        assert {"path", "section", "start", "end", "entities", "score"} <= set(top)
+
+
+def test_graph_mode_reaches_the_owner_through_an_edge(kb):
+    store, embed = kb
+    res = hybrid_query(store, "ledger service", k=5, mode="graph", hops=1, embed_query=embed)
+    assert any(e["rel"] == "owned_by" for e in res["edges"])
+    owner = next(r for r in res["results"] if r["path"] == "team.md")
+    assert "owned_by" in owner["why"]
+
+
+def test_pinned_places_keep_the_best_fused_results_first(kb):
+    from kgr.retrieval.query import Weights
+
+    store, embed = kb
+    q = "kestrel publishes"
+    hybrid = [r["chunk_id"] for r in hybrid_query(store, q, k=5, mode="hybrid", embed_query=embed)["results"]]
+    # unpinned, an overwhelming hop weight lets a chunk reached through the graph take first place
+    free = hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(pin=0, hop=5.0))
+    assert free["results"][0]["chunk_id"] != hybrid[0] and free["results"][0]["scores"]["hop"] > 0
+    for pin in (1, 2):
+        graph = hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(pin=pin, hop=5.0))
+        assert [r["chunk_id"] for r in graph["results"][:pin]] == hybrid[:pin]
+
+
+def test_user_text_is_never_fts_syntax(kb):
+    store, embed = kb
+    for q in ["NEAR(kestrel bus)", "text:kestrel", '"unbalanced', "kestrel*", "AND OR NOT", "-- ; DROP TABLE chunks"]:
+        hybrid_query(store, q, mode="bm25")
+    assert store.scalar("SELECT count(*) FROM chunks") == 5
+
+
+def test_bounds_and_bad_input(kb):
+    store, embed = kb
+    with pytest.raises(UsageError):
+        hybrid_query(store, "   ", mode="bm25")
+    with pytest.raises(UsageError):
+        hybrid_query(store, "bus", k=0, mode="bm25")
+    with pytest.raises(UsageError):
+        hybrid_query(store, "bus", hops=9, mode="bm25")
+    with pytest.raises(UsageError):
+        hybrid_query(store, "bus", mode="psychic")
+    with pytest.raises(UsageError, match="unknown relation"):
+        hybrid_query(store, "bus", rels=["likes"], mode="graph", embed_query=embed)
+
+
+def test_rrf():
+    assert rrf_only([[1, 2, 3], [3, 1]])[:2] == [1, 3]
+
+
+def test_an_entity_named_in_the_query_seeds_the_graph_at_distance_zero(kb):
+    store, embed = kb
+    res = hybrid_query(store, "Who owns the Ledger Service?", k=5, mode="graph", hops=1, embed_query=embed)
+    named = [e for e in res["entities"] if e["name"] == "Ledger Service"]
+    assert named and named[0]["distance"] == 0 and named[0]["why"] == "named in the query (Ledger Service)"
+    # a name is matched word for word, not as a run of letters inside other words
+    res = hybrid_query(store, "ledgers ervice", k=5, mode="graph", hops=1, embed_query=embed)
+    assert not any((e["why"] or "").startswith("named in the query") for e in res["entities"])
+
+
+@pytest.fixture()
+def rivers(tmp_path):
+    """A page named by the question that names a second entity, whose page shares no word with the question."""
+    pages = {
+        "Bubye River": ["The Bubye River flows south through Zimbabwe into the Limpopo"],
+        "Victoria Falls": ["Victoria Falls lies on the Zambezi at the border of Zambia and Zimbabwe"],
+        **{
+            f"Waterfall guide {i}": [f"waterfall guide {i} for a country: waterfall seasons, waterfall hikes"]
+            for i in range(8)
+        },
+    }
+    with Store(tmp_path / "r.sqlite") as store:
+        for path, texts in pages.items():
+            load(records(path, texts), store)
+        names = {1: ("Bubye River", "LOCATION"), 2: ("Zimbabwe", "LOCATION"), 3: ("Victoria Falls", "LOCATION")}
+        with store.write() as conn:
+            for eid, (name, typ) in names.items():
+                conn.execute(
+                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
+                    (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
+                )
+            for eid, (name, _) in names.items():
+                for cid, doc_id, path, text in conn.execute(
+                    "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
+                ).fetchall():
+                    at = text.find(name)
+                    if at >= 0:
+                        conn.execute(
+                            'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                            "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
+                            (
+                                eid,
+                                doc_id,
+                                cid,
+                                at,
+                                at + len(name),
+                                name,
+                                f'{{"in_title": {str(path == name).lower()}}}',
+                            ),
+                        )
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+        yield store, (lambda text: fake._vec(text))
+
+
+def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_with(rivers):
+    from kgr.retrieval.query import Weights
+
+    store, embed = rivers
+    q = "Which waterfall is in the country where the Bubye River flows?"
+
+    def ranked(feedback):
+        # the first searches keep their best 4: Victoria Falls, sharing no word with the question, is not among them
+        res = hybrid_query(
+            store,
+            q,
+            k=10,
+            mode="graph",
+            hops=1,
+            rels=["part_of"],
+            embed_query=embed,
+            candidates=4,
+            weights=Weights(feedback=feedback),
+        )
+        return [r["path"] for r in res["results"]]
+
+    without, with_ = ranked(0.0), ranked(3.0)
+    assert without[0] == with_[0] == "Bubye River"
+    assert "Victoria Falls" not in without
+    assert "Victoria Falls" in with_, with_  # found by the second search, through the Bubye River page's Zimbabwe
+    fed = hybrid_query(store, q, k=10, mode="graph", hops=1, rels=["part_of"], embed_query=embed, candidates=4)
+    assert "Victoria Falls" in [r["path"] for r in fed["results"]]  # on by default
+
+
+def test_feedback_needs_a_page_the_question_names(rivers):
+    from kgr.retrieval.query import Weights
+
+    store, embed = rivers
+    q = "which waterfall flows south into a river"  # names no entity: nothing to follow
+    got = [
+        hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(feedback=f))["results"]
+        for f in (0.0, 3.0)
+    ]
+    assert [(r["path"], r["score"]) for r in got[0]] == [(r["path"], r["score"]) for r in got[1]]
+
+
+def test_the_pages_about_a_reached_entity_are_read_through_the_title_index(kb):
+    from kgr.retrieval.query import _title_mentions_sql
+
+    store, _ = kb
+    plan = " ".join(str(r) for r in store.query("EXPLAIN QUERY PLAN " + _title_mentions_sql(2), (1, 2)))
+    assert "idx_mentions_in_title" in plan, plan  # a hub's thousands of text mentions are never read
+
+
+def test_a_title_qualifier_does_not_hide_whose_page_it_is(tmp_path):
+    from kgr.retrieval.query import _is_about
+
+    with Store(tmp_path / "t.sqlite") as store:
+        for path in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972"):
+            load(records(path, ["Hardcase is a western directed by John Moxey"]), store)
+        with store.write() as conn:
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) "
+                "VALUES (1, 'PRODUCT:hardcase', 'Hardcase', 'PRODUCT', 'hardcase', '[]')"
+            )
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                "SELECT 1, doc_id, id, 0, 8, 'Hardcase', 'ner', '{\"in_title\": true}' FROM chunks"
+            )
+        film, roundup = (
+            store.scalar("SELECT c.id FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE d.path = ?", (p,))
+            for p in ("Hardcase (1972 film)", "Hardcase and other westerns of 1972")
+        )
+        assert _is_about(store, film, [1])  # "(1972 film)" only tells which Hardcase
+        assert not _is_about(store, roundup, [1])  # a page that mentions it in a longer title is not its page
