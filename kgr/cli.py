@@ -310,12 +310,11 @@ def load(input, db, prune_root, config_path):
         kgr normalize examples/ | kgr chunk | kgr load --db kb.sqlite
     """
     from kgr.stages import load as loading
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     counter = Counter("load")
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store:  # one writer process per database
+    with writing(path) as store:  # one writer process per database
         summary = loading.load(counter.watch(read_input(input, "load")), store, prune_root=prune_root)
     warn(summary.line())
     finish(counter)
@@ -343,9 +342,9 @@ def extract(input, db, no_db, config_path):
     path = resolve_db(db, config_path)
     if not no_db and os.path.exists(path):
         from kgr.ingest.graphbuild import load_gazetteer
-        from kgr.store import Store
+        from kgr.store.lock import reading
 
-        with Store(path, readonly=True) as store:
+        with reading(path) as store:
             gazetteer = load_gazetteer(store)
     extractor = extracting.extractor_from_config(cfg, gazetteer)
     counter = Counter("extract")
@@ -374,9 +373,9 @@ def link(input, db, no_db, config_path):
     entities = []
     if not no_db and os.path.exists(path):
         from kgr.ingest.graphbuild import stored_entities
-        from kgr.store import Store
+        from kgr.store.lock import reading
 
-        with Store(path, readonly=True) as store:
+        with reading(path) as store:
             entities = stored_entities(store)
     counter = Counter("link")
     emit(counter.watch(linking.link(read_input(input, "link"), linker=linking.Linker(entities))))
@@ -397,13 +396,12 @@ def mine(db, top_k, min_freq, as_json, config_path):
         kgr mine --db kb.sqlite --json | jq -r .term | head
     """
     from kgr.ingest.graphbuild import mine as mine_terms
-    from kgr.store import Store
+    from kgr.store.lock import writing
 
     cfg = load_config(config_path, **{"extract.gazetteer.mine_topk": top_k, "extract.gazetteer.min_freq": min_freq})
-    from kgr.store.lock import WriterLock
 
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store:  # one writer process per database
+    with writing(path) as store:  # one writer process per database
         gazetteer = cfg.extract.gazetteer
         terms = mine_terms(store, topk=gazetteer.mine_topk, min_freq=gazetteer.min_freq)
     if as_json:
@@ -427,9 +425,9 @@ def entities(query, db, type_, limit, as_json, config_path):
         kgr entities "order intake" --db kb.sqlite
     """
     from kgr.retrieval import entities as ents
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         hits = ents.lookup(store, query, type_=type_, limit=limit)
     if as_json:
         emit(hits)
@@ -458,9 +456,9 @@ def explain(entity, db, hops, as_json, config_path):
         kgr explain "Order Intake Service" --db kb.sqlite
     """
     from kgr.retrieval import entities as ents
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         info = ents.explain(store, entity, hops=hops)
     if as_json:
         emit([info])
@@ -501,9 +499,9 @@ def review(db, limit, as_json, config_path):
         kgr review --db kb.sqlite --limit 10
     """
     from kgr.retrieval import entities as ents
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         info = ents.review(store, limit=limit)
     if as_json:
         emit([info])
@@ -534,15 +532,12 @@ def path(source, target, db, max_hops, rels, limit, as_json, config_path):
     Example:
         kgr path "Settlement Engine" "Core Infrastructure" --db kb.sqlite
     """
-    from kgr.authoring.nodes import step_strengths
-    from kgr.retrieval import entities as ents
-    from kgr.store import Store
+    from kgr.authoring.nodes import shortest_paths
+    from kgr.store.lock import reading
 
     rel_list = [r.strip() for r in rels.split(",") if r.strip()] if rels else None
-    with Store(resolve_db(db, config_path), readonly=True) as store:
-        info = ents.paths(store, source, target, max_hops=max_hops, rels=rel_list, limit=limit)
-        # the authoring profile's strength (relevance x directional weight per edge, / length)
-        info["strengths"] = [step_strengths(store, p) for p in info["paths"]]
+    with reading(resolve_db(db, config_path)) as store:
+        info = shortest_paths(store, source, target, max_hops=max_hops, rels=rel_list, limit=limit)
     if as_json:
         emit([info])
         return
@@ -577,19 +572,18 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
         kgr render "Vehicle Locator Service" --db kb.sqlite
     """
     from kgr.authoring import templates as tm
-    from kgr.store import Store
-    from kgr.store.lock import WriterBusy, WriterLock
+    from kgr.store.lock import WriterBusy, reading, writing
 
     path = resolve_db(db, config_path)
     _migrate_for_templates(path)
-    with Store(path, readonly=True) as store:
+    with reading(path) as store:
         docs, writes = tm.generate(store, [node], force=force, template=template_ref)
     doc = docs[0]
     if doc["status"] != "success":
         raise KgrError(doc["message"])
     if writes and not no_cache:
         try:
-            with WriterLock(path), Store(path) as store, store.write():
+            with writing(path) as store, store.write():
                 tm.store_cache(store, writes)
         except WriterBusy as exc:
             warn(f"kgr render: not cached: {exc.message}")
@@ -601,13 +595,13 @@ def render(node, db, template_ref, force, no_cache, as_json, config_path):
 
 def _migrate_for_templates(path: str) -> None:
     """Bring an older database up to the template schema (a read-only open cannot)."""
-    from kgr.store import Store, migrations
-    from kgr.store.lock import WriterLock
+    from kgr.store import migrations
+    from kgr.store.lock import reading, writing
 
-    with Store(path, readonly=True) as store:
+    with reading(path) as store:
         current = store.user_version >= migrations.LATEST
     if not current:
-        with WriterLock(path), Store(path):
+        with writing(path):
             pass
 
 
@@ -646,13 +640,12 @@ def template_add(name, body_file, variables, node_types, description, replace, d
         kgr template add service --body service.mustache --type SERVICE --var 'deps=SELECT ...' --db kb.sqlite
     """
     from kgr.authoring import templates as tm
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     vars_ = dict(tm.parse_var(v) for v in variables)
     body = body_file.read()
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store, store.write():
+    with writing(path) as store, store.write():
         saved = tm.save_template(
             store,
             name=name,
@@ -678,11 +671,11 @@ def template_list(db, as_json, config_path):
         kgr template list --db kb.sqlite
     """
     from kgr.authoring import templates as tm
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
     path = resolve_db(db, config_path)
     _migrate_for_templates(path)
-    with Store(path, readonly=True) as store:
+    with reading(path) as store:
         items = tm.list_templates(store)
     if as_json:
         emit([{"kind": "template", **t} for t in items])
@@ -704,11 +697,10 @@ def template_rm(name, db, config_path):
         kgr template rm person --db kb.sqlite
     """
     from kgr.authoring import templates as tm
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store, store.write():
+    with writing(path) as store, store.write():
         out = tm.delete_template(store, name)
     emit([{"kind": "template_removed", **out}])
 
@@ -742,7 +734,7 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
         kgr normalize docs/ | kgr chunk | kgr embed | kgr load --db kb.sqlite
         kgr embed --db kb.sqlite --pending --reembed --model /models/embeddinggemma
     """
-    from kgr.store import Store
+    from kgr.store.lock import writing
 
     cfg = load_config(config_path, **{"embed.batch_size": batch_size, **model_overrides(model)})
     if reembed and not pending:
@@ -750,10 +742,9 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     if pending:
         from kgr.ingest import pipeline
         from kgr.store import vectors
-        from kgr.store.lock import WriterLock
 
         path = resolve_db(db, config_path)
-        with WriterLock(path), Store(path) as store:  # one writer process per database
+        with writing(path) as store:  # one writer process per database
             if reembed:
                 vectors.drop_all(store)
             n = pipeline.embed_store(store, cfg)
@@ -761,6 +752,7 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
         return
     from kgr.embedders import get_embedder
     from kgr.stages.embed import embed as embed_stage
+    from kgr.store import Store
 
     counter = Counter("embed")
     embedder = get_embedder(cfg, purpose="document")
@@ -792,11 +784,11 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
         kgr query "retention of settlement records" --mode hybrid --json | jq .path
     """
     from kgr.retrieval import query as query_mod
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
     cfg = load_config(config_path)
     rel_list = [x.strip() for x in rels.split(",") if x.strip()] if rels else None
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         embed_query = query_mod.query_embedder(store, cfg) if mode != "bm25" else None
         result = query_mod.query_with_settings(
             store, text, cfg.retrieval, k=k, hops=hops, rels=rel_list, mode=mode, embed_query=embed_query
@@ -849,14 +841,13 @@ def remember(text, db, importance, tags, label, as_json, config_path):
         kgr remember "Alice moved to Berlin in May" --importance 0.8 --tag people --db kb.sqlite
     """
     from kgr.memory import recall
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     if text == "-":
         text = sys.stdin.read()
     cfg = load_config(config_path)
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store:  # one writer process per database
+    with writing(path) as store:  # one writer process per database
         out = recall.remember(store, text, cfg, importance=importance, tags=list(tags), label=label)
     if as_json:
         emit([{"kind": "memory", **out}])
@@ -902,8 +893,7 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
     """
     from kgr.memory import recall as recall_mod
     from kgr.retrieval import query as query_mod
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import reading, writing
 
     cfg = load_config(config_path)
     path = resolve_db(db, config_path)
@@ -931,17 +921,13 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         from kgr.store.lock import WriterBusy
 
         try:
-            lock = WriterLock(path).acquire()
+            with writing(path) as store:
+                out = run(store)
         except WriterBusy as exc:
             exc.hint = "pass --no-touch to recall without counting accesses, or " + (exc.hint or "retry later")
             raise
-        try:
-            with Store(path) as store:
-                out = run(store)
-        finally:
-            lock.release()
     else:
-        with Store(path, readonly=True) as store:
+        with reading(path) as store:
             out = run(store)
     if as_json:
         emit([{"kind": "recall", "query": query, **r} for r in out["results"]])
@@ -979,12 +965,11 @@ def memories_consolidate(db, threshold, dry_run, as_json, config_path):
         kgr memories consolidate --dry-run --db kb.sqlite
     """
     from kgr.memory import recall
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     cfg = load_config(config_path)
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store:
+    with writing(path) as store:
         out = recall.consolidate(store, cfg, threshold=threshold, dry_run=dry_run)
     if as_json:
         emit([{"kind": "summary", **out}])
@@ -1010,10 +995,10 @@ def memories_history(entity, db, as_of, config_path):
         kgr memories history "Alice Johnson" --db kb.sqlite
     """
     from kgr.memory import recall
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
     when = _as_of_ms(as_of)
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         out = recall.history(store, entity, as_of=when, include_history=when is None)
     emit([{"kind": "observation", "entity": out["entity"]["name"], **o} for o in out["observations"]])
 
@@ -1036,9 +1021,9 @@ def memories_export(db, output, config_path):
         kgr memories export --db kb.sqlite -o memories.jsonl
     """
     from kgr.memory import recall
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         data = recall.export_jsonl(store)
     if output == "-":
         sys.stdout.buffer.write(data)
@@ -1066,13 +1051,12 @@ def memories_import(input, db, as_json, config_path):
         kgr memories import memories.jsonl --db other.sqlite
     """
     from kgr.memory import recall
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     cfg = load_config(config_path)
     recs = recall.parse_jsonl(input.read())
     path = resolve_db(db, config_path)
-    with WriterLock(path), Store(path) as store:
+    with writing(path) as store:
         out = recall.import_records(store, recs, cfg)
     if as_json:
         emit([{"kind": "summary", **out}])
@@ -1190,8 +1174,7 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
         find examples -name '*.md' -print0 | kgr ingest -0 - --root examples --db kb.sqlite
     """
     from kgr.ingest import pipeline
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import writing
 
     cfg = load_config(config_path)
     paths = stdin_paths(paths, null, "ingest") if list(paths) == ["-"] or null else paths
@@ -1200,7 +1183,7 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
     show = sys.stderr.isatty() if progress is None else progress
     path = resolve_db(db, config_path)
     # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
-    with WriterLock(path), Store(path) as store:
+    with writing(path) as store:
         summary = pipeline.ingest(
             paths,
             store,
@@ -1246,7 +1229,7 @@ def status(db, wait_idle, timeout, as_json, config_path):
         kgr status --db kb.sqlite --wait-idle --timeout 30
     """
     from kgr.retrieval import status as status_mod
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
     path = resolve_db(db, config_path)
     if wait_idle:
@@ -1272,7 +1255,7 @@ def status(db, wait_idle, timeout, as_json, config_path):
                 f"the writer of {path} is still busy after {timeout:g}s ({what})",
                 hint="raise --timeout, or see `kgr status` for its last error",
             )
-    with Store(path, readonly=True) as store:
+    with reading(path) as store:
         info = status_mod.status(store)
     if as_json:
         emit([info])
@@ -1388,17 +1371,16 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
         kgr verify examples/kb --db kb.sqlite --fix
     """
     from kgr.ingest import verify as verify_mod
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
+    from kgr.store.lock import reading, writing
 
     if not os.path.isdir(directory):
         raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
     path = resolve_db(db, config_path)
     cfg = load_config(config_path)
-    with Store(path, readonly=True) as store:
+    with reading(path) as store:
         report = verify_mod.check(store, directory, graph=graph, embed=embed)
     if fix and not report["ok"]:
-        with WriterLock(path), Store(path) as store:
+        with writing(path) as store:
             summary = verify_mod.fix(
                 store,
                 directory,
@@ -1532,12 +1514,12 @@ def export_cmd(db, fmt, output, types, rels, config_path):
         kgr export --format mermaid --db kb.sqlite --type SERVICE,TEAM --rel owned_by
     """
     from kgr import export as export_mod
-    from kgr.store import Store
+    from kgr.store.lock import reading
 
     def split(values):
         return {v.strip() for value in values for v in value.split(",") if v.strip()} or None
 
-    with Store(resolve_db(db, config_path), readonly=True) as store:
+    with reading(resolve_db(db, config_path)) as store:
         if output == "-":
             counts = export_mod.export(store, fmt, sys.stdout, types=split(types), rels=split(rels))
             sys.stdout.flush()
@@ -1575,11 +1557,11 @@ def import_cmd(file, db, fmt, config_path):
         kgr export --format mcp-memory --db kb.sqlite -o memory.jsonl
     """
     from kgr.memory import graph as memory
-    from kgr.store import Store
+    from kgr.store.lock import writing
 
     if file.isatty():
         warn("waiting for a memory.jsonl on stdin")
-    with Store(resolve_db(db, config_path)) as store:
+    with writing(resolve_db(db, config_path)) as store:
         counts = memory.import_jsonl(store, file)
     warn(
         f"imported {counts['entities']} entities, {counts['observations']} observations and "

@@ -1,7 +1,9 @@
 """Exit statuses and the error hierarchy.
 
-Library code raises these; the CLI's single error boundary (kgr.cli.main) turns each
-into one line on stderr and the matching exit status.
+Library code raises these. On the command line, the one error boundary
+(:class:`kgr.cli.KgrGroup`, around every command) turns each into one line on stderr and the
+matching exit status; under ``kgr serve``, :func:`kgr.mcp.registry.boundary` turns each into
+one tool error.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from kgr.errors import EntityNotFound, KgrError
 from kgr.export import snapshot, type_color
 from kgr.retrieval import entities as ents
 from kgr.store import Store, dumps, loads
+from kgr.store.lock import reading
 
 STATIC = Path(__file__).parent / "viz_static"
 DEFAULT_PORT = 8766  # kgr serve --http takes 8765
@@ -300,7 +301,7 @@ class VizServer(http.server.ThreadingHTTPServer):
     def __init__(self, db: str | Path, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT):
         if host not in ("127.0.0.1", "localhost"):
             raise VizError(f"kgr viz serves on loopback only, not {host}")
-        self.store = Store(db, readonly=True)
+        self.store = reading(db)
         self.vendor = vendor_files()
         self.lock = threading.Lock()
         self.cache: dict[str, tuple[int, str, bytes]] = {}

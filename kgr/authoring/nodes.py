@@ -562,6 +562,19 @@ def find_relationship_paths(
     return {"path_results": out}
 
 
+def shortest_paths(
+    store: Store, source: Any, target: Any, *, max_hops: int = 4, rels: list[str] | None = None, limit: int = 5
+) -> dict[str, Any]:
+    """The shortest typed paths between two entities (:func:`kgr.retrieval.entities.paths`), each
+    with the strength :func:`find_paths` gives a path (relevance x directional weight per edge,
+    divided by the length) in ``strengths``: what `kgr path` shows."""
+    from kgr.retrieval import entities
+
+    info = entities.paths(store, source, target, max_hops=max_hops, rels=rels, limit=limit)
+    info["strengths"] = [step_strengths(store, p) for p in info["paths"]]
+    return info
+
+
 def step_strengths(store: Store, steps: list[dict[str, Any]]) -> dict[str, float]:
     """The strength breakdown of a path given as `entities.paths` steps (from, rel, to, forward)."""
     weights = _weights(store)

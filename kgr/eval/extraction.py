@@ -27,6 +27,7 @@ import orjson
 
 from kgr.errors import KgrError
 from kgr.store import Store
+from kgr.store.lock import writing
 
 WORD = r"A-Za-z0-9_\u00C0-\u024F"
 
@@ -76,7 +77,7 @@ def eval_extraction(golden: str | Path, *, db: str | Path | None = None, config=
     from kgr.ingest.pipeline import ingest
 
     cfg = config if config is not None else config_mod.load()
-    with Store(db) as store:
+    with writing(db) as store:
         ingest([str(docs_dir)], store, config=cfg)
         result = score(store, ann)
     if tmp is not None:

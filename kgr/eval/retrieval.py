@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 
 from kgr.config import settings_of
 from kgr.errors import KgrError
-from kgr.store import Store
+from kgr.store.lock import reading, writing
 
 CUTOFFS = (2, 5, 10)
 
@@ -166,7 +166,7 @@ def ensure_database(ds: Dataset, db: str | Path, cfg, *, progress: bool = False)
     db = Path(db)
     if db.exists():
         return
-    with Store(db) as store:
+    with writing(db) as store:
         if ds.docs_dir is not None:
             ingest([str(ds.docs_dir)], store, config=cfg, progress=progress)
             return
@@ -218,7 +218,7 @@ def evaluate(
     questions = ds.questions[:limit] if limit else ds.questions
     cfg = settings_of(cfg)
     out = []
-    with Store(db, readonly=True) as store:
+    with reading(db) as store:
         embedder = None
         if any(m != "bm25" for m in modes) and vectors.stored_spec(store) is not None:
             from kgr.embedders import get_embedder

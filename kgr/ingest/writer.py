@@ -30,9 +30,11 @@ from kgr.errors import StoreError, UsageError
 from kgr.store import Store, dumps, now_ms
 from kgr.store.lock import (
     META_KEY,
+    LockedWrites,
     WriterLock,
     check_db_path,
     published_state,
+    reading,
     writer_pid,
 )
 
@@ -350,6 +352,40 @@ class Writer:
         self._dirty = False
 
 
+class StillQueued(StoreError):
+    """A write handed to the running writer has not run within the caller's wait (it stays queued)."""
+
+    def __init__(self, message: str = "the write is still queued behind other work", *, hint: str | None = None):
+        super().__init__(message, hint=hint or "call again shortly")
+
+
+def run_write(
+    job: Callable[[Store], T],
+    *,
+    writer: Writer | None = None,
+    locked: LockedWrites | None = None,
+    timeout: float | None = None,
+    label: str | None = None,
+) -> T:
+    """Run ``job(store)`` as one write of a database: the write path of the MCP tools.
+
+    With this process's running ``writer``, the job queues behind its work and runs on its
+    thread; ``StillQueued`` if it has not finished within ``timeout`` seconds (it runs later).
+    Without one, it runs under the database's writer lock, through ``locked``
+    (:class:`kgr.store.lock.LockedWrites`, which waits for another process's write within its bound).
+    """
+    if writer is not None:
+        future = writer.run(job, label=label)
+        try:
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            raise StillQueued() from None
+    if locked is None:
+        raise ValueError("run_write needs a writer or a LockedWrites")
+    with locked() as store:
+        return job(store)
+
+
 def wait_for_idle(
     db_path: str | os.PathLike, timeout: float, *, settle: float | None = None, poll: float = 0.05
 ) -> tuple[bool, dict[str, Any] | None]:
@@ -361,7 +397,6 @@ def wait_for_idle(
     may take to arrive, ``watch.EVENT_LATENCY_S``), so that a change made just before the
     call has reached the watcher. Returns (True, state) when idle, (False, last state) on
     timeout (the database still missing included)."""
-    from kgr.store import Store
 
     deadline = time.monotonic() + timeout
     store: Store | None = None
@@ -374,7 +409,7 @@ def wait_for_idle(
                 return True, info
             if store is None and Path(db_path).exists():
                 with contextlib.suppress(StoreError):
-                    store = Store(db_path, readonly=True)
+                    store = reading(db_path)
             if store is not None:
                 with contextlib.suppress(Exception):
                     info = published_state(store)

@@ -32,8 +32,10 @@ def test_profiles_give_their_tool_sets(service):
 
 
 def test_a_profile_without_tools_is_a_clear_error(service, monkeypatch):
-    monkeypatch.setattr(serve, "PROFILES", {**serve.PROFILES, "later": []})
-    monkeypatch.setattr(serve, "PLANNED", {**serve.PLANNED, "later": "some_tool (seed 999)"})
+    from kgr.mcp import registry  # the tables live there; serve re-exports them
+
+    monkeypatch.setattr(registry, "PROFILES", {**serve.PROFILES, "later": []})
+    monkeypatch.setattr(registry, "PLANNED", {**serve.PLANNED, "later": "some_tool (seed 999)"})
     with pytest.raises(UsageError, match=r"the later profile has no tools yet \(planned: some_tool"):
         serve.build_server(service, "later")
 
@@ -45,8 +47,10 @@ def test_unknown_profile(service):
 
 def test_a_registered_tool_joins_its_profile(service, monkeypatch):
     """The profile mechanism: registering a tool is all a later profile needs."""
-    monkeypatch.setattr(serve, "TOOLS", dict(serve.TOOLS))
-    monkeypatch.setattr(serve, "PROFILES", {k: list(v) for k, v in serve.PROFILES.items()})
+    from kgr.mcp import registry  # the tables live there; serve re-exports them
+
+    monkeypatch.setattr(registry, "TOOLS", dict(serve.TOOLS))
+    monkeypatch.setattr(registry, "PROFILES", {k: list(v) for k, v in serve.PROFILES.items()})
 
     def count_graph(self) -> dict[str, int]:
         """The whole graph."""

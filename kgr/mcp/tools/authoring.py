@@ -2,19 +2,19 @@
 
 Thin adapters over :mod:`kgr.authoring.nodes` and :mod:`kgr.authoring.templates`. Reads run on the
 server's read connection within its time budget; writes (nodes, relationships, relation
-types, templates, the document cache) go through the server's single writer.
+types, templates, the document cache) go through ``Service.write``: the server's single
+writer, or without a knowledge root to keep, the database's writer lock taken for the call.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kgr.errors import KgrError, StoreError, UsageError
-from kgr.mcp import server as serve
-from kgr.mcp.server import MAX_NAME_CHARS, _boundary, tool, toolset
+from kgr.errors import KgrError, UsageError
+from kgr.mcp.registry import MAX_HOPS, MAX_NAME_CHARS, boundary, tool, toolset
+from kgr.mcp.service import Service
 
 MAX_BATCH = 100
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
@@ -87,25 +87,9 @@ def _dump(items: list[BaseModel]) -> list[dict[str, Any]]:
     return [i.model_dump(exclude_none=True) for i in items]
 
 
-def write(svc: serve.Service, fn) -> Any:
-    """Run ``fn(store)`` on the server's writer; without a knowledge root to keep (none recorded, or
-    its folder gone), a direct write under the database's writer lock."""
-    if svc.writer is not None or (svc.root is not None and Path(svc.root).is_dir()):
-        future = svc.get_writer().run(fn)
-        result = svc.wait(future, serve.WRITE_WAIT_S)
-        if not future.done():
-            raise StoreError("the write is still queued behind other work", hint="call again shortly")
-        return result
-    from kgr.store import Store
-    from kgr.store.lock import WriterLock
-
-    with WriterLock(svc.db), Store(svc.db) as store:
-        return fn(store)
-
-
 @toolset
 class AuthoringTools:
-    def __init__(self, svc: serve.Service):
+    def __init__(self, svc: Service):
         self.svc = svc
 
     @tool(
@@ -116,7 +100,7 @@ class AuthoringTools:
         destructive=True,
         idempotent=False,
     )
-    @_boundary
+    @boundary
     def manage_nodes(
         self,
         operation: Literal["create", "update", "delete"],
@@ -129,7 +113,7 @@ class AuthoringTools:
         from kgr.authoring import nodes as authoring
 
         specs = _dump(nodes)
-        return write(self.svc, lambda store: authoring.manage_nodes(store, operation, specs))
+        return self.svc.write(lambda store: authoring.manage_nodes(store, operation, specs))
 
     @tool(
         "manage_relationships",
@@ -139,7 +123,7 @@ class AuthoringTools:
         destructive=True,
         idempotent=False,
     )
-    @_boundary
+    @boundary
     def manage_relationships(
         self,
         operation: Literal["create", "update", "delete"],
@@ -151,7 +135,7 @@ class AuthoringTools:
         from kgr.authoring import nodes as authoring
 
         specs = _dump(relationships)
-        return write(self.svc, lambda store: authoring.manage_relationships(store, operation, specs))
+        return self.svc.write(lambda store: authoring.manage_relationships(store, operation, specs))
 
     @tool(
         "manage_relationship_types",
@@ -161,7 +145,7 @@ class AuthoringTools:
         destructive=True,
         idempotent=True,
     )
-    @_boundary
+    @boundary
     def manage_relationship_types(
         self,
         operation: Literal["list", "create", "update", "delete"] = "list",
@@ -197,7 +181,7 @@ class AuthoringTools:
                     out.append({"name": t["name"], "status": "error", "message": exc.message})
             return {"results": out}
 
-        return write(self.svc, job)
+        return self.svc.write(job)
 
     @tool(
         "manage_templates",
@@ -207,7 +191,7 @@ class AuthoringTools:
         destructive=True,
         idempotent=False,
     )
-    @_boundary
+    @boundary
     def manage_templates(
         self,
         operation: Literal["create", "update", "delete", "list"],
@@ -264,7 +248,7 @@ class AuthoringTools:
                     )
             return {"results": out}
 
-        return write(self.svc, job)
+        return self.svc.write(job)
 
     @tool(
         "generate_documents",
@@ -274,7 +258,7 @@ class AuthoringTools:
         destructive=False,
         idempotent=True,
     )
-    @_boundary
+    @boundary
     def generate_documents(
         self,
         node_identifiers: Annotated[
@@ -301,14 +285,14 @@ class AuthoringTools:
         out: dict[str, Any] = {"documents": docs}
         if writes:
             try:
-                out["cached"] = write(svc, lambda store: _store_cache(store, writes))
+                out["cached"] = svc.write(lambda store: _store_cache(store, writes))
             except KgrError as exc:  # the documents are still right; only the cache is not updated
                 out["cached"] = 0
                 out["cache_error"] = exc.message
         return out
 
     @tool("explore_neighborhoods", profiles=("authoring",), title="Explore around search terms")
-    @_boundary
+    @boundary
     def explore_neighborhoods(
         self,
         search_terms: Annotated[
@@ -316,7 +300,7 @@ class AuthoringTools:
         ],
         search_strategy: Literal["vector", "text", "combined"] = "text",
         max_results_per_term: Annotated[int, Field(ge=1, le=20)] = 3,
-        neighborhood_depth: Annotated[int, Field(ge=0, le=serve.MAX_HOPS)] = 2,
+        neighborhood_depth: Annotated[int, Field(ge=0, le=MAX_HOPS)] = 2,
         include_relationship_types: bool = True,
         include_templates: bool = True,
     ) -> dict[str, Any]:
@@ -340,7 +324,7 @@ class AuthoringTools:
         )
 
     @tool("find_relationship_paths", profiles=("authoring",), title="Paths between nodes, with strengths")
-    @_boundary
+    @boundary
     def find_relationship_paths(
         self,
         node_pairs: Annotated[list[NodePair], Field(min_length=1, max_length=20)],

@@ -6,32 +6,31 @@ they add: read_graph and search_nodes return a page at a time (``limit``, ``curs
 ``nextCursor``) and can return names only; delete_observations closes validity unless
 ``hard``; two processes writing one database lose nothing.
 
-Writes: when this server runs the database's writer (started with --root or --watch),
-they are jobs of that writer; otherwise each is one ``BEGIN IMMEDIATE`` transaction on a
-read-write connection of this process, serialised by a lock. Memory writes are small, so
-they do not take the per-database writer lock: two memory servers (two MCP clients) on
-one database both write, SQLite's lock orders their transactions, and every read starts
-from the committed state. Entities are embedded later, by ``kgr embed --pending`` (or
-the next ingest), when the database has vectors.
+Writes go through the one write path of the tools (:meth:`kgr.mcp.service.Service.write`):
+when this server runs the database's writer (started with --root or --watch), they are jobs
+of that writer; otherwise each takes the database's writer lock for the call (a memory write
+never starts a writer), waiting while another process writes: two memory servers (two MCP
+clients) on one database take turns, and every read starts from the committed state.
+Entities are embedded later, by ``kgr embed --pending`` (or the next ingest), when the
+database has vectors.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Annotated, Any, Callable
 
 from pydantic import BaseModel, Field
 
 from kgr.errors import StoreError
-from kgr.mcp import server as serve
-from kgr.mcp.server import _boundary, tool, toolset
+from kgr.ingest.writer import StillQueued
+from kgr.mcp.registry import MAX_NAME_CHARS, MAX_QUERY_CHARS, boundary, tool, toolset
+from kgr.mcp.service import Service
 from kgr.memory import graph as memory
 
 MAX_ITEMS = 10_000
 MAX_TEXT = 100_000
 
-Name = Annotated[str, Field(max_length=serve.MAX_NAME_CHARS)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 
 
@@ -73,34 +72,21 @@ NamesOnly = Annotated[bool, Field(description="Return only the entity names (a s
 
 @toolset
 class MemoryTools:
-    """The memory tools, bound to one :class:`kgr.serve.Service`."""
+    """The memory tools, bound to one :class:`kgr.mcp.service.Service`."""
 
-    def __init__(self, svc: serve.Service):
+    def __init__(self, svc: Service):
         self.svc = svc
-        self._store = None
-        self._lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------
 
     def write(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        svc = self.svc
-        if svc.writer is not None:
-            result = svc.wait(
-                svc.writer.run(lambda store: fn(store, *args, **kwargs), label=fn.__name__), serve.WRITE_WAIT_S
-            )
-            if result is None:
-                raise StoreError(
-                    "the writer is busy: the memory change is queued and will be applied",
-                    hint="call read_graph later to see it",
-                )
-            return result
-        with self._lock:
-            if self._store is None:
-                from kgr.store import Store
-
-                self._store = Store(svc.db)
-                weakref.finalize(self, self._store.close)
-            return fn(self._store, *args, **kwargs)
+        try:
+            return self.svc.write(lambda store: fn(store, *args, **kwargs), start_writer=False, label=fn.__name__)
+        except StillQueued:
+            raise StoreError(
+                "the writer is busy: the memory change is queued and will be applied",
+                hint="call read_graph later to see it",
+            ) from None
 
     def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict[str, Any]:
         """A page that fits the byte budget whole: fewer entities, never a cut list."""
@@ -109,14 +95,14 @@ class MemoryTools:
     # -- writes -------------------------------------------------------------------------------
 
     @tool("create_entities", profiles=("memory",), title="Create Entities", read_only=False, idempotent=False)
-    @_boundary
+    @boundary
     def create_entities(self, entities: Annotated[list[Entity], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         """Create multiple new entities in the knowledge graph. Entities whose name already
         exists are skipped; returns the entities created."""
         return {"entities": self.write(memory.create_entities, [e.model_dump() for e in entities])}
 
     @tool("create_relations", profiles=("memory",), title="Create Relations", read_only=False, idempotent=False)
-    @_boundary
+    @boundary
     def create_relations(self, relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         """Create multiple new relations between entities in the knowledge graph. Relations
         should be in active voice. Both ends must exist; existing relations are skipped;
@@ -124,7 +110,7 @@ class MemoryTools:
         return {"relations": self.write(memory.create_relations, [r.plain() for r in relations])}
 
     @tool("add_observations", profiles=("memory",), title="Add Observations", read_only=False, idempotent=False)
-    @_boundary
+    @boundary
     def add_observations(
         self, observations: Annotated[list[ObservationAdd], Field(max_length=MAX_ITEMS)]
     ) -> dict[str, Any]:
@@ -133,7 +119,7 @@ class MemoryTools:
         return {"results": self.write(memory.add_observations, [o.model_dump() for o in observations])}
 
     @tool("delete_entities", profiles=("memory",), title="Delete Entities", read_only=False, destructive=True)
-    @_boundary
+    @boundary
     def delete_entities(
         self,
         entityNames: Annotated[
@@ -148,7 +134,7 @@ class MemoryTools:
         return {"success": True, "message": "Entities deleted successfully", "deleted": n}
 
     @tool("delete_observations", profiles=("memory",), title="Delete Observations", read_only=False, destructive=True)
-    @_boundary
+    @boundary
     def delete_observations(
         self,
         deletions: Annotated[list[ObservationDelete], Field(max_length=MAX_ITEMS)],
@@ -166,7 +152,7 @@ class MemoryTools:
         return {"success": True, "message": "Observations deleted successfully", "deleted": n}
 
     @tool("delete_relations", profiles=("memory",), title="Delete Relations", read_only=False, destructive=True)
-    @_boundary
+    @boundary
     def delete_relations(
         self,
         relations: Annotated[
@@ -180,7 +166,7 @@ class MemoryTools:
     # -- reads ---------------------------------------------------------------------------------
 
     @tool("read_graph", profiles=("memory",), title="Read Graph")
-    @_boundary
+    @boundary
     def read_graph(
         self, limit: Limit = memory.DEFAULT_LIMIT, cursor: Cursor = None, names_only: NamesOnly = False
     ) -> dict[str, Any]:
@@ -190,13 +176,13 @@ class MemoryTools:
         return self.read_page(memory.read_graph, limit=limit, cursor=cursor, names_only=names_only)
 
     @tool("search_nodes", profiles=("memory",), title="Search Nodes")
-    @_boundary
+    @boundary
     def search_nodes(
         self,
         query: Annotated[
             str,
             Field(
-                max_length=serve.MAX_QUERY_CHARS,
+                max_length=MAX_QUERY_CHARS,
                 description=("The search query to match against entity names, types, and observation content"),
             ),
         ],
@@ -210,7 +196,7 @@ class MemoryTools:
         return self.read_page(memory.search_nodes, query, limit=limit, cursor=cursor, names_only=names_only)
 
     @tool("open_nodes", profiles=("memory",), title="Open Nodes")
-    @_boundary
+    @boundary
     def open_nodes(
         self,
         names: Annotated[

@@ -1,7 +1,9 @@
 """MCP tools for remember and recall (seed 003), in the memory profile.
 
 Thin adapters over :mod:`kgr.memory.recall`: writes (remember, the access counts of recall,
-consolidation, import) go through the server's one writer; reads through ``Service.read``.
+consolidation, import) go through ``Service.write`` (the server's one writer, or on a server
+without a knowledge root, the database's writer lock taken for the call); reads through
+``Service.read``.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from kgr.errors import StoreError
-from kgr.mcp import server as serve
-from kgr.mcp.server import MAX_QUERY_CHARS, WRITE_WAIT_S, _boundary, tool, toolset
+from kgr.mcp.registry import MAX_QUERY_CHARS, Ref, boundary, tool, toolset
+from kgr.mcp.service import Service
 
 Text = Annotated[str, Field(min_length=1, max_length=100_000, description="What to remember, in plain words.")]
 Importance = Annotated[float | None, Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1 (default 0.5).")]
@@ -27,27 +28,11 @@ TimeMs = Annotated[int | None, Field(ge=0, description="A time in milliseconds s
 class RecallTools:
     """remember, recall, consolidate_memories, memory_history, export_memories, import_memories."""
 
-    def __init__(self, svc: serve.Service):
+    def __init__(self, svc: Service):
         self.svc = svc
 
-    def _write(self, job) -> Any:
-        """Run ``job(store)`` on the server's writer; a server without a knowledge root (a memory
-        server on a database alone) takes the database's writer lock for the call instead."""
-        svc = self.svc
-        if svc.writer is not None or svc.root is not None:
-            future = svc.get_writer().run(job)
-            result = svc.wait(future, WRITE_WAIT_S)
-            if not future.done():
-                raise StoreError("the write is still queued behind other work", hint="call again shortly")
-            return result
-        from kgr.store import Store
-        from kgr.store.lock import WriterLock
-
-        with WriterLock(svc.db), Store(svc.db) as store:
-            return job(store)
-
     @tool("remember", profiles=("memory",), title="Remember", read_only=False, idempotent=True)
-    @_boundary
+    @boundary
     def remember(
         self,
         content: Text,
@@ -63,12 +48,12 @@ class RecallTools:
         from kgr.memory import recall
 
         cfg = self.svc.cfg
-        return self._write(
+        return self.svc.write(
             lambda store: recall.remember(store, content, cfg, importance=importance, tags=tags, label=source)
         )
 
     @tool("recall", profiles=("memory",), title="Recall memories", read_only=False, idempotent=False)
-    @_boundary
+    @boundary
     def recall(
         self,
         query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")],
@@ -105,7 +90,7 @@ class RecallTools:
         ids = [r["doc_id"] for r in out["results"]]
         if ids:
             now = recall.now_ms()
-            self._write(lambda store: recall.touch_memories(store, ids, now))
+            self.svc.write(lambda store: recall.touch_memories(store, ids, now))
             for r in out["results"]:
                 r["access_count"] = (r["access_count"] or 0) + 1
                 r["last_access_ms"] = now
@@ -119,7 +104,7 @@ class RecallTools:
         destructive=True,
         idempotent=True,
     )
-    @_boundary
+    @boundary
     def consolidate_memories(
         self,
         threshold: Annotated[
@@ -133,13 +118,13 @@ class RecallTools:
         from kgr.memory import recall
 
         cfg = self.svc.cfg
-        return self._write(lambda store: recall.consolidate(store, cfg, threshold=threshold, dry_run=dry_run))
+        return self.svc.write(lambda store: recall.consolidate(store, cfg, threshold=threshold, dry_run=dry_run))
 
     @tool("memory_history", profiles=("memory",), title="An entity's observations over time")
-    @_boundary
+    @boundary
     def memory_history(
         self,
-        entity: serve.Ref,
+        entity: Ref,
         as_of: TimeMs = None,
         include_history: Annotated[
             bool, Field(description="All observations, closed ones included (else those valid at as_of or now).")
@@ -152,7 +137,7 @@ class RecallTools:
         return self.svc.read(recall.history, entity, as_of=as_of, include_history=include_history)
 
     @tool("export_memories", profiles=("memory",), title="Export memories")
-    @_boundary
+    @boundary
     def export_memories(
         self,
         offset: Annotated[int, Field(ge=0, le=10_000_000)] = 0,
@@ -174,7 +159,7 @@ class RecallTools:
         return self.svc.read(page)
 
     @tool("import_memories", profiles=("memory",), title="Import memories", read_only=False, idempotent=True)
-    @_boundary
+    @boundary
     def import_memories(
         self,
         memories: Annotated[
@@ -186,4 +171,4 @@ class RecallTools:
         from kgr.memory import recall
 
         cfg = self.svc.cfg
-        return self._write(lambda store: recall.import_records(store, memories, cfg))
+        return self.svc.write(lambda store: recall.import_records(store, memories, cfg))
