@@ -194,8 +194,7 @@ class KgrGroup(click.Group):
             ctx.exit(int(exc.exit_status))
         except BrokenPipeError:
             # The reader went away (`kgr ... | head`): exit quietly (click would exit 1).
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+            _stdout_to_devnull()
             ctx.exit(0)
         except OSError as exc:
             if (ctx.obj or {}).get("traceback"):
@@ -936,7 +935,7 @@ def recall(query, db, k, tags, as_of, include_history, graph, touch, as_json, co
         click.echo("no memories")
     else:
         for r in out["results"]:
-            click.echo(f"{r['rank']:>2}. {r['id']}  [{r['score']:.4f}]  {query_mod._snippet(r['text'])}")
+            click.echo(f"{r['rank']:>2}. {r['id']}  [{r['score']:.4f}]  {query_mod.snippet(r['text'])}")
             click.echo(f"    why: {r['why']}; importance {r['importance']:g}, recalled {r['access_count']}x")
 
 
@@ -1721,25 +1720,25 @@ def main(argv: list[str] | None = None) -> None:
         warn("Interrupted")
         _exit(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        # The reader went away (`kgr ... | head`): exit quietly.
+        _stdout_to_devnull()
+        _exit(ExitStatus.OK)
     else:
         _exit(code if isinstance(code, int) else ExitStatus.OK)
 
 
-def _quiet_broken_pipe() -> None:
-    # The reader went away (`kgr ... | head`): exit quietly, and keep Python from
-    # complaining when it flushes stdout at shutdown.
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null once its reader has gone, so that the flush at shutdown
+    does not raise BrokenPipeError again (and Python does not complain about it)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    _exit(ExitStatus.OK)
 
 
 def _exit(code: int | None) -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _stdout_to_devnull()
     sys.exit(int(code or 0))
 
 

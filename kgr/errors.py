@@ -36,6 +36,20 @@ class UsageError(KgrError):
     exit_status = ExitStatus.USAGE
 
 
+class EntityNotFound(UsageError):
+    """A command or tool named an entity the knowledge graph (or the memory graph) does not hold.
+
+    A usage error to the library, but the CLI exits 1 for it, as for any input naming what is
+    not there (`kgr explain nothing` exits 1). ``name`` is the name asked for, when there is one.
+    """
+
+    exit_status = ExitStatus.ERROR
+
+    def __init__(self, message: str, *, name: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.name = name
+
+
 class BadRecord(KgrError):
     """A JSON Lines input line that is not a valid record."""
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from kgr.errors import KgrError
+from kgr.errors import EntityNotFound, KgrError
 from kgr.export import snapshot, type_color
 from kgr.retrieval import entities as ents
 from kgr.store import Store, dumps, loads
@@ -402,7 +402,7 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
             self._route(url.path, params)
         except BadParam as exc:
             self._json(400, {"error": str(exc)})
-        except ents.EntityNotFound as exc:
+        except EntityNotFound as exc:
             self._json(404, {"error": exc.message})
         except (BrokenPipeError, ConnectionResetError):
             pass

@@ -36,7 +36,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import orjson
 
-from kgr.errors import BadRecord, UsageError
+from kgr.errors import BadRecord, EntityNotFound, UsageError
 from kgr.store import Store, now_ms
 
 KEY_PREFIX = "memory:"
@@ -51,13 +51,10 @@ MAX_LIMIT = 1000
 _CHUNK = 500
 
 
-class EntityNotFound(UsageError):
+def _not_found(name: str) -> EntityNotFound:
     """A memory tool named an entity the memory graph does not hold."""
-
-    def __init__(self, name: str):
-        # the reference's own message, so a client matching on it still works
-        super().__init__(f"Entity with name {name} not found")
-        self.name = name
+    # the reference's own message, so a client matching on it still works
+    return EntityNotFound(f"Entity with name {name} not found", name=name)
 
 
 def key(name: str) -> str:
@@ -97,10 +94,6 @@ def _match_sql(column: str) -> tuple[str, int]:
 
 
 # -- reads -------------------------------------------------------------------------------------------
-
-
-def _now() -> int:
-    return now_ms()
 
 
 def _observations(store: Store, ids: Sequence[int], at: int) -> dict[int, list[str]]:
@@ -219,7 +212,7 @@ def read_graph(
     """
     limit, after = _page_args(limit, cursor)
     with _read(store):
-        at = _now()
+        at = now_ms()
         rows = store.conn.execute(
             f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
             (after, limit + 1),
@@ -249,7 +242,7 @@ def search_nodes(
     obs_m, _ = _match_sql("o.content")
     ensure_functions(store.conn)
     with _read(store):
-        at = _now()
+        at = now_ms()
         params: tuple = (ascii_q, needle, after, at, limit + 1)
         exact = (
             f"({name_m} OR {type_m} OR EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id "
@@ -290,7 +283,7 @@ def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
     """The named entities (in insertion order; unknown names are ignored, as in the reference)
     and the relations that touch them."""
     with _read(store):
-        at = _now()
+        at = now_ms()
         rows: list[tuple[int, str, str]] = []
         keys = list(dict.fromkeys(key(n) for n in names))
         for i in range(0, len(keys), _CHUNK):
@@ -363,7 +356,7 @@ def create_entities(store: Store, entities: Sequence[dict]) -> list[dict]:
     """Create the entities whose names are new (with their observations); return those created."""
     entities = [_check_entity(e) for e in entities]
     with store.write() as conn:
-        return _insert_entities(conn, entities, _now())
+        return _insert_entities(conn, entities, now_ms())
 
 
 def _insert_relations(conn, relations: Sequence[dict], at: int, *, line_of: Sequence[int] | None = None) -> list[dict]:
@@ -379,7 +372,7 @@ def _insert_relations(conn, relations: Sequence[dict], at: int, *, line_of: Sequ
                         f"relation {end} {rel[end]!r}: no entity of that name",
                         hint="every relation's ends must be entities of the file",
                     )
-                raise EntityNotFound(rel[end])
+                raise _not_found(rel[end])
         src, dst, typ = ids[rel["from"]], ids[rel["to"]], rel["relationType"]
         row = conn.execute(
             "SELECT id, origin FROM relations WHERE src_id=? AND dst_id=? AND rel=?", (src, dst, typ)
@@ -406,7 +399,7 @@ def create_relations(store: Store, relations: Sequence[dict]) -> list[dict]:
     """Create the relations that are new; return those created. Both ends must be entities."""
     relations = [_check_relation(r) for r in relations]
     with store.write() as conn:
-        return _insert_relations(conn, relations, _now())
+        return _insert_relations(conn, relations, now_ms())
 
 
 def _current(conn, eid: int, at: int) -> list[str]:
@@ -423,14 +416,14 @@ def add_observations(store: Store, observations: Sequence[dict]) -> list[dict]:
     for o in observations:
         _need_str(o, "entityName")
         _need_strs(o, "contents")
-    at = _now()
+    at = now_ms()
     with store.write() as conn:
         ids = _entity_ids(conn, (o["entityName"] for o in observations))
         results = []
         for o in observations:
             eid = ids.get(o["entityName"])
             if eid is None:
-                raise EntityNotFound(o["entityName"])
+                raise _not_found(o["entityName"])
             have = set(_current(conn, eid, at))
             new = [c for c in o["contents"] if c not in have]  # as the reference: duplicates within one call stay
             conn.executemany(
@@ -458,7 +451,7 @@ def delete_observations(store: Store, deletions: Sequence[dict], *, hard: bool =
     for d in deletions:
         _need_str(d, "entityName")
         _need_strs(d, "observations")
-    at = _now()
+    at = now_ms()
     changed = 0
     with store.write() as conn:
         ids = _entity_ids(conn, (d["entityName"] for d in deletions))
@@ -506,7 +499,7 @@ def observation_history(store: Store, name: str) -> list[dict]:
     with _read(store):
         eid = _entity_ids(store.conn, [name]).get(name)
         if eid is None:
-            raise EntityNotFound(name)
+            raise _not_found(name)
         return [
             {"content": c, "valid_from_ms": f, "valid_until_ms": u}
             for c, f, u in store.conn.execute(
@@ -564,7 +557,7 @@ def jsonl_lines(store: Store) -> Iterator[str]:
     """The memory graph as the reference's file lines: every entity (with its current
     observations), then every relation, each in insertion order."""
     with _read(store):
-        at = _now()
+        at = now_ms()
         after = 0
         while True:
             rows = store.conn.execute(
@@ -632,7 +625,7 @@ def import_jsonl(store: Store, lines: Iterable[str | bytes]) -> dict[str, int]:
     when new, as add_observations would); relations already present are skipped. A bad line
     or a relation to a missing entity rolls everything back."""
     entities, relations, rel_lines = parse_jsonl(lines)
-    at = _now()
+    at = now_ms()
     with store.write() as conn:
         created = _insert_entities(conn, entities, at)
         made = {e["name"] for e in created}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -41,7 +40,7 @@ from kgr.errors import BadRecord, UsageError
 from kgr.retrieval.entities import fts_query
 from kgr.retrieval.query import RRF_K, clamp
 from kgr.stages.link import norm
-from kgr.store import Store, dumps, loads, vectors
+from kgr.store import Store, dumps, loads, now_ms, vectors
 
 PREFIX = ".memory/"
 SOURCE = "memory"
@@ -66,10 +65,6 @@ def memory_settings(cfg) -> MemorySettings:
     if not 0 < out.consolidate_threshold <= 1:
         raise UsageError(f"memory.consolidate_threshold must be in (0, 1], got {out.consolidate_threshold:g}")
     return out
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def memory_id(text: str) -> str:
@@ -581,7 +576,7 @@ def _memory_vectors(store: Store) -> dict[int, Any]:
             f"SELECT rowid, embedding FROM {vectors.TABLES[vectors.CHUNK]} WHERE rowid IN ({','.join('?' * len(part))})",
             part,
         ):
-            v = vectors._decode(blob, spec)
+            v = vectors.decode(blob, spec)
             by_doc[chunk_doc[cid]].append(v / (np.linalg.norm(v) or 1.0))
     out = {}
     for d, vs in by_doc.items():
@@ -786,8 +781,6 @@ def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[
 
 
 def _restore_observations(store: Store, path: str, obs: list[dict]) -> None:
-    from kgr.store import now_ms as store_now
-
     doc_id = store.scalar("SELECT id FROM docs WHERE path=?", (path,))
     with store.write() as conn:
         for o in obs:
@@ -800,7 +793,7 @@ def _restore_observations(store: Store, path: str, obs: list[dict]) -> None:
                 conn.execute(
                     "INSERT INTO entities(key, name, type, norm, origin, created_ms, updated_ms) "
                     "VALUES (?, ?, ?, ?, 'manual', ?, ?)",
-                    (key, name, typ, norm(name), store_now(), store_now()),
+                    (key, name, typ, norm(name), now_ms(), now_ms()),
                 )
                 eid = conn.last_insert_rowid()
             else:

@@ -10,13 +10,9 @@ import re
 from collections import deque
 from typing import Any
 
-from kgr.errors import KgrError
+from kgr.errors import EntityNotFound
 from kgr.stages.link import norm
 from kgr.store import Store, loads
-
-
-class EntityNotFound(KgrError):
-    pass
 
 
 def fts_query(text: str) -> str:

@@ -565,7 +565,7 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
                 "ord": ord_,
                 "start": start,
                 "end": end,
-                "snippet": _snippet(text),
+                "snippet": snippet(text),
                 "score": round(c.score, 4),
                 "scores": {
                     "bm25_rank": c.bm25_rank,
@@ -582,7 +582,8 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
     return out
 
 
-def _snippet(text: str) -> str:
+def snippet(text: str) -> str:
+    """A chunk's text on one line, cut at a word to at most SNIPPET_CHARS characters."""
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
 

@@ -8,7 +8,8 @@ chunk satisfies ``tokens(prelude) + tokens(text) + special tokens <= max_length`
 How a document is cut (seed 000 section 5, adapted to a 256-token model):
 
 1. The Markdown text is split into sections at ATX headings (``#`` .. ``######``) and
-   setext headings, ignoring lines inside fenced code blocks.
+   setext headings, ignoring lines inside fenced code blocks (``kgr.stages.markdown``,
+   whose sections extraction sees as well).
 2. A section is a run of blocks: paragraphs, list items (with their nested lines),
    tables and fenced code. Blocks are packed into chunks up to the budget and never
    cut when they fit in one. A longer block is cut at line boundaries, then at
@@ -52,6 +53,9 @@ from typing import Any, Iterable, Iterator, Sequence
 from kgr import records
 from kgr.config import ChunkSettings, settings_of
 from kgr.errors import ConfigError
+from kgr.stages.markdown import Block as _Block
+from kgr.stages.markdown import clean_title
+from kgr.stages.markdown import parse_blocks as _parse_blocks
 from kgr.stages.tokens import DEFAULT_MODEL, TokenCounter, get_counter
 
 STAGE = "chunk"
@@ -169,152 +173,7 @@ class _TooManyChunks(Exception):
     pass
 
 
-# --- Markdown structure ----------------------------------------------------------------
-
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
-_ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+[ \t]*\Z")
-_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
-_ITEM = re.compile(r"[ \t]*(?:([-*+])|(\d{1,9})[.)])(?:[ \t]+|\Z)")
-_STEP = re.compile(r"(?:\*\*|__)?step[ \t]+\d+\b", re.IGNORECASE)
-_SPACES = re.compile(r"\s+")
-
-
-class _Block:
-    __slots__ = ("kind", "start", "end", "level", "title", "ordered", "indent", "content")
-
-    def __init__(
-        self,
-        kind: str,
-        start: int,
-        end: int,
-        *,
-        level: int = 0,
-        title: str = "",
-        ordered: bool = False,
-        indent: int = 0,
-        content: int = 0,
-    ):
-        self.kind = kind  # heading, para, item, code, table
-        self.start = start
-        self.end = end
-        self.level = level
-        self.title = title
-        self.ordered = ordered  # a numbered list item or a "Step N" paragraph
-        self.indent = indent
-        self.content = content
-
-    def __repr__(self) -> str:  # for debugging failed tests
-        return f"<{self.kind} {self.start}:{self.end}>"
-
-
-def _indent_of(line: str) -> int:
-    n = 0
-    for ch in line:
-        if ch == " ":
-            n += 1
-        elif ch == "\t":
-            n += 4 - n % 4
-        else:
-            break
-    return n
-
-
-def _parse_blocks(text: str) -> list[_Block]:
-    """Blocks of a Markdown text in order, headings included; one pass over the lines."""
-    blocks: list[_Block] = []
-    cur: _Block | None = None  # an open paragraph, list item or table
-    fence: tuple[str, int, _Block] | None = None
-    prev_blank = True
-    pos = 0
-    for line in text.split("\n"):
-        start = pos
-        pos += len(line) + 1
-        stripped = line.strip()
-        end = start + len(line.rstrip())
-        if fence is not None:
-            char, length, block = fence
-            if stripped:
-                block.end = end
-                if stripped[0] == char and len(stripped) >= length and stripped.strip(char) == "":
-                    fence = None
-                    if block.kind == "code":
-                        cur = None
-            continue
-        if not stripped:
-            prev_blank = True
-            if cur is not None and cur.kind != "item":
-                cur = None
-            continue
-        lead = len(line) - len(line.lstrip())
-        first_pos = start + lead
-        indent = _indent_of(line)
-        first = stripped[0]
-        was_blank, prev_blank = prev_blank, False
-
-        if first in "`~":
-            m = _FENCE.match(line)
-            if m and not (first == "`" and "`" in m.group(2)):
-                if cur is not None and cur.kind == "item" and (indent >= cur.content or not was_blank):
-                    cur.end = end
-                    fence = (first, len(m.group(1)), cur)
-                else:
-                    block = _Block("code", first_pos, end)
-                    blocks.append(block)
-                    cur = block
-                    fence = (first, len(m.group(1)), block)
-                continue
-
-        if first == "#" and indent <= 3:
-            m = _ATX.match(line)
-            if m:
-                title = _ATX_CLOSE.sub("", m.group(2) or "")
-                blocks.append(_Block("heading", first_pos, end, level=len(m.group(1)), title=_clean_title(title)))
-                cur = None
-                continue
-
-        if first in "=-" and indent <= 3 and cur is not None and cur.kind == "para" and not was_blank:
-            # only a one-line paragraph: "---" under several lines closes front matter more often
-            # than it underlines a heading
-            if _SETEXT.match(line) and "\n" not in text[cur.start : cur.end]:
-                cur.kind = "heading"
-                cur.level = 1 if first == "=" else 2
-                cur.title = _clean_title(text[cur.start : cur.end])
-                cur.end = end
-                cur = None
-                continue
-
-        if first in "-*+" or first.isdigit():
-            m = _ITEM.match(line)
-            if m:
-                if cur is not None and cur.kind == "item" and indent >= cur.content:
-                    cur.end = end  # a nested item belongs to its parent
-                else:
-                    content = len(line[: m.end()].expandtabs(4)) if m.end() < len(line) else indent + 2
-                    cur = _Block("item", first_pos, end, ordered=m.group(2) is not None, indent=indent, content=content)
-                    blocks.append(cur)
-                continue
-
-        if cur is not None:
-            if cur.kind == "item" and (not was_blank or indent >= cur.content):
-                cur.end = end
-                continue
-            if cur.kind == "table" and first == "|" and not was_blank:
-                cur.end = end
-                continue
-            if cur.kind == "para" and not was_blank and first != "|":
-                cur.end = end
-                continue
-        if first == "|":
-            cur = _Block("table", first_pos, end)
-        else:
-            cur = _Block("para", first_pos, end, ordered=_STEP.match(stripped) is not None)
-        blocks.append(cur)
-    return blocks
-
-
-def _clean_title(title: str) -> str:
-    return _SPACES.sub(" ", title).strip()
+# --- sections --------------------------------------------------------------------------
 
 
 class _Section:
@@ -421,19 +280,19 @@ def make_prelude(path: str, section: str, headings: Sequence[str]) -> str:
 def moved_prelude(prelude: str | None, old_path: str, new_path: str) -> str | None:
     """A chunk's prelude for its document moved from ``old_path`` to ``new_path``: the path part
     it starts with replaced; None when it does not start with the old path part."""
-    old_part, new_part = _clean_title(old_path), _clean_title(new_path)
+    old_part, new_part = clean_title(old_path), clean_title(new_path)
     if prelude and prelude.startswith(old_part) and prelude[len(old_part) : len(old_part) + 1] in ("", " "):
         return new_part + prelude[len(old_part) :]
     return None
 
 
 def _prelude_parts(path: str, section: str, headings: Sequence[str]) -> list[list[str]]:
-    trail = [h for h in (_clean_title(h) for h in headings) if h]
-    section = _clean_title(section or "")
+    trail = [h for h in (clean_title(h) for h in headings) if h]
+    section = clean_title(section or "")
     if trail and trail[-1] == section:
         trail.pop()
     parts: list[list[str]] = []
-    for part in ([_clean_title(path or "")], [section], trail[-2:]):
+    for part in ([clean_title(path or "")], [section], trail[-2:]):
         part = [p for p in part if p]
         if part and (not parts or parts[-1] != part):
             parts.append(part)
@@ -577,7 +436,7 @@ class Chunker:
         """Parse a document and name its sections; chunking waits for the prelude counts."""
         text = doc.text
         blocks = _parse_blocks(text) if text.strip() else []
-        title = _clean_title(str(doc.rec.get("title") or "")) or _first_heading(blocks) or _stem(doc.path)
+        title = clean_title(str(doc.rec.get("title") or "")) or _first_heading(blocks) or _stem(doc.path)
         kind = _classify(doc.path, title, text, blocks) if blocks else GENERAL
         sections = _sections(blocks, title)
         parts = [_prelude_parts(doc.path, s.title, s.headings) for s in sections]

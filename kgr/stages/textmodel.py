@@ -2,6 +2,9 @@
 
 Extraction needs to know where headings, list items, numbered steps, tables and
 code fences are, and needs the text without Markdown syntax for the NLP models.
+Headings (ATX and setext) and fenced code come from :mod:`kgr.stages.markdown`, the
+reading chunking uses, so extraction and chunking see the same sections; the text
+between them is read more finely here (one block per table row, quotes, numbered steps).
 ``masked`` is the block's text with syntax characters (heading hashes, list
 markers, ``**``, backticks, link targets, table pipes) and redaction tags replaced
 by spaces or line breaks of the same length, so every offset found in it is an
@@ -15,10 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgr.stages import markdown
 from kgr.stages.redact import TAG_PATTERN
 
-HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-FENCE = re.compile(r"^[ \t]*(```|~~~)")
 LIST_ITEM = re.compile(r"^([ \t]*)([-*+]|\d{1,3}[.)])[ \t]+")
 TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
 TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
@@ -188,6 +190,9 @@ class Document:
 
 
 def parse_document(text: str, *, title: str | None = None, path: str | None = None) -> Document:
+    outline = markdown.read(text)
+    fence_end = dict(outline.fences)  # first line of a fence -> its last line
+    headings = outline.headings  # first line of a heading -> (its number of lines, block)
     blocks: list[Block] = []
     lines = text.split("\n")
     offsets = []
@@ -207,12 +212,9 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
 
     while i < len(lines):
         line = lines[i]
-        if FENCE.match(line):
+        if i in fence_end:
             flush_para()
-            j = i + 1
-            while j < len(lines) and not FENCE.match(lines[j]):
-                j += 1
-            j = min(j, len(lines) - 1)
+            j = fence_end[i]
             s, e = offsets[i], offsets[j] + len(lines[j])
             raw = text[s:e]
             blocks.append(Block("code", s, raw, " " * len(raw)))
@@ -222,11 +224,12 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
             flush_para()
             i += 1
             continue
-        h = HEADING.match(line)
-        if h:
+        if i in headings:
             flush_para()
-            blocks.append(_block("heading", offsets[i], line, level=len(h.group(1))))
-            i += 1
+            n, heading = headings[i]
+            s, e = offsets[i], offsets[i + n - 1] + len(lines[i + n - 1])
+            blocks.append(_block("heading", s, text[s:e], level=heading.level))
+            i += n
             continue
         if TABLE_ROW.match(line):
             flush_para()
@@ -243,7 +246,7 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
                 j < len(lines)
                 and lines[j].strip()
                 and not LIST_ITEM.match(lines[j])
-                and not HEADING.match(lines[j])
+                and j not in headings
                 and (len(lines[j]) - len(lines[j].lstrip())) > indent
             ):
                 j += 1
@@ -296,8 +299,10 @@ def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
             if chars[k] != "\n":
                 chars[k] = fill
 
-    if kind == "heading":
-        m = re.match(r"^#{1,6}[ \t]+", raw)
+    if kind == "heading" and "\n" in raw:  # setext: the title over its underline
+        blank(raw.index("\n"), len(raw))
+    elif kind == "heading":  # ATX
+        m = re.match(r"^ {0,3}#{1,6}(?:[ \t]+|$)", raw)
         if m:
             blank(0, m.end())
         tail = re.search(r"[ \t]#+[ \t]*$", raw)

@@ -227,7 +227,8 @@ def embed_pending(
     return counts
 
 
-def _decode(blob: bytes, spec: VectorSpec) -> np.ndarray:
+def decode(blob: bytes, spec: VectorSpec) -> np.ndarray:
+    """A stored vector blob as float32 (int8 blobs scaled back to [-1, 1])."""
     if spec.quantize == 8:
         return np.frombuffer(blob, dtype=np.int8).astype(np.float32) / 127.0
     return np.frombuffer(blob, dtype=np.float32)
@@ -288,7 +289,7 @@ def _matrix(store: Store, kind: str, spec: VectorSpec) -> tuple[np.ndarray, np.n
     rows = store.query(f"SELECT rowid, embedding FROM {TABLES[kind]} ORDER BY rowid")
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     if rows:
-        mat = np.stack([_decode(r[1], spec) for r in rows]).astype(np.float32)
+        mat = np.stack([decode(r[1], spec) for r in rows]).astype(np.float32)
         mat /= np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
     else:
         mat = np.zeros((0, spec.dim), dtype=np.float32)
@@ -328,7 +329,7 @@ def similarities(
         for rid, blob in store.query(
             f"SELECT rowid, embedding FROM {TABLES[kind]} WHERE rowid IN ({','.join('?' * len(part))})", part
         ):
-            v = _decode(blob, spec)
+            v = decode(blob, spec)
             out[rid] = float(v @ q / (np.linalg.norm(v) or 1.0))
     return out
 

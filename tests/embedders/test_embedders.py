@@ -213,7 +213,7 @@ def test_query_purpose_falls_back_with_a_warning(monkeypatch, tmp_path, caplog, 
     def broken_export(*args, **kwargs):
         raise E.EmbeddingError("cannot export: simulated")
 
-    monkeypatch.setattr(E, "export_onnx", broken_export)
+    monkeypatch.setattr(E.registry, "export_onnx", broken_export)
     with caplog.at_level(logging.WARNING, logger="kgr.embedders"):
         emb = E.get_embedder(config.load(env={}), purpose="query")
     assert isinstance(emb, E.SentenceTransformerEmbedder)
@@ -225,7 +225,7 @@ def test_a_failed_export_is_an_error_and_leaves_nothing(monkeypatch, tmp_path):
         (out / "model.onnx").write_bytes(b"half")
         raise RuntimeError("tracer blew up")
 
-    monkeypatch.setattr(E, "_export_to", exploding)
+    monkeypatch.setattr(E.onnx, "_export_to", exploding)
     with pytest.raises(
         E.EmbeddingError, match="exporting all-MiniLM-L6-v2 to ONNX failed: RuntimeError: tracer blew up"
     ):
@@ -236,7 +236,7 @@ def test_a_failed_export_is_an_error_and_leaves_nothing(monkeypatch, tmp_path):
 
 def test_prepare_query_path_warns_instead_of_failing_an_ingest(monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("KGR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(E, "_export_to", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no space")))
+    monkeypatch.setattr(E.onnx, "_export_to", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("no space")))
     with caplog.at_level(logging.WARNING, logger="kgr.embedders"):
         assert E.prepare_query_path(config.load(env={})) is None
     assert "could not prepare the fast query path" in caplog.text and "no space" in caplog.text
@@ -249,7 +249,7 @@ def test_stale_half_written_exports_are_removed(tmp_path):
     stale.mkdir()
     fresh.mkdir()
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    E._remove_stale_work_dirs(tmp_path)
+    E.onnx._remove_stale_work_dirs(tmp_path)
     assert not stale.exists() and fresh.exists()
 
 

@@ -272,7 +272,7 @@ def test_consolidation_keeps_provenance(store, stub_cfg, clock):
     [(blob,)] = store.query(
         "SELECT embedding FROM chunk_vec WHERE rowid=(SELECT min(id) FROM chunks WHERE doc_id=?)", (a["doc_id"],)
     )
-    same = vectors._decode(blob, spec)
+    same = vectors.decode(blob, spec)
     with store.write():  # give both the same vector: a stand-in for near-duplicate meaning
         vectors.put(
             store,
@@ -324,7 +324,7 @@ def test_consolidated_memories_round_trip_through_export(tmp_path, store, stub_c
             spec,
             vectors.CHUNK,
             [
-                (cid, "test", vectors._decode(blob, spec))
+                (cid, "test", vectors.decode(blob, spec))
                 for (cid,) in store.query("SELECT id FROM chunks WHERE doc_id=?", (b["doc_id"],))
             ],
         )
