@@ -48,6 +48,26 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 input_argument = click.argument("input", type=click.File("rb"), default="-", required=False)
 
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to."
+)
+
+progress_option = click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
+)
+
+# ingest and watch: what to build beside documents and chunks
+graph_option = click.option(
+    "--graph/--no-graph",
+    default=True,
+    show_default=True,
+    help="Extract and link the knowledge graph of new and changed documents.",
+)
+
+embed_option = click.option(
+    "--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet."
+)
+
 null_option = click.option(
     "-0",
     "--null",
@@ -225,7 +245,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
+@root_option
 @click.option(
     "--dedup-threshold",
     type=click.FloatRange(0, 1),
@@ -1110,9 +1130,7 @@ def eval_extraction(golden, db, as_json, config_path):
 @click.option("--modes", default="bm25,vector,hybrid,graph", show_default=True, help="Comma-separated retrieval modes.")
 @click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
 @click.option("--limit", type=click.IntRange(1), help="Ask only the first N questions.")
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
-)
+@progress_option
 @json_option
 @config_option
 def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_path):
@@ -1144,20 +1162,11 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @cli.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @db_option()
-@click.option("--root", type=click.Path(file_okay=False), help="Knowledge root that doc paths are relative to.")
+@root_option
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Purge documents whose files are gone.")
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal)."
-)
-@click.option(
-    "--graph/--no-graph",
-    default=True,
-    show_default=True,
-    help="Extract and link the knowledge graph of new and changed documents.",
-)
-@click.option(
-    "--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet."
-)
+@progress_option
+@graph_option
+@embed_option
 @null_option
 @json_option
 @config_option
@@ -1286,15 +1295,8 @@ def status(db, wait_idle, timeout, as_json, config_path):
     is_flag=True,
     help="Poll the folder every second instead of using inotify (network or FUSE filesystems).",
 )
-@click.option(
-    "--graph/--no-graph",
-    default=True,
-    show_default=True,
-    help="Extract and link the knowledge graph of new and changed documents.",
-)
-@click.option(
-    "--embed/--no-embed", default=True, show_default=True, help="Embed chunks and entities that have no vector yet."
-)
+@graph_option
+@embed_option
 @config_option
 def watch(directory, db, debounce_ms, scan_interval, polling, graph, embed, config_path):
     """Keep DIRECTORY ingested into the database as files change, until stopped.

@@ -17,7 +17,7 @@ import contextlib
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
+from typing import TYPE_CHECKING, Callable, Iterator, TextIO
 
 import orjson
 
@@ -25,14 +25,6 @@ from kgr.errors import UsageError
 
 if TYPE_CHECKING:  # kept light: the CLI reads FORMATS for --format's choices at start-up
     from kgr.store import Store
-
-
-def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def loads(text: str | None, default: Any = None) -> Any:
-    return default if text is None else orjson.loads(text)
 
 
 # Colours by entity type, shared by the viz page, DOT and Mermaid so a type looks the
@@ -76,34 +68,29 @@ class GraphSource:
     def _type_filter(self, alias: str) -> tuple[str, list[str]]:
         if not self.types:
             return "", []
-        return f" AND upper({alias}.type) IN (SELECT upper(value) FROM json_each(?))", [dumps(sorted(self.types))]
+        return f" AND upper({alias}.type) IN (SELECT upper(value) FROM json_each(?))", [
+            orjson.dumps(sorted(self.types)).decode()
+        ]
 
     def nodes(self) -> Iterator[dict]:
         where, params = self._type_filter("e")
+        from kgr.retrieval.entities import ENTITY_COLUMNS, entity_row
+
         for row in self.store.conn.execute(
-            "SELECT e.id, e.key, e.name, e.type, e.aliases, e.description, e.popularity, e.origin, e.status "
-            f"FROM entities e WHERE 1{where} ORDER BY e.id",
-            params,
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE 1{where} ORDER BY e.id", params
         ):
             self.counts["nodes"] += 1
-            yield {
-                "id": row[0],
-                "key": row[1],
-                "name": row[2],
-                "type": row[3],
-                "aliases": loads(row[4], []),
-                "description": row[5],
-                "popularity": row[6],
-                "origin": row[7],
-                "status": row[8],
-            }
+            yield entity_row(row)
 
     def edges(self) -> Iterator[dict]:
         src_where, src_params = self._type_filter("a")
         dst_where, dst_params = self._type_filter("b")
         rel_where, rel_params = "", []
         if self.rels:
-            rel_where, rel_params = " AND r.rel IN (SELECT value FROM json_each(?))", [dumps(sorted(self.rels))]
+            rel_where, rel_params = (
+                " AND r.rel IN (SELECT value FROM json_each(?))",
+                [orjson.dumps(sorted(self.rels)).decode()],
+            )
         for row in self.store.conn.execute(
             "SELECT r.id, r.src_id, r.dst_id, r.rel, r.confidence, r.strength, r.origin FROM relations r "
             "JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
@@ -213,7 +200,7 @@ def write_graphml(graph: GraphSource, out: TextIO) -> None:
             "label": n["name"],
             "key": n["key"],
             "type": n["type"],
-            "aliases": dumps(n["aliases"]),
+            "aliases": orjson.dumps(n["aliases"]).decode(),
             "description": n["description"],
             "popularity": n["popularity"],
             "origin": n["origin"],

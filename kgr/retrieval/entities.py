@@ -85,12 +85,11 @@ def resolve(store: Store, ref: str | int) -> dict[str, Any]:
     raise EntityNotFound(f"no entity matches {ref!r}", hint="try `kgr entities QUERY` to search")
 
 
-def entity(store: Store, eid: int) -> dict[str, Any]:
-    row = store.conn.execute(
-        "SELECT id, key, name, type, aliases, description, popularity, origin, status FROM entities WHERE id=?", (eid,)
-    ).fetchone()
-    if row is None:
-        raise EntityNotFound(f"no entity with id {eid}")
+ENTITY_COLUMNS = "id, key, name, type, aliases, description, popularity, origin, status"
+
+
+def entity_row(row) -> dict[str, Any]:
+    """An entity as the tools and exports show it, from a row of ``ENTITY_COLUMNS``."""
     return {
         "id": row[0],
         "key": row[1],
@@ -102,6 +101,13 @@ def entity(store: Store, eid: int) -> dict[str, Any]:
         "origin": row[7],
         "status": row[8],
     }
+
+
+def entity(store: Store, eid: int) -> dict[str, Any]:
+    row = store.conn.execute(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE id=?", (eid,)).fetchone()
+    if row is None:
+        raise EntityNotFound(f"no entity with id {eid}")
+    return entity_row(row)
 
 
 def relations_of(store: Store, eid: int, *, limit: int = 20) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from serve_fixtures import Mcp, error_text, make_service
 
 from kgr.errors import UsageError
 from kgr.mcp import server as serve
-from kgr.retrieval import entities, kb
+from kgr.retrieval import concepts, entities
 
 GRAPHRAG = {
     "ingest_docs",
@@ -151,7 +151,7 @@ def test_kb_tools(mcp_all, service):
     s = mcp_all.call("search_concepts", {"query": "fare engine", "limit": 5}).structured_content
     assert s["concepts"][0]["name"] == "Fare Engine" and len(s["concepts"]) <= 5
     c = mcp_all.call("get_concept", {"concept": "Fare Engine"}).structured_content
-    assert c == {**service.read(kb.get_concept, "Fare Engine"), "truncated": False}
+    assert c == {**service.read(concepts.get_concept, "Fare Engine"), "truncated": False}
     rel = mcp_all.call("get_related", {"concept": "Fare Engine", "hops": 2}).structured_content
     ids = {n["id"] for n in rel["nodes"]}
     assert rel["root"]["name"] == "Fare Engine" and rel["nodes"][0]["distance"] == 0

@@ -1,7 +1,7 @@
 """The ``graphrag`` and ``kb`` profiles: ask the knowledge base, look up and explain entities,
 ingest and extract; browse concepts (seed 004).
 
-Thin adapters over :mod:`kgr.retrieval.query`, :mod:`kgr.retrieval.entities`, :mod:`kgr.retrieval.kb`
+Thin adapters over :mod:`kgr.retrieval.query`, :mod:`kgr.retrieval.entities`, :mod:`kgr.retrieval.concepts`
 and :mod:`kgr.retrieval.status`. Each checks its arguments by schema (bounds), runs under the
 time budget (:meth:`Service.read`) and trims its answer to the byte budget; ingest_docs and
 extract_and_link are jobs of the server's single writer.
@@ -281,18 +281,18 @@ class GraphragTools:
     ) -> dict[str, Any]:
         """Find the concepts (canonical entities) a text is about: by name and alias, then those
         the best matching passages mention. Use the ids with get_concept and get_related."""
-        from kgr.retrieval import kb
+        from kgr.retrieval import concepts
 
-        return self.svc.read(kb.search_concepts, query, type_=type, limit=limit)
+        return self.svc.read(concepts.search_concepts, query, type_=type, limit=limit)
 
     @tool("get_concept", profiles=("kb",), title="Get a concept")
     @boundary
     def get_concept(self, concept: Ref) -> dict[str, Any]:
         """Fetch one concept by id, key, name or alias: definition, aliases, typed relations with
         their evidence sentences, and the documents that mention it."""
-        from kgr.retrieval import kb
+        from kgr.retrieval import concepts
 
-        return self.svc.read(kb.get_concept, concept)
+        return self.svc.read(concepts.get_concept, concept)
 
     @tool("get_related", profiles=("kb",), title="Related concepts (subgraph)")
     @boundary
@@ -306,10 +306,12 @@ class GraphragTools:
     ) -> dict[str, Any]:
         """Expand a concept over its typed edges (breadth-first, up to hops): the reached
         subgraph (each concept with its distance and parent) and the exact edges traversed."""
-        from kgr.retrieval import kb
+        from kgr.retrieval import concepts
 
         rel_list = [r for r in rels or [] if r != "mentions"] or None
-        out = self.svc.read(kb.get_related, concept, hops=hops, rels=rel_list, direction=direction, max_nodes=max_nodes)
+        out = self.svc.read(
+            concepts.get_related, concept, hops=hops, rels=rel_list, direction=direction, max_nodes=max_nodes
+        )
         # Over the byte budget, keep a smaller subgraph that is still whole: nodes come in BFS order
         # (each after its parent), and an edge stays when both its ends do.
         while len(out["nodes"]) > 1 and len(orjson.dumps(out)) > self.svc.max_result_bytes:
@@ -331,9 +333,9 @@ class GraphragTools:
     ) -> dict[str, Any]:
         """Enumerate the concepts, most mentioned first, filtered by type or name prefix; page
         with offset and next_offset. Also returns the count of each type."""
-        from kgr.retrieval import kb
+        from kgr.retrieval import concepts
 
-        return self.svc.read(kb.list_concepts, type_=type, prefix=prefix, limit=limit, offset=offset)
+        return self.svc.read(concepts.list_concepts, type_=type, prefix=prefix, limit=limit, offset=offset)
 
     @tool("kb_health", profiles=("kb",), title="Knowledge base health")
     @boundary
@@ -346,13 +348,13 @@ class GraphragTools:
         """Check the knowledge base: dangling edges and references, orphan concepts, chunks
         without vectors, files gone from disk, full-text and vector counts against chunks, and
         SQLite's integrity check. ok is true when nothing is wrong."""
-        from kgr.retrieval import kb
+        from kgr.retrieval import concepts
 
         svc = self.svc
         with svc.lane():  # a whole-database check gets a longer budget than a query
             svc.budget.start(max(svc.time_budget, 30.0))
             try:
-                return kb.kb_health(svc.store, svc.root, full=full)
+                return concepts.kb_health(svc.store, svc.root, full=full)
             finally:
                 svc.budget.stop()
 

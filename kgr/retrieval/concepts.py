@@ -1,4 +1,4 @@
-"""The knowledge base seen as concepts (seed 004): search, fetch, traverse, list, health.
+"""The knowledge base seen as concepts (the kb profile, seed 004): search, fetch, traverse, list, health.
 
 Concepts are the graph's canonical entities; their typed relations are the edges. One
 library for the ``kb`` MCP profile (search_concepts, get_concept, get_related,
