@@ -5,7 +5,7 @@
 Each graph is random (fixed seed): N edges between N/5 nodes with six relation
 types, in a file database with kgr's own ``relations`` table, its two indexes
 (src_id, rel) and (dst_id, rel), and the ``graph_edges`` view over it (as in
-kgr/migrations.py). From the same roots, both methods run through kgr.graph
+kgr/store/migrations.py). From the same roots, both methods run through kgr.store.bfs
 (``bfs(method="vtab")`` and ``bfs_cte``, Python fetch included) and must return
 the same rows; the table shows the median milliseconds per query, with a warm
 cache: each method runs once untimed, then --runs times (fewer when a run takes
@@ -31,7 +31,7 @@ import apsw
 
 from kgr.store.bfs import bfs, bfs_cte, bfs_method
 
-# kgr/migrations.py: the relations table, its indexes and the graph_edges view.
+# kgr/store/migrations.py: the relations table, its indexes and the graph_edges view.
 SCHEMA = """
 CREATE TABLE relations (
   id         INTEGER PRIMARY KEY,

@@ -9,7 +9,7 @@ from the moment the file is closed:
 
 - fts: the token is found by the full-text index (`chunks_fts MATCH`);
 - vector: the chunk holding it also has its vector (both halves of hybrid retrieval);
-- hybrid: `kgr.query.hybrid_query(..., mode="hybrid", k=5)` returns that page, checked
+- hybrid: `kgr.retrieval.query.hybrid_query(..., mode="hybrid", k=5)` returns that page, checked
   once `vector` holds (the query's own time is printed too).
 
 Prints each edit, then the median and p95 of each figure. Target: hybrid <= 2 s.

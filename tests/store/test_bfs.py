@@ -187,7 +187,7 @@ def test_vtab_bad_table_names_are_clean_errors(name):
     with pytest.raises(apsw.Error) as err:
         conn.execute("SELECT * FROM bfsvtab WHERE tablename=? AND root=1", (name,)).fetchall()
     assert "bfsvtab" in str(err.value)
-    for method in ("vtab", "cte"):  # through kgr.graph too, both ways: the name is never SQL
+    for method in ("vtab", "cte"):  # through kgr.store.bfs too, both ways: the name is never SQL
         with pytest.raises((apsw.Error, ValueError)):
             bfs(conn, 1, edges=name, method=method)
     assert conn.execute("SELECT count(*) FROM g").fetchone()[0] == 4
