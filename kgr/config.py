@@ -25,6 +25,8 @@ from kgr.errors import ConfigError
 
 # The default embedding model: chunks are sized with its tokenizer, and it embeds them.
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The names that mean the default model (the bundled all-MiniLM-L6-v2), lower-cased.
+DEFAULT_ALIASES = frozenset({DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()})
 
 
 class Section:

@@ -31,8 +31,8 @@ fingerprint: ``all-MiniLM-L6-v2-<hash>/`` holding ``model.onnx``, ``tokenizer.js
 at the end of embedding), and a query that finds none makes it on the spot.
 """
 
+from kgr.config import DEFAULT_MODEL
 from kgr.embedders.base import (
-    DEFAULT_MODEL,
     Embedder,
     EmbeddingError,
     EndpointError,

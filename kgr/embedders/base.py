@@ -12,10 +12,7 @@ from typing import Iterable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from kgr.config import DEFAULT_MODEL
 from kgr.errors import KgrError
-
-DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
 
 
 class EmbeddingError(KgrError):

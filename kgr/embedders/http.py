@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from kgr.embedders.base import DEFAULT_MODEL, EmbeddingError, EndpointError, as_texts, no_vectors, truncate
+from kgr.config import DEFAULT_MODEL
+from kgr.embedders.base import EmbeddingError, EndpointError, as_texts, no_vectors, truncate
 
 
 def embeddings_url(endpoint: str) -> str:

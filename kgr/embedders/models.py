@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kgr.embedders.base import DEFAULT_MODEL, ModelNotFound
+from kgr.config import DEFAULT_MODEL
+from kgr.embedders.base import ModelNotFound
 
 
 def default_model_dir() -> Path:

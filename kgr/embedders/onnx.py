@@ -22,7 +22,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from kgr.embedders.base import DEFAULT_MODEL, EmbeddingError, as_texts, check_dim, l2_normalize, no_vectors, truncate
+from kgr.config import DEFAULT_MODEL
+from kgr.embedders.base import EmbeddingError, as_texts, check_dim, l2_normalize, no_vectors, truncate
 from kgr.embedders.models import default_model_dir, max_seq_length, quiet_hf
 from kgr.stages.tokens import read_json
 

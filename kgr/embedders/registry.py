@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping
 
-from kgr.config import DEFAULT_MODEL, Settings, settings_of
-from kgr.embedders.base import DEFAULT_ALIASES, Embedder, EmbeddingError, ModelNotFound
+from kgr.config import DEFAULT_ALIASES, DEFAULT_MODEL, Settings, settings_of
+from kgr.embedders.base import Embedder, EmbeddingError, ModelNotFound
 from kgr.embedders.http import HttpEmbedder
 from kgr.embedders.models import default_model_dir, local_model_dir
 from kgr.embedders.onnx import OnnxEmbedder, cache_dir, export_onnx, find_onnx_export

