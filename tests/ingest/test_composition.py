@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+# the pipe-vs-ingest helpers of the corpus test (same folder, on sys.path under pytest)
+from test_ingest_corpora import db_content, run_kgr
 
 from kgr import config, records
 from kgr.ingest import graphbuild
@@ -78,24 +79,6 @@ def test_graph_records_are_extract_then_link(tmp_path):
     composed = list(graphbuild.graph_records(recs, extractor, linking.Linker(), parsed=parsed))
     assert composed == by_pipe
     assert any(r["kind"] == records.MENTION and r.get("entity") for r in composed)
-
-
-def db_content(db: Path) -> dict:
-    with Store(db, readonly=True) as s:
-        return {
-            "docs": s.query(
-                "SELECT path, source, format, mtime_ms, size, file_hash, hash, sig, title, lang, text, meta, status, error "
-                "FROM docs ORDER BY path"
-            ),
-            "chunks": s.query(
-                'SELECT d.path, c.ord, c.text, c.prelude, c.section, c.headings, c.start, c."end", c.tokens, c.hash, c.meta '
-                "FROM chunks c JOIN docs d ON d.id = c.doc_id ORDER BY d.path, c.ord"
-            ),
-        }
-
-
-def run_kgr(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kgr", *args], input=stdin, capture_output=True, timeout=600)
 
 
 def test_the_pipe_and_ingest_store_the_same_documents(examples, tmp_path):
