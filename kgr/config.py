@@ -142,6 +142,7 @@ class RegexSettings(Section):
 class ExtractSettings(Section):
     PATH: ClassVar[str] = "extract"
     ner: str = "spacy:en_core_web_sm"
+    relations: str = "learned"  # learned: the classifier of kgr.stages.relmodel; rules: the patterns alone
     gazetteer: GazetteerSettings = field(default_factory=GazetteerSettings)
     regex: RegexSettings = field(default_factory=RegexSettings)
 

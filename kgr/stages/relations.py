@@ -213,6 +213,8 @@ TYPE_OK = {
 
 
 def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
+    """The rules' relations. Each record carries the two mentions under ``_spans``, which the
+    learned model reads (:mod:`kgr.stages.relmodel`) and which is dropped before output."""
     found: dict[tuple[str, str, str], dict] = {}
 
     def add(src, dst, rel: str, weight: float, pattern: str, block: Block, s: int, e: int, proximity: float = 1.0):
@@ -239,6 +241,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             "src_type": src.type,
             "dst_type": dst.type,
             "evidence": {"start": s, "end": e, "sentence": sentence},
+            "_spans": (src, dst),  # for the learned model (kgr.stages.relmodel); not part of the record
         }
 
     by_block = _spans_by_block(doc, spans)

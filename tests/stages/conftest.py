@@ -12,7 +12,7 @@ def nlp():
 def extractor(nlp):
     from kgr.stages.extract import Extractor
 
-    return Extractor(nlp=nlp)
+    return Extractor(nlp=nlp, relations="rules")  # the rules alone: what test_extract checks
 
 
 @pytest.fixture()

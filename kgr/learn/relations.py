@@ -1,0 +1,368 @@
+"""Training the relation classifier of :mod:`kgr.stages.relmodel`, and cross-validating it.
+
+``kgr train relations --golden A --golden B ... --out FILE`` ingests each annotated folder
+into a scratch database (no vectors), collects the candidates extraction makes for every
+document, labels them from the annotation, and fits a multinomial logistic regression
+(scikit-learn). The labels:
+
+- a candidate whose two ends are annotated mentions of two entities the document relates
+  is labelled with that relation and its direction, when the candidate lies in the
+  relation's evidence (or the evidence cannot be found in kgr's text); a candidate of a
+  related pair outside the evidence is left out of training (it may or may not say it);
+- any other candidate is "none", except, in a corpus whose ``scope.json`` limits what it
+  annotates, a candidate with an end that is no annotated entity (it cannot be judged).
+
+Corpora are weighted so that a large one does not drown a small one (each example weighs
+``(total / (corpora * its corpus' examples)) ** BALANCE``). The decision threshold is the
+one that maximises the mean relation F1 over the corpora on predictions for documents the
+model was not trained on (k-fold by document), so the shipped model's threshold is chosen
+out of sample too.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from kgr.learn.corpus import Corpus, locate, read_corpus
+from kgr.stages.relmodel import LABELS, NONE, VOCABULARY, RelationModel, collecting, name_of
+
+IGNORE = None
+BALANCE = 0.5
+DEFAULT_C = 0.5
+MIN_COUNT = 2  # features seen fewer times in training are dropped
+FOLDS = 5
+SEED = 13
+MAX_ITER = 300
+THRESHOLDS = [round(0.05 * k, 2) for k in range(1, 20)]
+VETOES = [0.0, 0.01, 0.02, 0.05, 0.1]
+
+
+@dataclass
+class Example:
+    corpus: str
+    doc: str
+    features: list[str]
+    label: str | None
+    a: tuple[str, str | None]  # (name, gold entity)
+    b: tuple[str, str | None]
+    evidence: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class CorpusData:
+    corpus: Corpus
+    examples: list[Example] = field(default_factory=list)
+    docs: list[str] = field(default_factory=list)
+
+
+def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | None = None) -> CorpusData:
+    """Ingest an annotated folder into a scratch database and label the candidates extraction made."""
+    from kgr import config as config_mod
+    from kgr.ingest.pipeline import ingest
+    from kgr.store.lock import writing
+
+    corpus = read_corpus(root)
+    cfg = config if config is not None else config_mod.load()
+    data = CorpusData(corpus)
+    with tempfile.TemporaryDirectory(prefix="kgr-train-") as tmp, collecting() as got:
+        with writing(Path(tmp) / "train.sqlite") as store:
+            ingest([str(corpus.root / "docs")], store, config=cfg, embed=False)
+    if progress:
+        progress(f"{corpus.name}: {len(got)} documents read")
+    for path, text, cands in got:
+        if path not in corpus.mentions and path not in corpus.relations:
+            continue
+        data.docs.append(path)
+        gold = locate(text, corpus, path)
+        for c in cands:
+            label = _label(corpus, gold, c)
+            ga = _entity(gold, c.a)
+            gb = _entity(gold, c.b)
+            data.examples.append(
+                Example(corpus.name, path, c.features, label, (name_of(c.a), ga), (name_of(c.b), gb), (c.start, c.end))
+            )
+    return data
+
+
+def _entity(gold, sp) -> str | None:
+    ent = gold.entity_at(sp.start, sp.end)
+    if ent is None and sp.refers is not None and sp.ref_start is not None:
+        ent = gold.entity_at(sp.ref_start, sp.ref_start + len(sp.refers))
+    return ent
+
+
+def _inside(sp, where: tuple[int, int]) -> bool:
+    return where[0] - 1 <= sp.start and sp.end <= where[1] + 1
+
+
+def _label(corpus: Corpus, gold, c) -> str | None:
+    ga, gb = _entity(gold, c.a), _entity(gold, c.b)
+    scoped = corpus.scope.entity_types is not None
+    if ga is None or gb is None:
+        return IGNORE if scoped else NONE
+    if ga == gb:
+        return NONE
+    if scoped and not {corpus.entity_types.get(ga), corpus.entity_types.get(gb)} <= corpus.scope.entity_types:
+        return IGNORE
+    related = False
+    for src, rel, dst, where in gold.relations:
+        if {src, dst} != {ga, gb}:
+            continue
+        related = True
+        direction = ">" if (src, dst) == (ga, gb) else "<"
+        if where is None or (_inside(c.b, where) and (c.kind == "subject" or _inside(c.a, where))):
+            return f"{rel}{direction}"
+    return IGNORE if related else NONE
+
+
+# -- fitting ------------------------------------------------------------------------------------
+
+
+def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: float = 0.0, meta: dict | None = None):
+    import numpy as np
+    from scipy.sparse import csr_matrix
+    from sklearn.linear_model import LogisticRegression
+
+    train = [e for e in examples if e.label is not None]
+    counts = collections.Counter(f for e in train for f in set(e.features))
+    vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
+    index = {f: i for i, f in enumerate(vocabulary)}
+    rows, cols = [], []
+    for r, e in enumerate(train):
+        for f in set(e.features):
+            i = index.get(f)
+            if i is not None:
+                rows.append(r)
+                cols.append(i)
+    X = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(train), len(vocabulary)))
+    y = [e.label for e in train]
+    if len(set(y)) < 2:
+        from kgr.errors import KgrError
+
+        raise KgrError(
+            f"cannot train on {len(train)} candidates of {len(set(y))} label(s)",
+            hint="the annotated folders need related and unrelated pairs of annotated entities",
+        )
+    sizes = collections.Counter(e.corpus for e in train)
+    total = sum(sizes.values())
+    weight = np.array([(total / (len(sizes) * sizes[e.corpus])) ** BALANCE for e in train])
+    clf = LogisticRegression(C=C, max_iter=MAX_ITER, tol=1e-4)
+    clf.fit(X, y, sample_weight=weight)
+    W = np.zeros((len(vocabulary), len(LABELS)), dtype=np.float32)
+    b = np.full(len(LABELS), -30.0, dtype=np.float32)  # a label never seen in training is never predicted
+    classes = list(clf.classes_)
+    coef = clf.coef_ if len(classes) > 2 else np.vstack([-clf.coef_, clf.coef_])
+    intercept = clf.intercept_ if len(classes) > 2 else np.array([-clf.intercept_[0], clf.intercept_[0]])
+    for k, label in enumerate(classes):
+        j = LABELS.index(label)
+        W[:, j] = coef[k]
+        b[j] = intercept[k]
+    keep = np.abs(W).max(axis=1) >= 1e-3
+    vocabulary = [f for f, k in zip(vocabulary, keep) if k]
+    info = {"C": C, "balance": BALANCE, "min_count": MIN_COUNT, "examples": len(train), **(meta or {})}
+    return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto})
+
+
+# -- scoring without the rest of the pipeline -----------------------------------------------------
+
+
+def _said(e: Example) -> list[str]:
+    return [f[5:] for f in e.features if f.startswith("rule=") and "|" not in f]
+
+
+def _readings(examples: list[Example], probs) -> tuple[list[tuple], list[tuple]]:
+    """What the rules say, with the model's probability of it, and the model's likeliest
+    relation for each pair of names (computed once per set of probabilities)."""
+    cached = _READINGS.get(id(probs))
+    if cached is not None and cached[0] is probs:
+        return cached[1]
+    said: list[tuple] = []
+    best: dict[tuple, tuple] = {}
+    top = probs[:, 1:].argmax(axis=1) + 1  # the likeliest relation, however likely "none" is
+    for e, row, k in zip(examples, probs, top):
+        for label in _said(e):
+            rel, direction = label[:-1], label[-1]
+            src, dst = (e.a, e.b) if direction == ">" else (e.b, e.a)
+            said.append(((e.corpus, e.doc), float(row[LABELS.index(label)]), src, rel, dst))
+        label = LABELS[int(k)]
+        p = float(row[k])
+        rel, direction = label[:-1], label[-1]
+        src, dst = (e.a, e.b) if direction == ">" else (e.b, e.a)
+        key = (e.corpus, e.doc, *sorted((src[0], dst[0])))
+        if key not in best or p > best[key][0]:
+            best[key] = (p, rel, src, dst)
+    out = (said, [(key, *v) for key, v in best.items()])
+    _READINGS.clear()
+    _READINGS[id(probs)] = (probs, out)
+    return out
+
+
+_READINGS: dict[int, tuple] = {}
+
+
+def _triple(src, rel, dst) -> tuple[str, str, str]:
+    return (src[1] or f"?{src[0]}", rel, dst[1] or f"?{dst[0]}")
+
+
+def decide(examples: list[Example], probs, threshold, veto: float = 0.0) -> dict[tuple[str, str], set[tuple]]:
+    """The relations a model's probabilities give, per (corpus, doc), as gold-entity triples
+    (an end that is no annotated mention stays a name, so it can only be wrong): what the
+    rules say unless the model gives it less than ``veto``, then the model's own best
+    relation for each other pair of names when it reaches ``threshold`` (one number, or one
+    per relation) (:func:`kgr.stages.relmodel.learned_relations` decides the same way)."""
+    said, best = _readings(examples, probs)
+    out: dict[tuple[str, str], set[tuple]] = collections.defaultdict(set)
+    covered = set()
+    for where, p, src, rel, dst in said:
+        if p >= veto:
+            out[where].add(_triple(src, rel, dst))
+            covered.add((*where, *sorted((src[0], dst[0]))))
+    for key, p, rel, src, dst in best:
+        t = threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
+        if p >= t and key not in covered:
+            out[key[:2]].add(_triple(src, rel, dst))
+    return out
+
+
+def pair_scores(
+    data: list[CorpusData], examples: list[Example], probs, threshold, veto: float = 0.0
+) -> dict[str, dict]:
+    """Relation precision, recall and F1 per corpus at the level of gold entities, the way
+    ``kgr eval extraction`` counts them (scope applied), but on the candidates' own alignment:
+    quick enough to compare settings, not the reported figure."""
+    predicted = decide(examples, probs, threshold, veto)
+    out = {}
+    for d in data:
+        c = d.corpus
+        tp = npred = ngold = 0
+        for doc in d.docs:
+            gold = {(r["src"], r["rel"], r["dst"]) for r in c.relations.get(doc, [])}
+            pred = predicted.get((c.name, doc), set())
+            if c.scope.entity_types is not None:
+                pred = {
+                    t
+                    for t in pred
+                    if c.entity_types.get(t[0]) in c.scope.entity_types
+                    and c.entity_types.get(t[2]) in c.scope.entity_types
+                }
+            tp += len(gold & pred)
+            npred += len(pred)
+            ngold += len(gold)
+        p = tp / npred if npred else 0.0
+        r = tp / ngold if ngold else 0.0
+        out[c.name] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return out
+
+
+def _mean_f1(data, examples, probs, threshold, veto) -> float:
+    scores = pair_scores(data, examples, probs, threshold, veto)
+    return sum(s["f1"] for s in scores.values()) / max(1, len(scores))
+
+
+def best_threshold(data: list[CorpusData], examples: list[Example], probs) -> tuple[dict[str, float], float, float]:
+    """({relation: threshold}, veto, mean F1): one threshold for all relations and a veto
+    first, then each relation's own threshold in turn, maximising the mean relation F1 over
+    the corpora."""
+    best = (0.5, 0.0, -1.0)
+    for veto in VETOES:
+        for t in THRESHOLDS:
+            mean = _mean_f1(data, examples, probs, t, veto)
+            if mean > best[2] + 1e-9:
+                best = (t, veto, mean)
+    t0, veto, score = best
+    thresholds = {rel: t0 for rel in VOCABULARY}
+    for rel in VOCABULARY:
+        for t in THRESHOLDS + [1.01]:
+            trial = {**thresholds, rel: t}
+            mean = _mean_f1(data, examples, probs, trial, veto)
+            if mean > score + 1e-9:
+                thresholds, score = trial, mean
+    return thresholds, veto, score
+
+
+# -- cross-validation -----------------------------------------------------------------------------
+
+
+def folds_of(data: list[CorpusData], k: int = FOLDS, seed: int = SEED) -> dict[tuple[str, str], int]:
+    """Each document's fold: the documents of every corpus shuffled and dealt into k folds."""
+    out = {}
+    for d in data:
+        docs = sorted(d.docs)
+        random.Random(f"{seed}:{d.corpus.name}").shuffle(docs)
+        for i, doc in enumerate(docs):
+            out[(d.corpus.name, doc)] = i % k
+    return out
+
+
+@dataclass
+class CrossValidation:
+    kfold_models: list[RelationModel]
+    fold: dict[tuple[str, str], int]
+    loco_models: dict[str, RelationModel]
+    kfold_probs: Any
+    loco_probs: Any
+    threshold: dict[str, float]
+    veto: float
+
+    def kfold_model_for(self, corpus: str) -> Callable[[str | None], RelationModel | None]:
+        return lambda path: self.kfold_models[self.fold[(corpus, path)]] if (corpus, path) in self.fold else None
+
+    def loco_model_for(self, corpus: str) -> Callable[[str | None], RelationModel | None]:
+        return lambda path: self.loco_models[corpus]
+
+
+def crossvalidate(
+    data: list[CorpusData], *, C: float = DEFAULT_C, k: int = FOLDS, loco: bool = True, log=None
+) -> CrossValidation:
+    import numpy as np
+
+    examples = [e for d in data for e in d.examples]
+    fold = folds_of(data, k)
+    kprobs = np.zeros((len(examples), len(LABELS)), dtype=np.float32)
+    models = []
+    for f in range(k):
+        train = [e for e in examples if fold[(e.corpus, e.doc)] != f]
+        model = fit(train, C=C)
+        models.append(model)
+        test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
+        kprobs[test] = model.probabilities([examples[i].features for i in test])
+        if log:
+            log(f"fold {f + 1}/{k}: trained on {len(train)} candidates")
+    threshold, veto, _ = best_threshold(data, examples, kprobs)
+    for m in models:
+        m.threshold, m.veto = threshold, veto
+    lprobs = np.zeros_like(kprobs)
+    loco_models = {}
+    if loco and len(data) > 1:
+        for d in data:
+            name = d.corpus.name
+            model = fit([e for e in examples if e.corpus != name], C=C, threshold=threshold, veto=veto)
+            loco_models[name] = model
+            test = [i for i, e in enumerate(examples) if e.corpus == name]
+            lprobs[test] = model.probabilities([examples[i].features for i in test])
+            if log:
+                log(f"left out {name}")
+    return CrossValidation(models, fold, loco_models, kprobs, lprobs, threshold, veto)
+
+
+def train(
+    roots: Iterable[str | Path], out: str | Path, *, C: float = DEFAULT_C, config=None, log=None, command: str = ""
+) -> dict:
+    """Collect, cross-validate for the threshold, fit on everything, save. Returns a summary."""
+    data = [collect(r, config, progress=log) for r in roots]
+    cv = crossvalidate(data, C=C, loco=False, log=log)
+    examples = [e for d in data for e in d.examples]
+    scores = pair_scores(data, examples, cv.kfold_probs, cv.threshold, cv.veto)
+    meta = {
+        "trained_on": {d.corpus.name: len(d.docs) for d in data},
+        "command": command,
+        "cv_pair_f1": {k: round(v["f1"], 4) for k, v in scores.items()},
+    }
+    model = fit(examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta)
+    model.save(out)
+    return {"threshold": cv.threshold, "veto": cv.veto, "features": len(model.index), **meta}

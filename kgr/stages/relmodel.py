@@ -1,0 +1,598 @@
+"""Learned relations: a classifier decides which relation, if any, a pair of mentions states.
+
+Candidates are pairs of mentions a document puts together:
+
+- ``sentence``: two mentions in one sentence;
+- ``near``: two mentions in neighbouring sentences of one paragraph (a relation stated
+  across a sentence boundary, "X is a town. It lies in Y" once "It" is resolved);
+- ``subject``: the subject of a section or page (the name in its heading or title) and a
+  mention in a list item, table row, key/value line or sentence under it;
+- ``row``: two mentions in one table row, with their columns' headers;
+- ``rule``: a pair the high-precision rules of :mod:`kgr.stages.relations` relate and no
+  other candidate covers (numbered steps, "A -> B" sequences).
+
+Each candidate is described by features that carry across writing styles rather than by
+any corpus's words: the entity types of both ends, the dependency path between them in
+spaCy's parse and the lemma where the two meet, the role of each end (subject, object, the
+preposition that governs it), the words between them, the section heading's words, the
+label of a key/value line, a table column's header, and what the rules say about the pair.
+A multinomial logistic regression over those features gives, for each candidate, the
+probability of every relation in each direction and of none; a pair of names is related
+when its best candidate's probability passes the model's threshold (chosen on documents
+left out of training), and keeps that candidate's sentence as evidence and that
+probability as its confidence.
+
+The weights ship in ``kgr/stages/models/relations.npz`` (no download) and come from
+``kgr train relations`` over annotated folders (see :mod:`kgr.learn.relations`).
+Inference needs numpy only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from kgr.stages.textmodel import Block, Document, tokens_starting_in
+
+VOCABULARY = (
+    "defines",
+    "refers_to",
+    "part_of",
+    "uses",
+    "depends_on",
+    "precedes",
+    "owned_by",
+    "located_in",
+    "cites",
+    "same_as",
+)
+NONE = "none"
+LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
+MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
+
+MAX_APART = 12  # mentions between the two ends of a sentence or near candidate, at most
+MAX_SENTENCE_GAP = 2  # sentences between the two ends of a near candidate, at most
+SUBJECT_SPANS = 12  # mentions of one block paired with the section's subject, at most
+MAX_BETWEEN = 8  # words between two ends described one by one; more is "long"
+MAX_PATH = 5  # dependency arcs between two ends described as a path; more is "long"
+WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+
+
+@dataclass
+class Candidate:
+    a: Any  # a Span (kgr.stages.extract.Span); the label's direction is read from a to b
+    b: Any
+    kind: str
+    start: int  # the evidence: document offsets
+    end: int
+    features: list[str] = field(default_factory=list)
+
+
+def name_of(sp) -> str:
+    return (sp.refers or sp.surface).strip()
+
+
+def usable(sp) -> bool:
+    return bool(name_of(sp))
+
+
+# -- the parse around a mention ---------------------------------------------------------------
+
+
+class _Parses:
+    """Each block's spaCy parse, and per mention the token that heads it."""
+
+    def __init__(self, doc: Document):
+        self.doc = doc
+        sdocs = getattr(doc, "nlp_docs", None) or getattr(doc, "parsed_blocks", None)
+        self.sdocs = list(sdocs) if sdocs is not None and len(sdocs) == len(doc.blocks) else [None] * len(doc.blocks)
+        self.block_starts = [b.start for b in doc.blocks]
+        self._heads: dict[int, Any] = {}
+
+    def block_index(self, pos: int) -> int:
+        return max(0, bisect.bisect_right(self.block_starts, pos) - 1)
+
+    def head(self, sp):
+        key = id(sp)
+        if key not in self._heads:
+            bi = self.block_index(sp.start)
+            sdoc = self.sdocs[bi]
+            head = None
+            if sdoc is not None:
+                base = self.doc.blocks[bi].start
+                toks = list(tokens_starting_in(sdoc, sp.start - base, sp.end - base))
+                inside = {t.i for t in toks}
+                for t in toks:
+                    if t.head.i not in inside or t.head.i == t.i:
+                        head = t
+                        break
+            self._heads[key] = (bi, head)
+        return self._heads[key]
+
+
+def _lemma(tok) -> str:
+    return (tok.lemma_ or tok.text).lower()
+
+
+def _role(tok) -> list[str]:
+    """The mention's place in its clause: its arc, the preposition over it, the word it hangs from."""
+    if tok is None:
+        return ["r=?"]
+    dep = tok.dep_ or "?"
+    out = [f"r={dep}"]
+    head = tok.head
+    if dep in ("pobj", "pcomp") and head is not tok:
+        out.append(f"p={head.lower_}")
+        gov = head.head
+        if gov is not head:
+            out.append(f"p={head.lower_}|g={_lemma(gov)}")
+            out.append(f"g={_lemma(gov)}")
+    elif head is not tok:
+        out.append(f"g={_lemma(head)}")
+        out.append(f"r={dep}|g={_lemma(head)}")
+    if dep == "compound" or dep == "poss":
+        out.append(f"{dep}={_lemma(head)}")
+    return out
+
+
+def _path(ta, tb) -> list[str]:
+    """The dependency path from one head token to the other, through their lowest common ancestor."""
+    if ta is None or tb is None or ta.doc is not tb.doc:
+        return ["dp=none"]
+    up_a = [ta, *ta.ancestors]
+    index_a = {t.i: k for k, t in enumerate(up_a)}
+    up_b = [tb, *tb.ancestors]
+    for k_b, t in enumerate(up_b):
+        if t.i in index_a:
+            k_a = index_a[t.i]
+            lca = t
+            break
+    else:
+        return ["dp=none"]
+    length = k_a + k_b
+    out = [f"dpl={min(length, MAX_PATH + 1)}"]
+    lca_lemma = _lemma(lca)
+    if lca.i not in (ta.i, tb.i):
+        out.append(f"lca={lca_lemma}")
+        out.append(f"lca={lca.pos_}")
+    if length <= MAX_PATH:
+        ups = [x.dep_ for x in up_a[:k_a]]
+        downs = [x.dep_ for x in reversed(up_b[:k_b])]
+        arcs = "^".join(ups) + "|" + "v".join(downs)
+        out.append(f"dp={arcs}")
+        out.append(f"dp={arcs}|{lca_lemma}")
+    else:
+        out.append("dp=long")
+    return out
+
+
+# -- candidates -----------------------------------------------------------------------------
+
+
+def candidates(doc: Document, spans: list, rules: Iterable[dict] = ()) -> list[Candidate]:
+    """The candidate pairs of one document, with their features."""
+    parses = _Parses(doc)
+    ordered = sorted((sp for sp in spans if usable(sp)), key=lambda sp: (sp.start, sp.end))
+    by_block: dict[int, list] = {}
+    for sp in ordered:
+        by_block.setdefault(parses.block_index(sp.start), []).append(sp)
+    rule_list = list(rules)
+    out: list[Candidate] = []
+    seen: set[tuple[int, int]] = set()
+
+    def emit(a, b, kind: str, start: int, end: int, block: Block, extra: list[str]) -> None:
+        if name_of(a).lower() == name_of(b).lower() or (id(a), id(b)) in seen:
+            return
+        seen.add((id(a), id(b)))
+        out.append(Candidate(a, b, kind, start, end, extra))
+
+    headers = _table_headers(doc)
+    for bi, block in enumerate(doc.blocks):
+        if block.kind == "code":
+            continue
+        bspans = by_block.get(bi, [])
+        sentence_of = [block.sentence_index(sp.start - block.start) or 0 for sp in bspans]
+        sentences = block.sentences()
+        for i, a in enumerate(bspans):
+            for j in range(i + 1, min(len(bspans), i + 1 + MAX_APART)):
+                b = bspans[j]
+                if b.start < a.end:
+                    continue
+                gap = sentence_of[j] - sentence_of[i]
+                if gap > MAX_SENTENCE_GAP:
+                    break
+                if block.kind == "row":
+                    kind = "row"
+                elif gap == 0:
+                    kind = "sentence"
+                else:
+                    kind = "near"
+                s0 = sentences[sentence_of[i]][0] if sentences else 0
+                e0 = sentences[sentence_of[j]][1] if sentences else len(block.raw)
+                extra = [f"sd={gap}", f"nb={min(j - i - 1, 3)}"]
+                if kind == "row":
+                    extra += _columns(block, headers.get(bi), a, b)
+                    s0, e0 = 0, len(block.raw)
+                emit(a, b, kind, block.start + s0, block.start + e0, block, extra)
+        # the section's and the page's subject with what is said under them
+        if block.kind != "heading":
+            subjects = []
+            for sj in (doc.subject_at(block.start), doc.subject):
+                if sj is not None and usable(sj) and all(sj is not x for x in subjects):
+                    subjects.append(sj)
+            for sj in subjects:
+                for b in bspans[:SUBJECT_SPANS]:
+                    if b is sj or (b.start >= block.start and sj.start >= block.start and sj.start < block.end):
+                        continue  # in the same block: a sentence or near candidate already
+                    k = block.sentence_index(b.start - block.start) or 0
+                    s0, e0 = sentences[k] if sentences else (0, len(block.raw))
+                    extra = ["subj=page" if sj is doc.subject else "subj=section"]
+                    extra += _line_key(doc, block, b)
+                    emit(sj, b, "subject", block.start + s0, block.start + e0, block, extra)
+    # every pair a rule relates is a candidate, with what the rule says (numbered steps, "A -> B",
+    # "Owner: T" and the like put together pairs no sentence does)
+    by_spans: dict[tuple[int, int], list[tuple[str, str, str]]] = {}
+    for r in rule_list:
+        pair = r.get("_spans")
+        if not pair or pair[0] is None or pair[1] is None:
+            continue
+        src, dst = pair
+        a, b = (src, dst) if (src.start, src.end) <= (dst.start, dst.end) else (dst, src)
+        by_spans.setdefault((id(a), id(b)), []).append((r["rel"], ">" if a is src else "<", r.get("pattern", "")))
+        if (id(a), id(b)) not in seen and (id(b), id(a)) not in seen:
+            ev = r["evidence"]
+            emit(a, b, "rule", ev["start"], ev["end"], doc.blocks[parses.block_index(b.start)], [])
+    names = _rule_names(rule_list)
+    for c in out:
+        said = by_spans.get((id(c.a), id(c.b)), []) + [
+            (rel, "<" if d == ">" else ">", p) for rel, d, p in by_spans.get((id(c.b), id(c.a)), [])
+        ]
+        c.features = describe(doc, parses, c, said, names)
+    return out
+
+
+def _table_headers(doc: Document) -> dict[int, list[tuple[int, int, str]]]:
+    """For each table row block, the header cells of its table (document offsets, words)."""
+    out: dict[int, list[tuple[int, int, str]]] = {}
+    header = None
+    for bi, block in enumerate(doc.blocks):
+        if block.kind != "row":
+            header = None
+            continue
+        cells = _cells(block)
+        if header is None:
+            header = cells
+            continue
+        out[bi] = header
+    return out
+
+
+def _cells(block: Block) -> list[tuple[int, int, str]]:
+    out, pos = [], block.start
+    for part in block.raw.split("|"):
+        out.append((pos, pos + len(part), part))
+        pos += len(part) + 1
+    return out[1:-1] if block.raw.strip().startswith("|") else out
+
+
+def _cell_index(cells: list[tuple[int, int, str]], pos: int) -> int | None:
+    for k, (s, e, _) in enumerate(cells):
+        if s <= pos < e:
+            return k
+    return None
+
+
+def _words(text: str, limit: int = 4) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)][:limit]
+
+
+def _columns(block: Block, header, a, b) -> list[str]:
+    cells = _cells(block)
+    ka, kb = _cell_index(cells, a.start), _cell_index(cells, b.start)
+    out = [f"ca={'first' if ka == 0 else 'other'}", f"cb={'first' if kb == 0 else 'other'}"]
+    if ka == kb:
+        out.append("cell=same")
+    if header:
+        for k, side in ((ka, "a"), (kb, "b")):
+            if k is not None and k < len(header):
+                out += [f"col{side}={w}" for w in _words(header[k][2])]
+    if len(cells) == 2 and ka == 0 and kb == 1:
+        out += [f"key={w}" for w in _words(cells[0][2])]
+    return out
+
+
+def _line_key(doc: Document, block: Block, sp) -> list[str]:
+    """The label of a key/value line before a mention ("Owner: X"), or the line's first words."""
+    line_start = doc.text.rfind("\n", block.start, sp.start) + 1 or block.start
+    before = block.masked[max(0, line_start - block.start) : sp.start - block.start]
+    out = [f"bk={block.kind}"]
+    if ":" in before:
+        label = before[: before.rfind(":")]
+        words = _words(label, 6)
+        if 0 < len(words) <= 4:
+            out += [f"key={w}" for w in words]
+    else:
+        out += [f"lead={w}" for w in _words(before, 2)]
+    if block.kind == "row":
+        cells = _cells(block)
+        k = _cell_index(cells, sp.start)
+        if len(cells) == 2 and k == 1:
+            out += [f"key={w}" for w in _words(cells[0][2])]
+    return out
+
+
+def _rule_names(rules: list[dict]) -> dict[tuple[str, str], set[str]]:
+    """(source name, destination name) -> the relations the rules give them in the document."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for r in rules:
+        out.setdefault((r["src"], r["dst"]), set()).add(r["rel"])
+    return out
+
+
+def _pattern_family(pattern: str) -> str:
+    return re.split(r"[:\s]", pattern or "", maxsplit=1)[0].lower() or "rule"
+
+
+@functools.lru_cache(maxsize=4096)
+def _heading_words(title: str) -> tuple[str, ...]:
+    return tuple(w for w in _words(title, 6) if len(w) > 2)
+
+
+def describe(doc: Document, parses: _Parses, c: Candidate, said: list, names: dict) -> list[str]:
+    a, b = c.a, c.b
+    ta, tb = a.type or "CONCEPT", b.type or "CONCEPT"
+    pair = f"{ta}|{tb}"
+    f = [f"k={c.kind}", f"t={pair}", f"ta={ta}", f"tb={tb}", f"k={c.kind}|t={pair}"]
+    f += [x for x in c.features]
+    bia, ha = parses.head(a)
+    bib, hb = parses.head(b)
+    role_a, role_b = _role(ha), _role(hb)
+    f += [f"a:{x}" for x in role_a] + [f"b:{x}" for x in role_b]
+    if a.source == "coref":
+        f.append("a:coref")
+    if b.source == "coref":
+        f.append("b:coref")
+    subject = doc.subject
+    if subject is not None:
+        if name_of(a) == name_of(subject):
+            f.append("a:page")
+        if name_of(b) == name_of(subject):
+            f.append("b:page")
+    block = doc.blocks[bib]
+    f.append(f"bk={block.kind}")
+    if block.step is not None:
+        f.append("step")
+    sec = doc.section(b.start)
+    if sec.path:
+        f += [f"h={w}" for w in _heading_words(sec.path[-1])]
+    if c.kind in ("sentence", "row", "near", "rule") and bia == bib:
+        between = doc.text[a.end : b.start]
+        words = [w.lower() for w in WORD.findall(_unmark(between))]
+        if c.kind == "sentence":
+            f += _path(ha, hb)
+            for x in f[-3:]:
+                if x.startswith("lca=") and not x.endswith(("VERB", "NOUN", "AUX", "ADP", "PROPN")):
+                    f.append(f"{x}|t={pair}")
+        if len(words) <= MAX_BETWEEN:
+            sdoc = parses.sdocs[bib]
+            lemmas = _between_lemmas(sdoc, block, a.end, b.start) if sdoc is not None else words
+            w = "w" if c.kind != "near" else "xw"  # words across a sentence end say less
+            f += [f"{w}={x}" for x in lemmas]
+            if lemmas:
+                f += [f"{w}0={lemmas[0]}", f"{w}l={lemmas[-1]}", f"{w}l={lemmas[-1]}|t={pair}"]
+                f += [f"{w}2={x}_{y}" for x, y in zip(lemmas, lemmas[1:])]
+            else:
+                f.append(f"{w}=∅")
+            punct = re.sub(r"[\w\s]", "", between)[:3]
+            if punct:
+                f.append(f"punct={punct}")
+        else:
+            f.append("w=long")
+    for rel, direction, pattern in said:  # what a rule says of these two mentions
+        f.append(f"rule={rel}{direction}")
+        f.append(f"rulep={_pattern_family(pattern)}{direction}")
+    if not said:  # what a rule says of the two names elsewhere in the document
+        na, nb = name_of(a), name_of(b)
+        f += [f"rule={rel}>|elsewhere" for rel in sorted(names.get((na, nb), ()))]
+        f += [f"rule={rel}<|elsewhere" for rel in sorted(names.get((nb, na), ()))]
+    return f
+
+
+def _unmark(text: str) -> str:
+    return re.sub(r"\*\*|__|`", "", text)
+
+
+def _between_lemmas(sdoc, block: Block, start: int, end: int) -> list[str]:
+    base = block.start
+    return [
+        _lemma(t)
+        for t in tokens_starting_in(sdoc, start - base, end - base)
+        if t.is_alpha or t.text in ("'s", "’s", "->", "→", "(", ":")
+    ]
+
+
+# -- the model --------------------------------------------------------------------------------
+
+
+class RelationModel:
+    """Weights of a multinomial logistic regression over string features (numpy only)."""
+
+    def __init__(self, vocabulary: list[str], weights, bias, labels: list[str], threshold, meta: dict):
+        import numpy as np
+
+        self.index = {f: i for i, f in enumerate(vocabulary)}
+        self.weights = np.asarray(weights, dtype=np.float32)
+        self.bias = np.asarray(bias, dtype=np.float32)
+        self.labels = list(labels)
+        # the probability a relation needs when no rule says it: one for all, or one per relation
+        self.threshold = dict(threshold) if isinstance(threshold, dict) else float(threshold)
+        self.veto = float(meta.get("veto", 0.0))  # a rule's relation the model gives less is dropped
+        self.meta = meta
+
+    def threshold_for(self, rel: str) -> float:
+        return self.threshold.get(rel, 1.0) if isinstance(self.threshold, dict) else self.threshold
+
+    @classmethod
+    def load(cls, path: str | Path = MODEL_FILE) -> "RelationModel":
+        import json
+
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as z:
+            vocabulary = str(z["vocabulary"]).split("\n") if z["vocabulary"].size else []
+            meta = json.loads(str(z["meta"]))
+            return cls(vocabulary, z["weights"].astype(np.float32), z["bias"], meta["labels"], meta["threshold"], meta)
+
+    def save(self, path: str | Path) -> None:
+        import json
+
+        import numpy as np
+
+        vocabulary = [""] * len(self.index)
+        for f, i in self.index.items():
+            vocabulary[i] = f
+        meta = {**self.meta, "labels": self.labels, "threshold": self.threshold, "veto": self.veto}
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            np.savez_compressed(
+                fh,
+                vocabulary=np.array("\n".join(vocabulary)),
+                weights=self.weights.astype(np.float16),
+                bias=self.bias.astype(np.float32),
+                meta=np.array(json.dumps(meta, sort_keys=True)),
+            )
+
+    def probabilities(self, feature_lists: list[list[str]]):
+        """One row of label probabilities per candidate."""
+        import numpy as np
+
+        n = len(feature_lists)
+        scores = np.tile(self.bias, (n, 1))
+        for row, feats in enumerate(feature_lists):
+            idx = [self.index[x] for x in set(feats) if x in self.index]
+            if idx:
+                scores[row] += self.weights[idx].sum(axis=0)
+        scores -= scores.max(axis=1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        return scores
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_model(path: str) -> RelationModel:
+    return RelationModel.load(path)
+
+
+def default_model() -> RelationModel | None:
+    if not MODEL_FILE.exists():
+        return None
+    return _cached_model(str(MODEL_FILE))
+
+
+# Training and cross-validation put a model of their own here (a callable from a document's
+# path to a model, so that each document can be read by a model not trained on it).
+_override: list[Callable[[str | None], Any]] = []
+_collect: list[list] = []
+
+
+class using_model:
+    """``with using_model(lambda path: model):`` extraction in this process uses that model."""
+
+    def __init__(self, chooser: Callable[[str | None], Any]):
+        self.chooser = chooser
+
+    def __enter__(self):
+        _override.append(self.chooser)
+        return self
+
+    def __exit__(self, *exc):
+        _override.remove(self.chooser)
+
+
+class collecting:
+    """``with collecting() as got:`` each document's (path, text, candidates) is appended to ``got``."""
+
+    def __enter__(self) -> list:
+        self.got: list = []
+        _collect.append(self.got)
+        return self.got
+
+    def __exit__(self, *exc):
+        _collect.remove(self.got)
+
+
+def learned_relations(doc: Document, spans: list, rules: list[dict], model: RelationModel | None = None) -> list[dict]:
+    """Relation records (the shape :func:`kgr.stages.relations.extract_relations` gives) for one document."""
+    if model is None and _override:
+        model = _override[-1](doc.path)
+    if model is None:
+        model = default_model()
+    cands = candidates(doc, spans, rules)
+    for got in _collect:
+        got.append((doc.path, doc.text, cands))
+    if model is None or not cands:
+        return [_strip(r) for r in rules]
+    probs = model.probabilities([c.features for c in cands])
+    label_index = {label: k for k, label in enumerate(model.labels)}
+    # First what the rules say of two mentions, unless the model finds it unlikely; its
+    # probability for that relation is the confidence.
+    ruled: dict[tuple[str, str, str], tuple[float, Any, Any, str, Candidate]] = {}
+    for c, row in zip(cands, probs):
+        for rel, direction in _said(c):
+            p = float(row[label_index[f"{rel}{direction}"]])
+            if p < model.veto:
+                continue
+            src, dst = (c.a, c.b) if direction == ">" else (c.b, c.a)
+            key = (name_of(src), rel, name_of(dst))
+            if key not in ruled or p > ruled[key][0]:
+                ruled[key] = (p, src, dst, rel, c)
+    covered = {tuple(sorted((k[0], k[2]))) for k in ruled}
+    # Then, for every other pair of names, the model's likeliest relation when it is likely enough.
+    best: dict[tuple, tuple] = {}
+    for c, row in zip(cands, probs):
+        k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
+        label = model.labels[k]
+        p = float(row[k])
+        rel, direction = label[:-1], label[-1]
+        src, dst = (c.a, c.b) if direction == ">" else (c.b, c.a)
+        key = tuple(sorted((name_of(src), name_of(dst))))
+        if key in covered:
+            continue
+        prev = best.get(key)
+        if prev is None or (p, c.start - c.end) > (prev[0], prev[4].start - prev[4].end):
+            best[key] = (p, src, dst, rel, c)  # the likeliest; of equals, the shortest evidence
+    out = [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in ruled.values()]
+    out += [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in best.values() if p >= model.threshold_for(rel)]
+    return out
+
+
+def _said(c: Candidate) -> list[tuple[str, str]]:
+    """(relation, direction) of what a rule says of the candidate's two mentions."""
+    return [(f[5:-1], f[-1]) for f in c.features if f.startswith("rule=") and "|" not in f]
+
+
+def _record(doc: Document, src, dst, rel: str, p: float, c: Candidate) -> dict:
+    said = dict(_said(c))
+    pattern = "learned+rule" if said.get(rel) else "learned"
+    from kgr import records
+
+    return {
+        "kind": records.RELATION,
+        "src": name_of(src),
+        "dst": name_of(dst),
+        "rel": rel,
+        "confidence": round(p, 4),
+        "pattern": f"{pattern}:{c.kind}",
+        "src_type": src.type,
+        "dst_type": dst.type,
+        "evidence": {"start": c.start, "end": c.end, "sentence": doc.text[c.start : c.end].strip()},
+    }
+
+
+def _strip(r: dict) -> dict:
+    r.pop("_spans", None)
+    return r

@@ -1,0 +1,126 @@
+"""kgr train relations: a classifier learned from an annotated folder states what it was taught.
+
+The synthetic corpus uses a verb no rule of kgr.stages.relations knows ("feeds"), so a
+relation found in a new document can only come from the weights trained here.
+"""
+
+import json
+
+import pytest
+
+from kgr.learn import relations as learn
+from kgr.learn.corpus import locate, read_corpus
+from kgr.stages.relmodel import LABELS, RelationModel, using_model
+
+SERVICES = ["Amber", "Birch", "Cobalt", "Dune", "Ember", "Fjord", "Garnet", "Heron", "Indigo", "Juniper"]
+STORES = ["Kestrel", "Lumen", "Marlin", "Nimbus", "Opal", "Pike", "Quartz", "Raven", "Sable", "Tundra"]
+
+
+def _corpus(root, pairs):
+    docs = root / "docs"
+    ann = root / "annotations"
+    docs.mkdir(parents=True)
+    ann.mkdir()
+    entities, mentions, relations = {}, [], []
+    for k, (svc, store) in enumerate(pairs):
+        a, b = f"{svc} Service", f"{store} Store"
+        text = (
+            f"# {a}\n\n{a} feeds {b} every night.\n\nThe weather report mentions {a} and {b} without saying more.\n"
+            f"\nThe Harbor Office reviewed {a} in March.\n"
+        )
+        path = f"doc{k:02d}.md"
+        (docs / path).write_text(text)
+        for surface, typ in ((a, "SERVICE"), (b, "COMPONENT"), ("Harbor Office", "LOCATION")):
+            entities.setdefault(surface, {"id": f"E{len(entities)}", "name": surface, "type": typ, "aliases": []})
+            for n in range(1, text.count(surface) + 1):
+                start = -1
+                for _ in range(n):
+                    start = text.index(surface, start + 1)
+                mentions.append(
+                    {
+                        "doc": path,
+                        "surface": surface,
+                        "entity": entities[surface]["id"],
+                        "n": n,
+                        "start": start,
+                        "end": start + len(surface),
+                        "kind": "name",
+                    }
+                )
+        relations.append(
+            {
+                "src": entities[a]["id"],
+                "rel": "uses",
+                "dst": entities[b]["id"],
+                "doc": path,
+                "evidence": f"{a} feeds {b} every night.",
+            }
+        )
+    for name, rows in (("entities", entities.values()), ("mentions", mentions), ("relations", relations)):
+        (ann / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return _corpus(tmp_path_factory.mktemp("taught"), list(zip(SERVICES, STORES)))
+
+
+def test_gold_mentions_and_evidence_are_found_in_kgrs_text(corpus):
+    c = read_corpus(corpus)
+    text = (corpus / "docs" / "doc03.md").read_text()
+    gold = locate(text, c, "doc03.md")
+    assert len(gold.spans) == 7  # the heading, the statement, the report, the review: 1 + 2 + 2 + 2
+    ((src, rel, dst, where),) = gold.relations
+    assert rel == "uses" and text[where[0] : where[1]] == "Dune Service feeds Nimbus Store every night."
+    at = text.index("Nimbus Store")
+    assert gold.entity_at(at, at + len("Nimbus Store")) == dst
+    assert gold.entity_at(0, 1) is None
+
+
+def test_candidates_are_labelled_inside_the_evidence_only(corpus):
+    data = learn.collect(corpus)
+    assert len(data.docs) == 10
+    labels = [e.label for e in data.examples]
+    assert labels.count("uses>") >= 10  # each document's statement
+    # the same pair in the weather sentence is related in the document, but that sentence does
+    # not say it: it is left out of training rather than called "none"
+    assert None in labels
+    assert "none" in labels  # the Harbor Office is related to nothing
+    statement = [e for e in data.examples if e.label == "uses>"]
+    assert all("k=sentence" in e.features or "k=subject" in e.features for e in statement)
+    assert any("w=feed" in e.features for e in statement)
+
+
+def test_a_trained_model_finds_the_taught_relation_in_an_unseen_document(corpus, tmp_path, analyse_learned):
+    out = tmp_path / "relations.npz"
+    summary = learn.train([corpus], out)
+    assert out.exists() and summary["features"] > 0
+    model = RelationModel.load(out)
+    assert model.labels == list(LABELS) and 0 < model.threshold_for("uses") < 1
+    text = "# Vesper Service\n\nVesper Service feeds Willow Store every night.\n"
+    with using_model(lambda path: model):
+        rels = analyse_learned(text)
+    found = {(r["src"], r["rel"], r["dst"]) for r in rels}
+    assert ("Vesper Service", "uses", "Willow Store") in found
+    (rel,) = [r for r in rels if r["dst"] == "Willow Store"]
+    assert 0 < rel["confidence"] <= 1 and "feeds" in rel["evidence"]["sentence"]
+    assert rel["pattern"].startswith("learned:")
+    # the rules alone do not know "feeds": the relation came from the weights
+    assert not [r for r in analyse_learned(text, rules_only=True) if r["dst"] == "Willow Store"]
+
+
+def test_training_is_deterministic(corpus, tmp_path):
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    learn.train([corpus], a)
+    learn.train([corpus], b)
+    ma, mb = RelationModel.load(a), RelationModel.load(b)
+    assert ma.index == mb.index and (ma.weights == mb.weights).all() and ma.threshold == mb.threshold
+
+
+def test_a_folder_without_annotations_is_a_clear_error(tmp_path):
+    from kgr.errors import KgrError
+
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(KgrError, match="mentions.jsonl not found"):
+        read_corpus(tmp_path)
