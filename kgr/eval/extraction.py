@@ -25,7 +25,8 @@ annotations/scope.json, when present, says what the corpus annotates: relations 
 scored only for its "relation_types", a predicted relation only when both ends map to
 gold entities of its "entity_types" (others are neither right nor wrong), and predicted
 mentions kgr types as dates, numbers or versions are not counted when "entity_types"
-leaves those types out.
+leaves those types out. A corpus that annotates no mention in any document's title line
+(every document opening with a heading) has the predictions made there left out too.
 """
 
 from __future__ import annotations
@@ -162,6 +163,8 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
         for other in others:
             alternative.setdefault(other, own)
 
+    titles = _unannotated_titles(texts, gold_mentions)
+
     # Pronouns and definite descriptions are annotated only in some documents (those whose
     # annotation has any): coreference predictions elsewhere can be neither right nor wrong.
     coref_docs = {m["doc"] for m in gold_mentions if m.get("kind", "name") != "name"}
@@ -180,8 +183,8 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
         if source == "coref" and path not in coref_docs:
             continue
         seen_spans.add((path, start, end))
-        if unjudged_types and (etype or mtype) in unjudged_types:
-            unjudged += 1  # a date or version where the corpus annotates none: neither right nor wrong
+        if unjudged_types and (etype or mtype) in unjudged_types or start < titles.get(path, 0):
+            unjudged += 1  # a date where the corpus annotates none, a name in an unannotated title
             continue
         text = texts[path]
         surface = text[start:end]
@@ -198,7 +201,7 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
 
     matched = [(k, pred[k], gold_key[k]) for k in pred if k in gold_key]
     mention = prf(len(matched), len(pred), len(gold_key))
-    if scope_types:
+    if scope_types or titles:
         mention["unjudged"] = unjudged
 
     # B-cubed over matched mentions
@@ -282,6 +285,30 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
     return result
 
 
+def _unannotated_titles(texts: dict[str, str], gold_mentions: list[dict]) -> dict[str, int]:
+    """{doc: end of its title line} when the corpus leaves titles unannotated: every document
+    opens with a Markdown heading and not one gold mention lies in one (Re-DocRED annotates its
+    sentences; the title was added when it was converted). Otherwise {}."""
+    ends = {}
+    for path, text in texts.items():
+        if not text.startswith("#"):
+            return {}
+        end = text.find("\n")
+        ends[path] = len(text) if end < 0 else end
+    if len(ends) < 3:
+        return {}
+    for m in gold_mentions:
+        end = ends.get(m["doc"])
+        if end is None:
+            continue
+        for n, found in enumerate(surface_regex(m["surface"]).finditer(texts[m["doc"]]), 1):
+            if found.start() >= end:
+                break
+            if n == m["n"]:
+                return {}  # a gold mention in a title
+    return ends
+
+
 def _typing(pairs: list[tuple[str | None, str | None]]) -> dict[str, Any]:
     """Entity type of the predicted entity against the gold entity's, over found mentions
     (gold mentions whose entity has no type are left out)."""
@@ -315,7 +342,7 @@ def format_table(result: dict[str, Any]) -> str:
             f"entities {', '.join(scope['entity_types']) or 'all'}"
         )
         lines.append(
-            f"not judged: {result['mention'].get('unjudged', 0)} predicted mentions (dates, versions), "
+            f"not judged: {result['mention'].get('unjudged', 0)} predicted mentions (values, titles), "
             f"{result['relation'].get('out_of_scope', 0)} predicted relations"
         )
     by = result["relation"].get("by_relation") or {}

@@ -220,3 +220,29 @@ def test_one_predicted_entity_maps_to_each_documents_gold_entity(tmp_path):
     r = evalx.score(d.store, ann)
     d.store.close()
     assert (r["relation"]["tp"], r["relation"]["predicted"], r["relation"]["gold"]) == (2, 2, 2)
+
+
+@pytest.mark.parametrize("title_annotated", [False, True])
+def test_titles_a_corpus_never_annotates_are_not_judged(tmp_path, title_annotated):
+    texts = {f"{i}.md": f"# Orla Venn {i}\n\nOrla Venn met Tomas Reid in Lisbon.\n" for i in range(3)}
+    ann = tmp_path / "annotations"
+    ann.mkdir()
+    mentions = [_mention(p, t, "Tomas Reid", "T") for p, t in texts.items()]
+    if title_annotated:
+        mentions.append(_mention("0.md", texts["0.md"], "Orla Venn", "O"))
+    _write(ann, "mentions.jsonl", mentions)
+    _write(ann, "entities.jsonl", [{"id": "T", "type": "PERSON"}, {"id": "O", "type": "PERSON"}])
+    _write(ann, "relations.jsonl", [])
+    d = _Db(tmp_path / "p.sqlite")
+    d.entity("Orla Venn", "PERSON")
+    d.entity("Tomas Reid", "PERSON")
+    for path, text in texts.items():
+        d.doc(path, text)
+        d.mention(path, "Orla Venn", "Orla Venn")  # in the title
+        d.mention(path, "Tomas Reid", "Tomas Reid")
+    r = evalx.score(d.store, ann)
+    d.store.close()
+    if title_annotated:
+        assert (r["mention"]["tp"], r["mention"]["predicted"]) == (4, 6) and "unjudged" not in r["mention"]
+    else:
+        assert (r["mention"]["tp"], r["mention"]["predicted"], r["mention"]["unjudged"]) == (3, 3, 3)
