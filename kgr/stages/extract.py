@@ -1198,7 +1198,8 @@ def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
 JOIN_GAP = re.compile(
     r"(?:[\s\u00a0]+|[\s\u00a0]*(?:&|'s|’s|\b(?:for|to|on|of|and|de|del|della|di|da|la|le|am|an|og|y|the|a)\b)[\s\u00a0]*)+"
 )
-JOIN_SOURCES = ("name", "ner")  # a gazetteer's term is a name of its own: "Basalt and Sluice" stays two
+JOIN_SOURCES = ("name", "ner", "gazetteer")
+TIGHT_GAP = re.compile(r"[\s\u00a0]*(?:&|'s|’s)[\s\u00a0]*|[\s\u00a0]+(?:de|del|della|di|da|la|le|am|og|y)[\s\u00a0]+")
 
 
 def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
@@ -1222,7 +1223,8 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
         if any(p.source not in JOIN_SOURCES for p in inside) or (len(inside) == 1 and inside[0].length == sp.length):
             continue
         gaps = [text[a.end : b.start] for a, b in zip(inside, inside[1:])]
-        if not all(JOIN_GAP.fullmatch(g) for g in gaps):
+        tight = any(p.source == "gazetteer" for p in inside)  # a term of its own: "Basalt and Sluice" stays two
+        if not all((TIGHT_GAP if tight else JOIN_GAP).fullmatch(g) for g in gaps):
             continue
         label = sp.features.get("ner_label")
         head, tail = text[sp.start : inside[0].start], text[inside[-1].end : sp.end]
@@ -1331,14 +1333,14 @@ def _trim_titles(text: str, primary: list[Span]) -> list[Span]:
     return out
 
 
-SPLITTING_SPACY = {"NORP", "GPE", "LOC", "PERSON"}  # entities that end a name ("Tony Day of Cape Town")
+SPLITTING_SPACY = {"NORP", "GPE", "LOC", "PERSON"}  # entities a name may be split into
 SPLIT_GAP = re.compile(r"[\s\u00a0]+(?:(?:of|in|at)[\s\u00a0]+)?")
 
 
 def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
-    """A name by spelling that spaCy reads as several entities and none spanning it is those
-    entities and what lies between them: "South Korean Presbyterian" (a nationality and a
-    name), "Tony Day of Cape Town" (a person and a place), "Comarca of Garraf"."""
+    """A name by spelling that spaCy reads, all of it, as several nationalities, places and
+    persons, none spanning it, is those: "Democrat Sidney Yates" (a party and a person),
+    "Tony Day of Cape Town" (a person and a place)."""
     ents = sorted(ner, key=lambda x: (x.start, -x.length))
     starts = [e.start for e in ents]
     out = []
@@ -1360,7 +1362,8 @@ def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
             elif e.end > sp.start:
                 whole = True  # an entity reaching across its edge: leave it be
                 break
-        if whole or not any(e.features.get("ner_label") in SPLITTING_SPACY for e in inside):
+        labels = [e.features.get("ner_label") for e in inside]
+        if whole or not inside or not all(label in SPLITTING_SPACY for label in labels):
             out.append(sp)
             continue
         pieces, pos, ok = [], sp.start, True
@@ -1388,7 +1391,10 @@ def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
                     pieces.append((sp.end - len(rest), sp.end, None))
             else:
                 ok = False
-        if not ok or len(pieces) < 2:
+        # every piece an entity, and a person among them ("Democrat Sidney Yates") or two
+        # entities on either side of "of", "in" or "at" ("Tony Day of Cape Town")
+        linked = any(re.fullmatch(r"\s+(?:of|in|at)\s+", text[a.end : b.start]) for a, b in zip(inside, inside[1:]))
+        if not ok or len(pieces) < 2 or any(e is None for *_, e in pieces) or not ("PERSON" in labels or linked):
             out.append(sp)
             continue
         for a, b, e in pieces:
