@@ -1493,7 +1493,20 @@ def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:
             s, e = block.start + m.start(), block.start + m.end()
             if taken.overlaps(s, e) or doc.prose_word(m.group()):
                 continue
-            out.append(Span(s, e, m.group(), "PERSON", "name", 0.55, {"surname_of": last[m.group()].surface}))
+            full = last[m.group()]
+            out.append(
+                Span(
+                    s,
+                    e,
+                    m.group(),
+                    "PERSON",
+                    "name",
+                    0.55,
+                    {"part_of_name": full.surface},
+                    refers=full.refers or full.surface,
+                    ref_start=full.ref_start if full.refers else full.start,
+                )
+            )
             taken.add(s, e)
     return out
 
