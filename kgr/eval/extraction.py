@@ -9,7 +9,9 @@ ingested into a scratch database through the normal pipeline, then:
   depend on how HTML, PDF or DOCX text was laid out;
 - canonical entities are scored with B-cubed over the correctly found mentions:
   precision falls when different gold entities share a predicted entity (homonyms
-  merged), recall falls when one gold entity is split (aliases not merged);
+  merged), recall falls when one gold entity is split (aliases not merged); when every
+  gold entity is annotated in one document only, predicted entities are taken page by
+  page (the corpus cannot say whether two pages' "France" are one thing);
 - relations match on (document, source, relation, destination) after mapping each
   predicted entity to the gold entity most of its matched mentions belong to; a gold
   same_as whose two ends were merged into one entity counts as found. The mapping is
@@ -204,15 +206,21 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
     if scope_types or titles:
         mention["unjudged"] = unjudged
 
-    # B-cubed over matched mentions
+    # B-cubed over matched mentions. A corpus whose every entity is annotated in one document
+    # only (Re-DocRED: each page on its own) cannot say whether two pages' "France" are one
+    # thing: a predicted entity is then judged page by page.
+    gold_docs = collections.defaultdict(set)
+    for m in gold_mentions:
+        gold_docs[m["entity"]].add(m["doc"])
+    per_document = len({m["doc"] for m in gold_mentions}) > 1 and all(len(d) == 1 for d in gold_docs.values())
     by_pred = collections.defaultdict(list)
     by_gold = collections.defaultdict(list)
-    for i, (_, p, g) in enumerate(matched):
-        by_pred[p].append(i)
+    for i, (k, p, g) in enumerate(matched):
+        by_pred[(k[0], p) if per_document else p].append(i)
         by_gold[g].append(i)
     bp = br = 0.0
-    for _, p, g in matched:
-        cp, cg = by_pred[p], by_gold[g]
+    for k, p, g in matched:
+        cp, cg = by_pred[(k[0], p) if per_document else p], by_gold[g]
         inter = sum(1 for j in cp if matched[j][2] == g)
         bp += inter / len(cp)
         br += inter / len(cg)
@@ -225,6 +233,8 @@ def score(store: Store, ann: Path, only_docs: Iterable[str] | None = None) -> di
         "predicted_entities": len(by_pred),
         "gold_entities": len(by_gold),
     }
+    if per_document:
+        canonical["per_document"] = True
 
     typing = _typing([(gold_type.get(g), pred_type[k]) for k, _, g in matched])
 
