@@ -1150,7 +1150,12 @@ def eval_group():
 @json_option
 @config_option
 def eval_extraction(golden, db, as_json, config_path):
-    """Precision, recall and F1 of mentions, canonical entities and relations.
+    """Precision, recall and F1 of mentions, canonical entities and relations, and entity typing.
+
+    Typing is the type of the entity each correctly found mention is linked to against the
+    gold entity's type (a confusion table in the text output). When annotations/scope.json
+    exists, relations are scored only for its relation_types and between gold entities of its
+    entity_types, and dates and versions are not counted as mentions unless it lists them.
 
     \b
     Example:

@@ -68,6 +68,9 @@ SPACY_TYPES = {
     "EVENT": "CONCEPT",
 }
 KEEP_SPACY = {"PERSON", "ORG", "GPE", "LOC", "FAC", "DATE", "PRODUCT", "LAW"}
+# spaCy labels whose entities only join names found by spelling into one ("Where the Wild Things
+# Are", "the 2002 Winter Olympics"); they are never mentions on their own
+JOINING_SPACY = {"EVENT", "WORK_OF_ART", "NORP"}
 
 # Head nouns that say what kind of thing a name denotes (English, not corpus-specific).
 HEAD_TYPES = {
@@ -323,6 +326,15 @@ STOP_NAMES = {
     "i.e",
 }
 CONNECTORS = {"of", "de", "da", "von", "van", "der", "du"}
+# an English word that makes an adjective of the name before its hyphen
+HYPHEN_SUFFIX = re.compile(
+    r"[-‐](?:[a-z]+(?:ed|ing)|born|based|language|speaking|era|style|class|type|year|old|made|owned|led|run|like|wide)$"
+)
+# a word of a name: initials with their full stops ("U.S.", "J.R.R.", the "P." before a
+# capitalised word), or a word with inner apostrophes and hyphens
+NAME_TOKEN = re.compile(
+    r"(?:[A-Z]\.){2,}|[A-Z]\.(?=[ \u00a0][A-Z\u00C0-\u00DE])|[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*"
+)
 
 
 @dataclass
@@ -630,9 +642,7 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
     A run that starts a sentence is kept only when it has two capitalised words or more
     ("Core Infrastructure is ..."), never when it is a single word ("Promote the ...").
     """
-    tokens = [
-        (m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z\u00C0-\u024F][\w\u00C0-\u024F'’-]*", masked)
-    ]
+    tokens = [(m.start(), m.end(), m.group()) for m in NAME_TOKEN.finditer(masked)]
     i = 0
     while i < len(tokens):
         s, e, w = tokens[i]
@@ -646,6 +656,8 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
             gap = masked[tokens[j][1] : ns]
             if gap not in (" ", "\u00a0"):
                 break
+            if tokens[j][2].endswith(".") and nw.lower() in STOP_NAMES:
+                break  # "... in Plan B. The next step": the initial ends a sentence
             if _cap(nw):
                 j += 1
                 caps += 1
@@ -660,11 +672,20 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
             else:
                 break
         start, end = s, tokens[j][1]
+        if _initial(tokens[j][2]):
+            end -= 1  # a run ending in one initial: its full stop ends the sentence
         # trim possessive and trailing punctuation-like hyphens
         text = masked[start:end]
         if text.endswith(("'s", "’s")):
             end -= 2
             text = text[:-2]
+        elif text.endswith(("'", "’")):  # "until Idriss' death", a closing single quote
+            end -= 1
+            text = text[:-1]
+        suffix = HYPHEN_SUFFIX.search(text)
+        if suffix:  # "Oscar-nominated", "Spanish-language": the name is before the hyphen
+            end -= len(text) - suffix.start()
+            text = text[: suffix.start()]
         at_start = _at_sentence_start(masked, start, sentence_starts)
         words = text.split()
         # "Ask Hollis Varga": a sentence-initial common word is not part of the name
@@ -674,8 +695,9 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
             text = text[cut:]
             words = words[1:]
             at_start = False
-        # drop leading stop words ("The Ledger" -> "Ledger"; "If Kestrel" -> "Kestrel")
-        while words and words[0].lower() in STOP_NAMES and len(words) > 1:
+        # drop leading stop words ("The Ledger" -> "Ledger"; "If Kestrel" -> "Kestrel"), but a
+        # capitalised "The" inside a sentence belongs to the name ("a hit for The Everly Brothers")
+        while words and words[0].lower() in STOP_NAMES and len(words) > 1 and not _inner_the(masked, start, words[0]):
             cut = len(words[0]) + 1
             start += cut
             text = text[cut:]
@@ -684,6 +706,17 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
         if words and text.lower() not in STOP_NAMES and not (at_start and len(words) == 1):
             yield start, end
         i = j + 1
+
+
+def _inner_the(text: str, pos: int, word: str) -> bool:
+    """A capitalised "The" after a lower-case word or a comma, inside a sentence ("a hit for
+    The Everly Brothers"), is part of the name it opens."""
+    return word == "The" and re.search(r"[a-z0-9,][ \u00a0]+[\"“'(]?$", text[max(0, pos - 8) : pos]) is not None
+
+
+def _initial(word: str) -> bool:
+    """One capital and its full stop: the "P." of "William P. Carey"."""
+    return len(word) == 2 and word[1] == "."
 
 
 def _cap(word: str) -> bool:
@@ -731,7 +764,11 @@ class Extractor:
         spans = _outside_redactions(doc.text, spans)
         primary = _extend_heads(doc, _resolve([sp for sp in spans if sp.source != "ner"]))
         ner = [sp for sp in spans if sp.source == "ner"]
+        primary = _join_names(doc.text, primary, ner)
+        primary = _trim_titles(doc.text, _split_names(doc.text, primary, ner))
+        primary = _quoted_titles(doc, primary)
         chosen = _add_ner(primary, ner)
+        chosen.extend(_surnames(doc, chosen))
         _mark_sentences(doc, chosen)
         doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
@@ -836,12 +873,14 @@ class Extractor:
                 yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})
         if sdoc is not None:
             for ent in sdoc.ents:
-                if ent.label_ not in KEEP_SPACY:
+                if ent.label_ not in KEEP_SPACY and ent.label_ not in JOINING_SPACY:
                     continue
                 s, e = ent.start_char, ent.end_char
                 text = raw[s:e]
                 for det in DETERMINERS:
                     if text.startswith(det):
+                        if _inner_the(masked, s, det.strip()):
+                            break  # "a hit for The Everly Brothers": the article is part of the name
                         s += len(det)
                         text = text[len(det) :]
                 if text.endswith(("'s", "’s")):
@@ -865,7 +904,15 @@ class Extractor:
                     continue
                 if ent.label_ not in ("DATE",) and text[:1].islower():
                     continue
-                yield Span(base + s, base + e, text, SPACY_TYPES[ent.label_], "ner", 0.7, {"ner_label": ent.label_})
+                yield Span(
+                    base + s,
+                    base + e,
+                    text,
+                    SPACY_TYPES.get(ent.label_, "CONCEPT"),
+                    "ner",
+                    0.7,
+                    {"ner_label": ent.label_},
+                )
 
     def _coref(self, doc: Document, named: list[Span], spacy_docs) -> list[Span]:
         """Pronouns and definite descriptions -> a compatible entity nearby.
@@ -1151,11 +1198,329 @@ def _add_ner(primary: list[Span], ner: list[Span]) -> list[Span]:
         if same is not None:
             _merge_features(same, sp)
             continue
-        if taken.overlaps(sp.start, sp.end):
+        if taken.overlaps(sp.start, sp.end) or sp.features.get("ner_label") in JOINING_SPACY:
             continue
         if sp.type in ("PERSON", "DATE", "LOCATION", "ORG", "STANDARD"):
             out.append(sp)
             taken.add(sp.start, sp.end)
+    return out
+
+
+# what may lie between two names spaCy reads as one ("Association to Advance Collegiate Schools
+# of Business", "Mumford & Sons", "People's Daily", "Parc del Foix", "Weiden am See")
+JOIN_GAP = re.compile(
+    r"(?:[\s\u00a0]+|[\s\u00a0]*(?:&|'s|’s|\b(?:for|to|on|of|and|de|del|della|di|da|la|le|am|an|og|y|the|a)\b)[\s\u00a0]*)+"
+)
+JOIN_SOURCES = ("name", "ner", "gazetteer")
+TIGHT_GAP = re.compile(r"[\s\u00a0]*(?:&|'s|’s)[\s\u00a0]*|[\s\u00a0]+(?:de|del|della|di|da|la|le|am|og|y)[\s\u00a0]+")
+
+
+def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
+    """Names found by spelling that spaCy reads as one entity, joined by connectors, an
+    ampersand or a possessive, become that one name; so does a name spaCy extends by a
+    leading year ("the 2002 Winter Olympics") or a trailing number ("Atari 2600")."""
+    ordered = sorted(primary, key=lambda x: x.start)
+    starts = [p.start for p in ordered]
+    replace: dict[int, Span] = {}  # index of the first covered span -> the joined span
+    dropped: set[int] = set()
+    for sp in sorted(ner, key=lambda x: -x.length):
+        lo = bisect.bisect_left(starts, sp.start)
+        if lo > 0 and ordered[lo - 1].end > sp.start:
+            continue  # a name begins before it and reaches into it
+        hi = lo
+        while hi < len(ordered) and ordered[hi].start < sp.end:
+            hi += 1
+        inside = ordered[lo:hi]
+        if not inside or inside[-1].end > sp.end or any(i in dropped or i in replace for i in range(lo, hi)):
+            continue
+        if any(p.source not in JOIN_SOURCES for p in inside) or (len(inside) == 1 and inside[0].length == sp.length):
+            continue
+        gaps = [text[a.end : b.start] for a, b in zip(inside, inside[1:])]
+        tight = any(p.source == "gazetteer" for p in inside)  # a term of its own: "Basalt and Sluice" stays two
+        if not all((TIGHT_GAP if tight else JOIN_GAP).fullmatch(g) for g in gaps):
+            continue
+        label = sp.features.get("ner_label")
+        head, tail = text[sp.start : inside[0].start], text[inside[-1].end : sp.end]
+        if head and not (label == "EVENT" and re.fullmatch(r"\d{4}[\s\u00a0]+", head)):
+            continue
+        if tail and not (label in ("FAC", "PRODUCT", "WORK_OF_ART", "EVENT") and re.fullmatch(r"[\s\u00a0]+\d+", tail)):
+            continue
+        joined = Span(sp.start, sp.end, text[sp.start : sp.end], inside[0].type, inside[0].source, inside[0].score)
+        joined.features = {**sp.features, "joined": [p.surface for p in inside]}
+        if label in KEEP_SPACY:
+            joined.type = sp.type
+        replace[lo] = joined
+        dropped.update(range(lo + 1, hi))
+    if not replace:
+        return primary
+    return [replace.get(i, p) for i, p in enumerate(ordered) if i not in dropped]
+
+
+# English titles and ranks written before a name: "President John Quincy Adams" names the person
+TITLES = {
+    "president",
+    "vice",
+    "prime",
+    "minister",
+    "king",
+    "queen",
+    "prince",
+    "princess",
+    "emperor",
+    "empress",
+    "pope",
+    "general",
+    "colonel",
+    "captain",
+    "lieutenant",
+    "sergeant",
+    "admiral",
+    "commander",
+    "governor",
+    "senator",
+    "chairman",
+    "chairwoman",
+    "chancellor",
+    "mayor",
+    "judge",
+    "dr",
+    "mr",
+    "mrs",
+    "ms",
+    "sir",
+    "lord",
+    "lady",
+    "duke",
+    "duchess",
+    "baron",
+    "bishop",
+    "archbishop",
+    "cardinal",
+    "reverend",
+    "professor",
+    "ambassador",
+    "regent",
+    "county",
+    "chief",
+    "executive",
+    "officer",
+    "co-chief",
+    "premier",
+}
+
+
+YEAR_BEFORE = re.compile(r"\b[Tt]he[ \u00a0]+([12]\d{3}[ \u00a0]+)$")
+
+
+def _trim_titles(text: str, primary: list[Span]) -> list[Span]:
+    """A name by spelling that opens with titles ("Prime Minister Sheikh Hasina", "County
+    Governor of Rogaland") is the name after them; a title alone ("the Chairman") is none.
+    Only names found by spelling: a gazetteer or regex span is kept whole (but a title alone
+    is dropped). A year between "the" and a name is part of it ("the 2002 Winter Olympics")."""
+    out = []
+    for sp in primary:
+        if sp.source == "gazetteer" and all(w.lower().rstrip(".") in TITLES for w in sp.surface.split()):
+            continue  # "President", learnt as a name from a page title elsewhere
+        year = YEAR_BEFORE.search(text, max(0, sp.start - 10), sp.start)
+        if year and sp.source in ("name", "gazetteer") and sp.type != "DATE":
+            sp.start = year.start(1)  # "the 2002 Winter Olympics": the year is part of the event's name
+            sp.surface = text[sp.start : sp.end]
+        if sp.source != "name":
+            out.append(sp)
+            continue
+        words = list(re.finditer(r"\S+", sp.surface))
+        k = 0
+        while k < len(words) and words[k].group().lower().rstrip(".") in TITLES:
+            k += 1
+        if k == len(words):
+            continue  # "Chairman", "Prime Minister": a title, not a name
+        if k and words[k].group() in CONNECTORS and k + 1 < len(words):
+            k += 1
+        if k and words[k].group()[:1].isupper():
+            cut = sp.start + words[k].start()
+            sp.features["titles"] = text[sp.start : cut].strip()
+            sp.start = cut
+            sp.surface = text[sp.start : sp.end]
+            sp.type = _guess_type(sp.surface, "name")
+        out.append(sp)
+    return out
+
+
+SPLITTING_SPACY = {"NORP", "GPE", "LOC", "PERSON"}  # entities a name may be split into
+SPLIT_GAP = re.compile(r"[\s\u00a0]+(?:(?:of|in|at)[\s\u00a0]+)?")
+
+
+def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
+    """A name by spelling that spaCy reads, all of it, as several nationalities, places and
+    persons, none spanning it, is those: "Democrat Sidney Yates" (a party and a person),
+    "Tony Day of Cape Town" (a person and a place)."""
+    ents = sorted(ner, key=lambda x: (x.start, -x.length))
+    starts = [e.start for e in ents]
+    out = []
+    for sp in primary:
+        if sp.source != "name" or " " not in sp.surface or sp.features.get("extended"):
+            out.append(sp)
+            continue
+        lo = bisect.bisect_left(starts, sp.start - 4)
+        inside = []
+        whole = False
+        for e in ents[lo:]:
+            if e.start >= sp.end:
+                break
+            if e.start <= sp.start and e.end >= sp.end:
+                whole = True
+                break
+            if e.start >= sp.start and e.end <= sp.end and (not inside or e.start >= inside[-1].end):
+                inside.append(e)
+            elif e.end > sp.start:
+                whole = True  # an entity reaching across its edge: leave it be
+                break
+        labels = [e.features.get("ner_label") for e in inside]
+        if whole or not inside or not all(label in SPLITTING_SPACY for label in labels):
+            out.append(sp)
+            continue
+        pieces, pos, ok = [], sp.start, True
+        for e in inside:
+            if e.start > pos:
+                gap = text[pos : e.start]
+                m = re.search(r"[\s\u00a0]+(?:(?:of|in|at)[\s\u00a0]+)?$", gap)
+                if m is None or pos > sp.start and not SPLIT_GAP.fullmatch(gap) and m.start() == 0:
+                    ok = False
+                    break
+                if m.start() > 0:
+                    pieces.append((pos, pos + m.start(), None))
+            elif e.start < pos:
+                ok = False
+                break
+            pieces.append((e.start, e.end, e))
+            pos = e.end
+            nxt = SPLIT_GAP.match(text, pos, sp.end)
+            if nxt and nxt.end() < sp.end:
+                pos = nxt.end()
+        if ok and pos < sp.end:
+            if text[pos - 1 : pos].isspace() or pos == inside[-1].end and text[pos : pos + 1].isspace():
+                rest = text[pos : sp.end].strip()
+                if rest[:1].isupper():
+                    pieces.append((sp.end - len(rest), sp.end, None))
+            else:
+                ok = False
+        # every piece an entity, and a person among them ("Democrat Sidney Yates") or two
+        # entities on either side of "of", "in" or "at" ("Tony Day of Cape Town")
+        linked = any(re.fullmatch(r"\s+(?:of|in|at)\s+", text[a.end : b.start]) for a, b in zip(inside, inside[1:]))
+        if not ok or len(pieces) < 2 or any(e is None for *_, e in pieces) or not ("PERSON" in labels or linked):
+            out.append(sp)
+            continue
+        for a, b, e in pieces:
+            surface = text[a:b]
+            piece = Span(a, b, surface, e.type if e is not None else _guess_type(surface, "name"), "name", sp.score)
+            piece.features = {"split_from": sp.surface, **({"ner_label": e.features.get("ner_label")} if e else {})}
+            out.append(piece)
+    return out
+
+
+QUOTES = re.compile(r"[\"“″]([A-Z\u00C0-\u00DE][^\"“”″\n/:|]{2,80}?)[\"”″]")
+TITLE_SMALL_WORDS = {
+    "a",
+    "an",
+    "the",
+    "and",
+    "but",
+    "or",
+    "nor",
+    "for",
+    "of",
+    "on",
+    "in",
+    "to",
+    "at",
+    "by",
+    "with",
+    "from",
+    "as",
+    "into",
+}
+
+
+def _quoted_titles(doc: Document, primary: list[Span]) -> list[Span]:
+    """A quoted phrase in title case ("Leave It to Joan", "The Idempotency-Key HTTP Header
+    Field") is the title of a work or a document: one name, not the names inside it."""
+    ordered = sorted(primary, key=lambda x: x.start)
+    starts = [p.start for p in ordered]
+    drop: set[int] = set()
+    added = []
+    for block in doc.blocks:
+        if block.kind in ("code", "heading"):
+            continue
+        for m in QUOTES.finditer(block.masked):
+            inner = m.group(1).rstrip(",.!?")
+            words = re.findall(r"[^\s,]+", inner)
+            if len(words) < 2 or len(words) > 10 or inner != inner.strip():
+                continue
+            if not all(w[:1].isupper() or w[:1].isdigit() or w in TITLE_SMALL_WORDS for w in words):
+                continue
+            s = block.start + m.start(1)
+            e = s + len(inner)
+            lo = bisect.bisect_left(starts, s)
+            if lo > 0 and ordered[lo - 1].end > s:
+                continue
+            hi = lo
+            while hi < len(ordered) and ordered[hi].start < e:
+                hi += 1
+            inside = range(lo, hi)
+            if any(ordered[i].end > e or ordered[i].source not in JOIN_SOURCES for i in inside):
+                continue
+            if len(inside) == 1 and ordered[lo].start == s and ordered[lo].end == e:
+                continue
+            drop.update(inside)
+            sp = Span(s, e, doc.text[s:e], "CONCEPT", "name", 0.6, {"quoted": True})
+            if len(inside) == 1 and ordered[lo].type not in ("CONCEPT", "PRODUCT"):
+                sp.type = ordered[lo].type
+            added.append(sp)
+    if not added:
+        return primary
+    return [p for i, p in enumerate(ordered) if i not in drop] + added
+
+
+def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:
+    """The first or last word of a person's full name, where a sentence opens with it ("Alger
+    died in 1992"), names the person too; a name run never takes one capitalised word at a
+    sentence start."""
+    last = {}
+    for sp in chosen:
+        words = sp.surface.split()
+        if sp.type == "PERSON" and len(words) >= 2 and sp.source in ("name", "ner", "gazetteer"):
+            for w in (words[0], words[-1]):
+                if len(w) >= 3 and w[:1].isupper() and w[1:].islower() and w.lower() not in STOP_NAMES:
+                    last.setdefault(w, sp)
+    if not last:
+        return []
+    taken = _Intervals()
+    for sp in chosen:
+        taken.add(sp.start, sp.end)
+    rx = re.compile(rf"{_B}(?:{'|'.join(map(re.escape, sorted(last)))}){_E}")
+    out = []
+    for block in doc.blocks:
+        if block.kind in ("code", "heading"):
+            continue
+        for m in rx.finditer(block.masked):
+            s, e = block.start + m.start(), block.start + m.end()
+            if taken.overlaps(s, e) or doc.prose_word(m.group()):
+                continue
+            full = last[m.group()]
+            out.append(
+                Span(
+                    s,
+                    e,
+                    m.group(),
+                    "PERSON",
+                    "name",
+                    0.55,
+                    {"part_of_name": full.surface},
+                    refers=full.refers or full.surface,
+                    ref_start=full.ref_start if full.refers else full.start,
+                )
+            )
+            taken.add(s, e)
     return out
 
 

@@ -1,0 +1,105 @@
+"""Where a name begins and ends: initials, a capitalised "The", titles, possessives, names spaCy
+joins or splits, quoted titles and surnames (texts written for these tests)."""
+
+from kgr.stages.extract import Span, _join_names, _name_runs, _split_names, _trim_titles
+
+
+def runs(text):
+    return [text[s:e] for s, e in _name_runs(text, {0})]
+
+
+def test_initials_belong_to_the_name_and_a_final_one_loses_its_full_stop():
+    assert runs("He moved to the U.S. and met Arlo P. Quenby there.") == ["U.S.", "Arlo P. Quenby"]
+    assert runs("It came from Plan B. The next day J.R.R. Vantor wrote.") == ["Plan B", "J.R.R. Vantor"]
+
+
+def test_a_capitalised_the_inside_a_sentence_opens_the_name():
+    assert runs("It was a hit for The Marrow Brothers in 1958.") == ["The Marrow Brothers"]
+    assert runs("The Marrow Brothers toured. (1) The Quill renderer runs.")[0] == "Marrow Brothers"
+    assert "The Quill" not in runs("Two things. (1) The Quill renderer runs.")
+
+
+def test_possessive_and_adjective_suffixes_are_not_part_of_the_name():
+    assert runs("They were friends until Orrin Dask' death.") == ["Orrin Dask"]
+    assert runs("The film was Brevio-nominated in the Caldish-language press.") == ["Brevio", "Caldish"]
+    assert runs("Ledger-Svc runs") == []  # a sentence-initial single word stays out
+
+
+def _span(text, surface, source="name", type_="ORG", label=None, nth=1):
+    start = -1
+    for _ in range(nth):
+        start = text.index(surface, start + 1)
+    sp = Span(start, start + len(surface), surface, type_, source, 0.6)
+    if label:
+        sp.features["ner_label"] = label
+    return sp
+
+
+def test_names_spacy_reads_as_one_are_joined_only_across_connectors():
+    text = "They met the Council for Harbour Order and Tamsin & Reeve at Veld Basin."
+    primary = [_span(text, s) for s in ("Council", "Harbour Order", "Tamsin", "Reeve", "Veld Basin")]
+    ner = [
+        _span(text, "Council for Harbour Order", "ner", "ORG", "ORG"),
+        _span(text, "Tamsin & Reeve", "ner", "ORG", "ORG"),
+        _span(text, "Reeve at Veld Basin", "ner", "ORG", "ORG"),  # "at" joins nothing
+    ]
+    got = sorted(sp.surface for sp in _join_names(text, primary, ner))
+    assert got == ["Council for Harbour Order", "Tamsin & Reeve", "Veld Basin"]  # "at" never joins
+    # terms of the gazetteer are names of their own: joined across "&" or a possessive only
+    text = "They met Orrel and Tamsin & Reeve."
+    gaz = [_span(text, s, "gazetteer") for s in ("Orrel", "Tamsin", "Reeve")]
+    ner = [
+        _span(text, "Orrel and Tamsin & Reeve", "ner", "ORG", "ORG"),
+        _span(text, "Tamsin & Reeve", "ner", "ORG", "ORG"),
+    ]
+    assert sorted(sp.surface for sp in _join_names(text, gaz, ner)) == ["Orrel", "Tamsin & Reeve"]
+
+
+def test_names_spacy_reads_as_several_are_split():
+    text = "She joined fellow Vandric Oren Halley and Tobin Rusk of Caldera Port."
+    primary = [_span(text, "Vandric Oren Halley"), _span(text, "Tobin Rusk of Caldera Port")]
+    ner = [
+        _span(text, "Vandric", "ner", "CONCEPT", "NORP"),
+        _span(text, "Oren Halley", "ner", "PERSON", "PERSON"),
+        _span(text, "Tobin Rusk", "ner", "PERSON", "PERSON"),
+        _span(text, "Caldera Port", "ner", "LOCATION", "GPE"),
+    ]
+    got = [(sp.surface, sp.type) for sp in _split_names(text, primary, ner)]
+    assert got == [
+        ("Vandric", "CONCEPT"),
+        ("Oren Halley", "PERSON"),
+        ("Tobin Rusk", "PERSON"),
+        ("Caldera Port", "LOCATION"),
+    ]
+    assert [sp.surface for sp in _split_names(text, primary[1:], [])] == ["Tobin Rusk of Caldera Port"]
+    # an entity spanning the whole name keeps it whole
+    whole = [_span(text, "Tobin Rusk of Caldera Port", "ner", "ORG", "ORG"), *ner]
+    assert [sp.surface for sp in _split_names(text, [_span(text, "Tobin Rusk of Caldera Port")], whole)] == [
+        "Tobin Rusk of Caldera Port"
+    ]
+
+
+def test_titles_before_a_name_and_titles_alone():
+    text = "Prime Minister Ilsa Varn met the Chairman and the Governor of Velmar."
+    primary = [_span(text, "Prime Minister Ilsa Varn"), _span(text, "Chairman"), _span(text, "Governor of Velmar")]
+    assert [sp.surface for sp in _trim_titles(text, primary)] == ["Ilsa Varn", "Velmar"]
+    kept = [_span(text, "Prime Minister Ilsa Varn", "gazetteer"), _span(text, "Chairman", "gazetteer")]
+    assert [sp.surface for sp in _trim_titles(text, kept)] == ["Prime Minister Ilsa Varn"]
+
+
+def test_a_year_between_the_and_a_name_belongs_to_it():
+    text = "She raced at the 1998 Merrow Games and in 1999 Merrow Cup."
+    primary = [_span(text, "Merrow Games", "gazetteer"), _span(text, "Merrow Cup")]
+    assert [sp.surface for sp in _trim_titles(text, primary)] == ["1998 Merrow Games", "Merrow Cup"]
+
+
+def test_quoted_titles_and_surnames_at_sentence_starts(analyse):
+    text = (
+        "Dorian Kessvale wrote the songs. Kessvale recorded \"Leave It to Marnie\" and 'a small tune' "
+        "in the spring. Later Dorian sang it.\n"
+    )
+    spans, _ = analyse(text)
+    names = [s.surface for s in spans if s.source != "coref"]
+    assert "Leave It to Marnie" in names and "Marnie" not in names
+    assert names.count("Kessvale") == 1 and "Dorian Kessvale" in names
+    assert not any("small" in n for n in names)
