@@ -85,6 +85,7 @@ def read(store, ann: Path, name: str = "") -> Corpus:
     texts = dict(store.query("SELECT path, text FROM docs WHERE status='ok'"))
     etypes = dict(store.query("SELECT id, type FROM entities"))
     corpus = Corpus(name)
+    common: dict[str, frozenset[str]] = {}
     seen = set()
     rows = store.query(
         'SELECT d.path, c.start + m.start, c.start + m."end", m.entity_id, m.surface, m.type, m.source, m.features '
@@ -95,7 +96,12 @@ def read(store, ann: Path, name: str = "") -> Corpus:
             continue
         seen.add((path, start, end))
         text = texts.get(path, "")
-        raw = (surface, mtype, source, orjson.loads(features or "{}"), entitytypes.context(text, start, end))
+        if path not in common:
+            common[path] = entitytypes.lower_words(text)
+        feats = orjson.loads(features or "{}")
+        if source != "coref":
+            feats["common"] = entitytypes.commonness(surface, common[path])
+        raw = (surface, mtype, source, feats, entitytypes.context(text, start, end))
         gold = None
         if source != "coref" or path in coref_docs:
             n = occurrence_index(text, text[start:end], start)

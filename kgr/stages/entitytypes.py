@@ -52,6 +52,24 @@ def context(text: str, start: int, end: int) -> list[str]:
     return before + after
 
 
+_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z']+(?![\w-])")
+
+
+def lower_words(text: str) -> frozenset[str]:
+    """The words a text writes in lower case: its common nouns, verbs and such."""
+    return frozenset(_LOWER_WORD.findall(text))
+
+
+def commonness(surface: str, common: frozenset[str] | set[str]) -> str:
+    """Are a name's words ones the document also uses as ordinary words ("Ledger Store": ledger,
+    store) or not ("Dmitri Hale")? "all", "some", "none", or "" for a name without such words."""
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", surface) if w[:1].isupper() and len(w) > 2]
+    if not words:
+        return ""
+    hits = sum(w in common for w in words)
+    return "all" if hits == len(words) else "some" if hits else "none"
+
+
 def shape(surface: str) -> str:
     """ "Ledger Service" -> "Xx Xx", "ledger-svc" -> "x-x", "ADR-012" -> "X-d", "v3.2.1" -> "xd.d.d"."""
     out: list[str] = []
@@ -103,7 +121,7 @@ def mention_features(
     out = [f"t={mtype or 'CONCEPT'}", f"s={source or ''}", f"sh={shape(surface)}"]
     if features.get("ner_label"):
         out.append(f"ner={features['ner_label']}")
-    for key in ("pattern", "gaz_source"):
+    for key in ("pattern", "gaz_source", "common"):
         if features.get(key):
             out.append(f"{key}={features[key]}")
     for key in ("code_font", "extended", "in_title"):
@@ -139,18 +157,10 @@ def mention_features(
 CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref")
 
 
-POOLING = "mean"
-
-
 def entity_features(counts: Mapping[str, float], n: int) -> dict[str, float]:
     """An entity's features: its mentions' features averaged, and how often it is named."""
     n = max(1, n)
-    if POOLING == "presence":
-        out = {f: 1.0 for f, c in counts.items() if c > 0}
-    elif POOLING == "mix":
-        out = {f: (c / n + 1.0) / 2 for f, c in counts.items() if c > 0}
-    else:
-        out = {f: c / n for f, c in counts.items()}
+    out = {f: c / n for f, c in counts.items()}
     out[f"n={min(int(math.log2(n)), 5)}"] = 1.0
     return out
 

@@ -10,7 +10,14 @@ where ``cos`` is the cosine between the surface and the entity's stored vector (
 other names, definition) when the entity has one; until then the string similarity stands
 in for it. The mention links
 when the score reaches the threshold (0.72); otherwise it founds a new entity with
-``aliases=[surface]``. An exact norm or alias hit always links.
+``aliases=[surface]``. An exact norm or alias hit links unless the text gives evidence of
+two things: the mention's own type evidence (a head noun, a regex family) incompatible with
+all of the entity's; what spaCy or a capitalised run suggests differs from one document to
+the next for the same thing and is no such evidence.
+
+An entity's type is decided over all its mentions, in every document, by the learned model
+of :mod:`kgr.stages.entitytypes` (features of each mention and of the words around it),
+or, without a model, by a weighted vote of the mentions' types.
 
 Aliases are also learned from the text itself before a document is linked:
 "Payments Platform (PayPlat)", "Y: short for X", "usually written Y",
@@ -465,14 +472,17 @@ class Linker:
         the document's text) lets the words around each mention be read for its entity's type."""
         path = doc["path"] if doc else ""
         text = (doc or {}).get("text") or ""
-        contexts = {}
+        common = entitytypes.lower_words(text)
+        contexts: dict[int, dict] = {}  # what typing reads beyond the mention record: kept with it
         for i, m in enumerate(mentions):
-            ctx = (m.get("features") or {}).get("ctx")
+            extra = {}
             at = (chunk_starts or {}).get(m.get("chunk"))
             if at is not None and text and m.get("start") is not None:
-                ctx = entitytypes.context(text, at + m["start"], at + m["end"])
-            if ctx:
-                contexts[i] = list(ctx)
+                extra["ctx"] = entitytypes.context(text, at + m["start"], at + m["end"])
+            if text and m.get("source") != "coref":
+                extra["common"] = entitytypes.commonness(m["surface"], common)
+            if extra:
+                contexts[i] = extra
         subject = _subject_surface(doc, mentions)
         if doc is not None:
             self.learn(doc.get("text", ""), subject)
@@ -514,9 +524,10 @@ class Linker:
                 ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get(
                     "score", 0.5
                 )
+            features = {**(m.get("features") or {}), **contexts.get(i, {})}
             entitytypes.add_mention(
                 ent.type_feats,
-                entitytypes.mention_features(m["surface"], mtype, m.get("source"), m.get("features"), contexts.get(i)),
+                entitytypes.mention_features(m["surface"], mtype, m.get("source"), features, features.get("ctx")),
             )
             ent.type_n += 1
             if strong:
@@ -529,7 +540,7 @@ class Linker:
             ent, score = linked[i]
             rec = {**m, "entity": ent.key, "link_score": round(score, 4)}
             if i in contexts:  # kept, so that a later run reads this mention's typing features from the store
-                rec["features"] = {**(m.get("features") or {}), "ctx": contexts[i]}
+                rec["features"] = {**(m.get("features") or {}), **contexts[i]}
             out_mentions.append(rec)
         out_relations = []
         for r in relations:
