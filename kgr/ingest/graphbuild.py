@@ -99,25 +99,38 @@ def seed_entities(store: Store, pending_ids: list[int]) -> list[dict]:
     ]
 
 
-def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[dict, dict]]:
-    """``votes(key) -> (surface votes, type votes)`` of a stored entity from its mentions in the
-    other documents, so that a rebuilt document's own mentions do not alone rename or retype
-    an entity many documents name."""
+def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[dict, dict, tuple]]:
+    """``votes(key) -> (surface votes, type votes, typing features)`` of a stored entity from its
+    mentions in the other documents, so that a rebuilt document's own mentions do not alone
+    rename or retype an entity many documents name (typing features: see ``Linker``)."""
+    from kgr.stages import entitytypes
+
     pending = orjson.dumps(pending_ids).decode()
 
-    def votes(key: str) -> tuple[dict, dict]:
+    def votes(key: str) -> tuple[dict, dict, tuple]:
         surfaces: dict[str, int] = {}
         types: dict[str, float] = {}
-        for surface, typ, score in store.query(
-            "SELECT m.surface, m.type, m.score FROM mentions m JOIN entities e ON e.id = m.entity_id "
-            "WHERE e.key = :key AND m.source != 'coref' "
+        counts: dict[str, float] = {}
+        strong: dict[str, int] = {}
+        n = 0
+        for surface, typ, score, source, features in store.query(
+            "SELECT m.surface, m.type, m.score, m.source, m.features FROM mentions m "
+            "JOIN entities e ON e.id = m.entity_id WHERE e.key = :key "
             "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))",
             {"key": key, "pending": pending},
         ):
-            surfaces[surface] = surfaces.get(surface, 0) + 1
+            feats = loads(features, {})
             typ = typ or "CONCEPT"
+            entitytypes.add_mention(counts, entitytypes.mention_features(surface, typ, source, feats, feats.get("ctx")))
+            n += 1
+            if source == "coref":
+                continue
+            surfaces[surface] = surfaces.get(surface, 0) + 1
             types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
-        return surfaces, types
+            shown = entitytypes.strong_type(surface, typ, source, feats)
+            if shown:
+                strong[shown] = strong.get(shown, 0) + 1
+        return surfaces, types, (counts, n, strong)
 
     return votes
 

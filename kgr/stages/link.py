@@ -10,7 +10,14 @@ where ``cos`` is the cosine between the surface and the entity's stored vector (
 other names, definition) when the entity has one; until then the string similarity stands
 in for it. The mention links
 when the score reaches the threshold (0.72); otherwise it founds a new entity with
-``aliases=[surface]``. An exact norm or alias hit always links.
+``aliases=[surface]``. An exact norm or alias hit links unless the text gives evidence of
+two things: the mention's own type evidence (a head noun, a regex family) incompatible with
+all of the entity's; what spaCy or a capitalised run suggests differs from one document to
+the next for the same thing and is no such evidence.
+
+An entity's type is decided over all its mentions, in every document, by the learned model
+of :mod:`kgr.stages.entitytypes` (features of each mention and of the words around it),
+or, without a model, by a weighted vote of the mentions' types.
 
 Aliases are also learned from the text itself before a document is linked:
 "Payments Platform (PayPlat)", "Y: short for X", "usually written Y",
@@ -29,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from kgr import records
+from kgr.stages import entitytypes
 
 THRESHOLD = 0.72
 STRUCTURAL = 0.9  # string similarity of the matches the linker trusts without vectors
@@ -165,6 +173,9 @@ class Entity:
     surface_votes: dict[str, int] = field(default_factory=dict)
     docs: set[str] = field(default_factory=set)
     origin: str = "extracted"
+    type_feats: dict[str, float] = field(default_factory=dict)  # its mentions' typing features, summed
+    type_n: int = 0  # how many mentions gave them
+    strong_types: dict[str, int] = field(default_factory=dict)  # types its mentions show by themselves
 
     def record(self) -> dict:
         rec = {
@@ -245,18 +256,32 @@ def _trim_long(long: str, short: str, check=None) -> str:
 class Linker:
     """Canonical entities for a stream of documents, optionally seeded from a database."""
 
-    def __init__(self, entities: Iterable[dict] = (), *, threshold: float = THRESHOLD, vectors=None, votes=None):
+    def __init__(
+        self,
+        entities: Iterable[dict] = (),
+        *,
+        threshold: float = THRESHOLD,
+        vectors=None,
+        votes=None,
+        typer: entitytypes.Typer | None | str = "default",
+    ):
         """``vectors(entity, surface, string_sim) -> cosine`` supplies the cosine term from entity
         vectors (see :class:`kgr.ingest.graphbuild.EntityVectors`); it returns ``string_sim`` for an
         entity that has no vector yet. ``votes(key) -> (surface votes, type votes)`` gives a
         seeded entity the votes of the documents linked before (asked once, when a document
-        first links to it), so its name and type are decided by all of them."""
+        first links to it), so its name and type are decided by all of them; a third item, when
+        given, is (typing feature counts, their number of mentions, strong types) of those mentions.
+        ``typer`` decides an entity's type from the features of all its mentions
+        (:mod:`kgr.stages.entitytypes`; "default": the packaged model; None: a vote of the
+        mentions' types)."""
         self.threshold = threshold
+        self.typer = entitytypes.default_typer() if typer == "default" else typer
         self.vectors = vectors
         self.votes = votes
         self._unvoted: set[str] = set()
         self.entities: dict[str, Entity] = {}
         self.by_norm: dict[str, str] = {}
+        self.same_norm: dict[str, list[str]] = {}  # every entity a name or alias norm names (homonyms)
         self.by_token: dict[str, set[str]] = {}
         self.aliases: dict[str, str] = {}  # norm of a learned alias -> norm of its long form
         self.pending_long: dict[str, str] = {}  # long forms declared before any mention of them
@@ -282,8 +307,7 @@ class Linker:
         for surface in [ent.name, *ent.aliases]:
             n = norm(surface)
             if n:
-                self.by_norm.setdefault(n, ent.key)
-                self.by_norm.setdefault(singular(n), ent.key)
+                self._index_norm(n, ent.key)
             for t in tokens(surface):
                 self.by_token.setdefault(t, set()).add(ent.key)
 
@@ -292,11 +316,18 @@ class Linker:
             return False
         ent.aliases.append(surface)
         n = norm(surface)
-        self.by_norm.setdefault(n, ent.key)
-        self.by_norm.setdefault(singular(n), ent.key)
+        if n:
+            self._index_norm(n, ent.key)
         for t in tokens(surface):
             self.by_token.setdefault(t, set()).add(ent.key)
         return True
+
+    def _index_norm(self, n: str, key: str) -> None:
+        for probe in (n, singular(n)):
+            self.by_norm.setdefault(probe, key)
+            keys = self.same_norm.setdefault(probe, [])
+            if key not in keys:
+                keys.append(key)
 
     # -- linking -------------------------------------------------------------------------
 
@@ -305,8 +336,9 @@ class Linker:
         n = norm(surface)
         out: dict[str, float] = {}
         for probe in (n, singular(n)):
-            if probe in self.by_norm:
-                out[self.by_norm[probe]] = 1.0
+            for key in self.same_norm.get(probe, ()):
+                if key in self.entities:
+                    out[key] = 1.0
             if probe in self.aliases and self.aliases[probe] in self.by_norm:
                 out[self.by_norm[self.aliases[probe]]] = 1.0
         if out:
@@ -390,13 +422,15 @@ class Linker:
             cos = self.vectors(ent, surface, string_sim)
         return 0.45 * cos + 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
 
-    def link(self, surface: str, mtype: str, doc_path: str) -> tuple[Entity, float, bool]:
-        """Return (entity, link score, created) for a mention."""
+    def link(self, surface: str, mtype: str, doc_path: str, strong: str | None = None) -> tuple[Entity, float, bool]:
+        """Return (entity, link score, created) for a mention. An exact name or alias links
+        unless the text shows two things: the mention's own strong type evidence (``strong``,
+        see :func:`entitytypes.strong_type`) against the entity's."""
         cands = self.candidates(surface)
         best, best_score = None, 0.0
         for key, sim in cands:
             ent = self.entities[key]
-            if sim >= 1.0 and not _incompatible(mtype, ent.type):
+            if sim >= 1.0 and not _conflict(strong, ent):
                 s = max(0.9, self.score(ent, sim, mtype, doc_path, surface))
             else:
                 s = self.score(ent, sim, mtype, doc_path, surface)
@@ -431,8 +465,24 @@ class Linker:
         if norm(long) not in self.by_norm:
             self.pending_long.setdefault(norm(long), long)
 
-    def link_doc(self, doc: dict | None, mentions: list[dict], relations: list[dict]) -> list[dict]:
+    def link_doc(
+        self, doc: dict | None, mentions: list[dict], relations: list[dict], chunk_starts: dict[str, int] | None = None
+    ) -> list[dict]:
+        """Link one document's mentions and relations. ``chunk_starts`` (chunk id -> its offset in
+        the document's text) lets the words around each mention be read for its entity's type."""
         path = doc["path"] if doc else ""
+        text = (doc or {}).get("text") or ""
+        common = entitytypes.lower_words(text)
+        contexts: dict[int, dict] = {}  # what typing reads beyond the mention record: kept with it
+        for i, m in enumerate(mentions):
+            extra = {}
+            at = (chunk_starts or {}).get(m.get("chunk"))
+            if at is not None and text and m.get("start") is not None:
+                extra["ctx"] = entitytypes.context(text, at + m["start"], at + m["end"])
+            if text and m.get("source") != "coref":
+                extra["common"] = entitytypes.commonness(m["surface"], common)
+            if extra:
+                contexts[i] = extra
         subject = _subject_surface(doc, mentions)
         if doc is not None:
             self.learn(doc.get("text", ""), subject)
@@ -447,6 +497,8 @@ class Linker:
         for i in order:
             m = mentions[i]
             surface = m.get("refers_to") or m["surface"]
+            mtype = m.get("type") or "CONCEPT"
+            strong = entitytypes.strong_type(m["surface"], mtype, m.get("source"), m.get("features"))
             if surface in by_surface:
                 ent, score = by_surface[surface], 1.0
             else:
@@ -456,9 +508,9 @@ class Linker:
                     ent = self._new(self.pending_long[long_norm], m.get("type") or "CONCEPT")
                     score = 1.0
                 elif base and self.candidates(base) and self.candidates(base)[0][1] >= 1.0:
-                    ent, score, _ = self.link(base, m.get("type") or "CONCEPT", path)
+                    ent, score, _ = self.link(base, mtype, path, strong)
                 else:
-                    ent, score, _ = self.link(surface, m.get("type") or "CONCEPT", path)
+                    ent, score, _ = self.link(surface, mtype, path, strong)
                 # a learned alias points a new short form at its long form
                 long_norm = self.aliases.get(norm(surface))
                 if long_norm and long_norm in self.by_norm and self.by_norm[long_norm] != ent.key and _fresh(ent):
@@ -472,13 +524,24 @@ class Linker:
                 ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get(
                     "score", 0.5
                 )
+            features = {**(m.get("features") or {}), **contexts.get(i, {})}
+            entitytypes.add_mention(
+                ent.type_feats,
+                entitytypes.mention_features(m["surface"], mtype, m.get("source"), features, features.get("ctx")),
+            )
+            ent.type_n += 1
+            if strong:
+                ent.strong_types[strong] = ent.strong_types.get(strong, 0) + 1
             ent.popularity += 1
             ent.docs.add(path)
             touched[ent.key] = ent
             linked[i] = (ent, score)
         for i, m in enumerate(mentions):
             ent, score = linked[i]
-            out_mentions.append({**m, "entity": ent.key, "link_score": round(score, 4)})
+            rec = {**m, "entity": ent.key, "link_score": round(score, 4)}
+            if i in contexts:  # kept, so that a later run reads this mention's typing features from the store
+                rec["features"] = {**(m.get("features") or {}), **contexts[i]}
+            out_mentions.append(rec)
         out_relations = []
         for r in relations:
             src = by_surface.get(r["src"]) or self.link(r["src"], r.get("src_type") or "CONCEPT", path)[0]
@@ -498,12 +561,21 @@ class Linker:
         """Type by weighted vote; name: the most used multi-word surface, else the most used one."""
         if ent.key in self._unvoted:
             self._unvoted.discard(ent.key)
-            surfaces, types = self.votes(ent.key)
+            surfaces, types, *typing = self.votes(ent.key)
             for surface, n in surfaces.items():
                 ent.surface_votes[surface] = ent.surface_votes.get(surface, 0) + n
             for typ, w in types.items():
                 ent.type_votes[typ] = ent.type_votes.get(typ, 0) + w
-        if ent.type_votes:
+            if typing:
+                counts, n, strong = typing[0]
+                for f, c in counts.items():
+                    ent.type_feats[f] = ent.type_feats.get(f, 0.0) + c
+                ent.type_n += n
+                for typ, c in strong.items():
+                    ent.strong_types[typ] = ent.strong_types.get(typ, 0) + c
+        if self.typer is not None and ent.type_n and ent.type_votes:
+            ent.type = self.typer.predict(entitytypes.entity_features(ent.type_feats, ent.type_n))[0]
+        elif ent.type_votes:
             ent.type = max(sorted(ent.type_votes), key=lambda t: ent.type_votes[t])
         if ent.surface_votes and ent.origin != "manual":
             most = max(ent.surface_votes.values())
@@ -526,6 +598,9 @@ class Linker:
         for n, k in list(self.by_norm.items()):
             if k == ent.key:
                 del self.by_norm[n]
+        for keys in self.same_norm.values():
+            if ent.key in keys:
+                keys.remove(ent.key)
         for keys in self.by_token.values():
             keys.discard(ent.key)
 
@@ -534,9 +609,38 @@ def _fresh(ent: Entity) -> bool:
     return ent.popularity == 0 and ent.origin != "manual"
 
 
+# Types that one real thing can be given by different mentions (a team is also written about as
+# an organisation; a service, its component or the product it is sold as): no evidence of two things.
+TYPE_GROUPS = {
+    "PERSON": "person",
+    "ORG": "org",
+    "TEAM": "org",
+    "SERVICE": "system",
+    "COMPONENT": "system",
+    "PRODUCT": "system",
+    "API": "system",
+    "LOCATION": "place",
+    "STANDARD": "rule",
+    "POLICY": "rule",
+    "VERSION": "version",
+    "DATE": "date",
+}
+
+
 def _incompatible(a: str, b: str) -> bool:
-    """A person is never the same thing as a non-person (the surface may be shared: a homonym)."""
-    return (a == "PERSON") != (b == "PERSON") and "CONCEPT" not in (a, b)
+    """Can a thing of type ``a`` not be a thing of type ``b``? (CONCEPT goes with any.)"""
+    ga, gb = TYPE_GROUPS.get(a), TYPE_GROUPS.get(b)
+    return ga is not None and gb is not None and ga != gb
+
+
+def _conflict(strong: str | None, ent: Entity) -> bool:
+    """Evidence of two things behind one name: the mention shows a type by itself (a head noun,
+    a regex family) that none of the entity's own strong evidence is compatible with. The
+    types spaCy or a capitalised run suggest are not such evidence: they differ from one
+    document to the next for the same thing."""
+    if strong is None or not ent.strong_types:
+        return False
+    return all(_incompatible(strong, t) for t in ent.strong_types)
 
 
 def _subject_surface(doc: dict | None, mentions: list[dict]) -> str | None:
@@ -558,14 +662,18 @@ def link(recs: Iterable[dict], *, linker: Linker | None = None) -> Iterator[dict
     mentions: list[dict] = []
     relations: list[dict] = []
 
+    chunk_starts: dict[str, int] = {}
+
     def flush() -> Iterator[dict]:
         nonlocal mentions, relations
         if mentions or relations:
-            yield from linker.link_doc(doc, mentions, relations)
+            yield from linker.link_doc(doc, mentions, relations, chunk_starts)
         mentions, relations = [], []
 
     for rec in recs:
         kind = rec.get("kind")
+        if kind == records.CHUNK and rec.get("start") is not None:
+            chunk_starts[records.chunk_id(rec.get("doc", ""), rec.get("ord", 0))] = rec["start"]
         if kind == records.MENTION and "entity" not in rec:
             mentions.append(rec)
         elif kind == records.RELATION and "src_surface" not in rec:
@@ -574,5 +682,6 @@ def link(recs: Iterable[dict], *, linker: Linker | None = None) -> Iterator[dict
             yield from flush()
             if kind == records.DOC:
                 doc = rec
+                chunk_starts = {}
             yield rec
     yield from flush()

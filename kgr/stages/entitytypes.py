@@ -1,0 +1,234 @@
+"""Entity types decided over all of an entity's mentions, by a small learned model.
+
+Each mention contributes features that carry across corpora: the type the extractor
+guessed and why (regex family, code font, gazetteer source, head-noun extension), spaCy's
+NER label, the shape of the surface ("Xx Xx", "x-x", "X_X", "X-d", "xd.d.d"), its head and
+first word, and the words right before and after it ("the X team", "X leads", "by X").
+An entity's features are those of its mentions averaged (so that one noisy mention does not
+decide), and a multinomial logistic model, trained with scikit-learn on annotated corpora
+(``python -m kgr.eval.typetrain train``), turns them into one type. Inference is numpy only: the
+weights ship with the package (``kgr/stages/models/types.json``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import re
+from pathlib import Path
+from typing import Iterator, Mapping
+
+MODEL_FILE = Path(__file__).parent / "models" / "types.json"
+
+_WORDS = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'’]*|\d+|[^\s\w]")
+CONTEXT_CHARS = 60  # how far before and after a mention its neighbouring words are read
+
+# Head nouns that say what kind of thing a name denotes (generic English); a mention whose
+# last word is one of them has strong evidence of its type.
+_HEADS: dict[str, str] | None = None
+
+
+def _heads() -> dict[str, str]:
+    global _HEADS
+    if _HEADS is None:
+        from kgr.stages.extract import HEAD_TYPES
+
+        _HEADS = {h: typ for typ, heads in HEAD_TYPES.items() for h in heads if " " not in h}
+    return _HEADS
+
+
+def context(text: str, start: int, end: int) -> list[str]:
+    """[word before the previous, previous, next, the one after] on the mention's line;
+    "^" and "$" stand for the line's start and end."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    if line_end < 0:
+        line_end = len(text)
+    before = _WORDS.findall(text[max(line_start, start - CONTEXT_CHARS) : start])[-2:]
+    after = _WORDS.findall(text[end : min(line_end, end + CONTEXT_CHARS)])[:2]
+    before = ["^"] * (2 - len(before)) + before
+    after = after + ["$"] * (2 - len(after))
+    return before + after
+
+
+_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z']+(?![\w-])")
+
+
+def lower_words(text: str) -> frozenset[str]:
+    """The words a text writes in lower case: its common nouns, verbs and such."""
+    return frozenset(_LOWER_WORD.findall(text))
+
+
+def commonness(surface: str, common: frozenset[str] | set[str]) -> str:
+    """Are a name's words ones the document also uses as ordinary words ("Ledger Store": ledger,
+    store) or not ("Dmitri Hale")? "all", "some", "none", or "" for a name without such words."""
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", surface) if w[:1].isupper() and len(w) > 2]
+    if not words:
+        return ""
+    hits = sum(w in common for w in words)
+    return "all" if hits == len(words) else "some" if hits else "none"
+
+
+def shape(surface: str) -> str:
+    """ "Ledger Service" -> "Xx Xx", "ledger-svc" -> "x-x", "ADR-012" -> "X-d", "v3.2.1" -> "xd.d.d"."""
+    out: list[str] = []
+    for c in surface[:40]:
+        k = "X" if c.isupper() else "x" if c.isalpha() else "d" if c.isdigit() else " " if c.isspace() else c
+        if not out or out[-1] != k:
+            out.append(k)
+    return "".join(out)
+
+
+def _word(w: str) -> str:
+    """A neighbouring word as a feature: common words as they are (lower case), names by their shape
+    ("Xx"), so that what is learned is how the text writes about a thing, not what it is called."""
+    low = w.lower()
+    if w == low or low in _stop():
+        return low
+    return shape(w)
+
+
+@functools.lru_cache(maxsize=1)
+def _stop() -> frozenset[str]:
+    from kgr.stages.extract import STOP_NAMES
+
+    return frozenset(STOP_NAMES)
+
+
+def strong_type(surface: str, mtype: str | None, source: str | None, features: Mapping | None) -> str | None:
+    """The type a mention shows by itself, when it has strong evidence of it: a regex family
+    (versions, ids, regions, standards), a head noun ("X team", "Porto office"). None otherwise
+    (a capitalised run, spaCy's guess)."""
+    features = features or {}
+    if source == "regex" or features.get("pattern"):
+        return mtype
+    if source == "coref":
+        return None
+    words = surface.lower().split()
+    if len(words) > 1 and words[-1] in _heads():
+        return _heads()[words[-1]]
+    return None
+
+
+def mention_features(
+    surface: str, mtype: str | None, source: str | None, features: Mapping | None, ctx: list[str] | None
+) -> list[str]:
+    """The features one mention contributes to its entity's type."""
+    features = features or {}
+    if source == "coref":
+        return [f"coref={surface.lower()}", f"coref_kind={features.get('coref', '')}"]
+    out = [f"t={mtype or 'CONCEPT'}", f"s={source or ''}", f"sh={shape(surface)}"]
+    if features.get("ner_label"):
+        out.append(f"ner={features['ner_label']}")
+    for key in ("pattern", "gaz_source", "common"):
+        if features.get(key):
+            out.append(f"{key}={features[key]}")
+    for key in ("code_font", "extended", "in_title"):
+        if features.get(key):
+            out.append(key)
+    for other in set(features.get("also") or ()):
+        out.append(f"also={other}")
+    words = [w for w in re.split(r"[\s/]+", surface) if w]
+    out.append(f"nw={min(len(words), 4)}")
+    if words:
+        head, first = words[-1], words[0]
+        if head.isalpha() and head.islower():  # "Mercury SMS adapter": a common noun names the kind
+            out.append(f"head={head}")
+        typ = _heads().get(head.lower())
+        if typ:
+            out.append(f"headtype={typ}")
+        if len(words) > 1 and first.lower() in _stop():
+            out.append(f"first={first.lower()}")
+    if any(c.isdigit() for c in surface):
+        out.append("digit")
+    if surface.isupper():
+        out.append("caps")
+    if ctx:
+        p2, p1, n1, n2 = (_word(w) for w in ctx)
+        out += [f"p1={p1}", f"n1={n1}", f"p2={p2} {p1}", f"n2={n1} {n2}"]
+        for w in (p1, n1):
+            typ = _heads().get(w)
+            if typ:
+                out.append(f"ctxhead={typ}")
+    return out
+
+
+CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref")
+
+
+def entity_features(counts: Mapping[str, float], n: int) -> dict[str, float]:
+    """An entity's features: its mentions' features averaged, and how often it is named."""
+    n = max(1, n)
+    out = {f: c / n for f, c in counts.items()}
+    out[f"n={min(int(math.log2(n)), 5)}"] = 1.0
+    return out
+
+
+def add_mention(counts: dict[str, float], feats: list[str]) -> None:
+    for f in feats:
+        counts[f] = counts.get(f, 0.0) + 1.0
+
+
+class Typer:
+    """A multinomial logistic model over entity features: weights per feature and type."""
+
+    def __init__(self, model: Mapping):
+        import numpy as np
+
+        self.types: list[str] = list(model["types"])
+        self.index = {f: i for i, f in enumerate(model["features"])}
+        self.weights = np.asarray(model["weights"], dtype=np.float64).reshape(len(self.index), len(self.types))
+        self.bias = np.asarray(model["bias"], dtype=np.float64)
+
+    @classmethod
+    def load(cls, path: str | Path = MODEL_FILE) -> "Typer":
+        import orjson
+
+        return cls(orjson.loads(Path(path).read_bytes()))
+
+    def probabilities(self, feats: Mapping[str, float]):
+        import numpy as np
+
+        z = self.bias.copy()
+        for f, v in feats.items():
+            i = self.index.get(f)
+            if i is not None:
+                z += v * self.weights[i]
+        z -= z.max()
+        p = np.exp(z)
+        return p / p.sum()
+
+    def predict(self, feats: Mapping[str, float]) -> tuple[str, float]:
+        p = self.probabilities(feats)
+        i = int(p.argmax())
+        return self.types[i], float(p[i])
+
+
+_override: list[str | Path | None] = []
+
+
+@contextlib.contextmanager
+def model(path: str | Path | None) -> Iterator[None]:
+    """Linkers made inside use the model at ``path`` (None: no model, types by vote), e.g. to
+    collect training data with the types the model does not decide."""
+    _override.append(path)
+    try:
+        yield
+    finally:
+        _override.pop()
+
+
+def default_typer() -> Typer | None:
+    """The model new linkers use: the packaged one, unless :func:`model` says otherwise."""
+    path = _override[-1] if _override else MODEL_FILE
+    if path is None:
+        return None
+    return _load(str(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str) -> Typer | None:
+    if not Path(path).exists():
+        return None
+    return Typer.load(path)

@@ -1,0 +1,122 @@
+"""Entity types decided over all of an entity's mentions (kgr/stages/entitytypes.py), and one
+real thing named in several documents linked to one entity (kgr/stages/link.py)."""
+
+from __future__ import annotations
+
+from kgr.stages import entitytypes
+from kgr.stages.link import Linker, link
+
+
+def test_context_reads_the_words_around_a_mention_on_its_line():
+    text = "Intro line\nThe Quarry Team owns it.\nNext"
+    start = text.index("Quarry Team")
+    ctx = entitytypes.context(text, start, start + len("Quarry Team"))
+    assert ctx == ["^", "The", "owns", "it"]
+    feats = entitytypes.mention_features("Quarry Team", "TEAM", "name", {}, ctx)
+    assert "p1=the" in feats and "n1=owns" in feats  # common words as they are
+    assert "headtype=TEAM" in feats
+    # a neighbouring name is seen by its shape only: what is learned carries to other names
+    ctx2 = entitytypes.context("Ask Ona Pike about Borealis today", 19, 27)
+    assert entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, ctx2)[-4:] == [
+        "p1=about",
+        "n1=today",
+        "p2=Xx about",
+        "n2=today $",
+    ]
+
+
+def test_shapes_and_strong_evidence():
+    assert entitytypes.shape("Quarry Service") == "Xx Xx"
+    assert entitytypes.shape("quarry-svc") == "x-x"
+    assert entitytypes.shape("TKT-0042") == "X-d"
+    assert entitytypes.shape("v3.2.1") == "xd.d.d"
+    assert entitytypes.strong_type("Borealis meeting room", "LOCATION", "name", {}) == "LOCATION"
+    assert entitytypes.strong_type("v3.2.1", "VERSION", "regex", {"pattern": "version"}) == "VERSION"
+    assert entitytypes.strong_type("Ona Pike", "PERSON", "ner", {"ner_label": "PERSON"}) is None
+
+
+def _typer(weights: dict[str, dict[str, float]], types=("PERSON", "TEAM")) -> entitytypes.Typer:
+    feats = sorted(weights)
+    return entitytypes.Typer(
+        {
+            "types": list(types),
+            "features": feats,
+            "weights": [[weights[f].get(t, 0.0) for t in types] for f in feats],
+            "bias": [0.0] * len(types),
+        }
+    )
+
+
+def _mention(surface, type_, ord_=0, **kw):
+    return {
+        "kind": "mention",
+        "chunk": f"{kw.pop('doc', 'a.md')}#{ord_}",
+        "surface": surface,
+        "type": type_,
+        "start": 0,
+        "end": len(surface),
+        "score": 0.7,
+        "source": "gazetteer",
+        **kw,
+    }
+
+
+def test_the_type_is_decided_once_over_all_mentions_of_all_documents():
+    """Two documents call the same name a PERSON (spaCy's guess) once and a TEAM by what the text
+    says ("the X team"); the model weighs all mentions and the one entity gets one type."""
+    typer = _typer({"t=PERSON": {"PERSON": 1.0}, "t=TEAM": {"TEAM": 1.0}, "n1=team": {"TEAM": 3.0}})
+    linker = Linker(typer=typer)
+    a = {"kind": "doc", "path": "a.md", "text": "Borealis Ops said hello."}
+    b = {"kind": "doc", "path": "b.md", "text": "Ask the Borealis Ops team."}
+    chunk_a = {"kind": "chunk", "doc": "a.md", "ord": 0, "start": 0, "end": len(a["text"]), "text": a["text"]}
+    chunk_b = {"kind": "chunk", "doc": "b.md", "ord": 0, "start": 0, "end": len(b["text"]), "text": b["text"]}
+    m_a = _mention("Borealis Ops", "PERSON")
+    m_b = _mention("Borealis Ops", "PERSON", doc="b.md")
+    m_b["start"], m_b["end"] = 8, 20
+    out = list(link([a, chunk_a, m_a, b, chunk_b, m_b], linker=linker))
+    keys = {r["entity"] for r in out if r["kind"] == "mention"}
+    assert len(keys) == 1
+    entities = [r for r in out if r["kind"] == "entity"]
+    assert entities[-1]["type"] == "TEAM"
+    # the words around each mention are kept with it, for a later run to read from the store
+    assert [r["features"]["ctx"] for r in out if r["kind"] == "mention"][1] == ["Ask", "the", "team", "."]
+    # without a model the mentions' types are voted: PERSON, as before
+    voted = list(link([a, chunk_a, dict(m_a), b, chunk_b, dict(m_b)], linker=Linker(typer=None)))
+    assert [r for r in voted if r["kind"] == "entity"][-1]["type"] == "PERSON"
+
+
+def test_a_name_in_several_documents_is_one_entity_whatever_spacy_calls_it():
+    linker = Linker(typer=None)
+    first = linker.link_doc({"path": "a.md", "text": ""}, [_mention("Ona Pike", "ORG")], [])
+    second = linker.link_doc({"path": "b.md", "text": ""}, [_mention("Ona Pike", "PERSON", doc="b.md")], [])
+    third = linker.link_doc({"path": "c.md", "text": ""}, [_mention("Ona Pike", "PERSON", doc="c.md")], [])
+    keys = {r["entity"] for r in first + second + third if r["kind"] == "mention"}
+    assert len(keys) == 1
+
+
+def test_strong_evidence_of_two_things_keeps_a_shared_name_apart():
+    linker = Linker(typer=None)
+    room, _, _ = linker.link("Borealis", "LOCATION", "a.md", strong="LOCATION")
+    linker.entities[room.key].strong_types["LOCATION"] = 1
+    other, _, created = linker.link("Borealis", "COMPONENT", "b.md", strong="COMPONENT")
+    assert created and other.key != room.key
+    # weak evidence (a guess from spelling or spaCy) links to the existing entity
+    again, _, created = linker.link("Borealis", "PERSON", "c.md")
+    assert not created and again.key in (room.key, other.key)
+
+
+def test_the_packaged_model_types_what_the_text_shows():
+    """Trained on annotated corpora (python -m kgr.eval.typetrain train ...): the clear cases hold."""
+    typer = entitytypes.default_typer()
+    assert typer is not None, "kgr/stages/models/types.json is missing"
+
+    def typed(surface, mtype, source, features, ctx):
+        counts: dict[str, float] = {}
+        for _ in range(3):
+            entitytypes.add_mention(counts, entitytypes.mention_features(surface, mtype, source, features, ctx))
+        return typer.predict(entitytypes.entity_features(counts, 3))[0]
+
+    assert typed("v7.4.1", "VERSION", "regex", {"pattern": "version"}, ["in", "release", ",", "the"]) == "VERSION"
+    assert typed("Zorbel Yarrow", "PERSON", "ner", {"ner_label": "PERSON"}, ["^", "-", "(", "lead"]) == "PERSON"
+    assert typed("us-west-2", "LOCATION", "regex", {"pattern": "region"}, ["runs", "in", "and", "Xx"]) == "LOCATION"
+    assert typed("FROB_LIMIT", "API", "regex", {"pattern": "snake"}, ["set", "`", "`", "to"]) == "API"
