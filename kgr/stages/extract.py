@@ -767,6 +767,7 @@ class Extractor:
         primary = _join_names(doc.text, primary, ner)
         primary = _trim_titles(doc.text, _split_names(doc.text, primary, ner))
         primary = _quoted_titles(doc, primary)
+        primary = _versioned_names(doc.text, primary)
         chosen = _add_ner(primary, ner)
         chosen.extend(_surnames(doc, chosen))
         _mark_sentences(doc, chosen)
@@ -1479,6 +1480,39 @@ def _quoted_titles(doc: Document, primary: list[Span]) -> list[Span]:
     if not added:
         return primary
     return [p for i, p in enumerate(ordered) if i not in drop] + added
+
+
+EDITION = re.compile(r" (v?\d+(?:\.\d+){1,3})(?=[\s,;:)\]]|\.(?!\d)|$)")
+
+
+def _versioned_names(text: str, primary: list[Span]) -> list[Span]:
+    """A name of two capitalised words or more followed by a version number names that edition
+    ("Apache License 2.0", "Semantic Versioning 2.0.0"): one name, linked as the name; a
+    one-word name and its version ("Tallyhive 1.9.6", "ledger-svc v3.2.1") stay two."""
+    ordered = sorted(primary, key=lambda x: x.start)
+    starts = [p.start for p in ordered]
+    drop: set[int] = set()
+    for i, sp in enumerate(ordered):
+        words = sp.surface.split()
+        if (
+            i in drop
+            or sp.source not in JOIN_SOURCES
+            or sp.type in ("PERSON", "DATE", "LOCATION", "VERSION")
+            or len(words) < 2
+            or not all(w[:1].isupper() for w in words)
+        ):
+            continue
+        m = EDITION.match(text, sp.end)
+        if m is None:
+            continue
+        lo, hi = bisect.bisect_left(starts, sp.end), bisect.bisect_left(starts, m.end(1))
+        if any(ordered[k].end > m.end(1) or ordered[k].source not in ("regex", "ner") for k in range(lo, hi)):
+            continue
+        drop.update(range(lo, hi))
+        sp.features = {**sp.features, "base": sp.surface, "version": m.group(1)}
+        sp.end = m.end(1)
+        sp.surface = text[sp.start : sp.end]
+    return [p for k, p in enumerate(ordered) if k not in drop]
 
 
 def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:

@@ -1,7 +1,7 @@
 """Where a name begins and ends: initials, a capitalised "The", titles, possessives, names spaCy
 joins or splits, quoted titles and surnames (texts written for these tests)."""
 
-from kgr.stages.extract import Span, _join_names, _name_runs, _split_names, _trim_titles
+from kgr.stages.extract import Span, _join_names, _name_runs, _split_names, _trim_titles, _versioned_names
 
 
 def runs(text):
@@ -103,3 +103,20 @@ def test_quoted_titles_and_surnames_at_sentence_starts(analyse):
     assert "Leave It to Marnie" in names and "Marnie" not in names
     assert names.count("Kessvale") == 1 and "Dorian Kessvale" in names
     assert not any("small" in n for n in names)
+
+
+def test_a_name_of_several_words_keeps_its_edition_number():
+    text = "Pages follow Tarn Layout Rules 2.1. Brisk 1.9.6 reads Otter Grid 3.6 files."
+    primary = [
+        _span(text, "Tarn Layout Rules"),
+        _span(text, "Brisk", type_="PRODUCT"),
+        _span(text, "1.9.6", "regex", "VERSION"),
+        _span(text, "Otter Grid"),
+    ]
+    got = [(sp.surface, sp.features.get("base")) for sp in _versioned_names(text, primary)]
+    assert got == [
+        ("Tarn Layout Rules 2.1", "Tarn Layout Rules"),
+        ("Brisk", None),
+        ("1.9.6", None),
+        ("Otter Grid 3.6", "Otter Grid"),
+    ]
