@@ -1127,12 +1127,42 @@ def train_relations(goldens, out, c, as_json, config_path):
 
     cfg = load_config(config_path)
     kwargs = {} if c is None else {"C": c}
-    command = "kgr train relations " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    command = "kgr train relations " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("relations") + 1 :])
     summary = learn.train(goldens, out, config=cfg, log=None if as_json else warn, command=command, **kwargs)
     if as_json:
         emit([{"kind": "summary", "out": out, **summary}])
     else:
         warn(f"wrote {out}: {summary['features']} features, threshold {summary['threshold']}")
+
+
+@train_group.command(name="types")
+@click.option(
+    "--golden",
+    "goldens",
+    required=True,
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Annotated folder with docs/ and annotations/ (repeat for several).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Where to write the weights (.json); kgr's own are kgr/stages/models/types.json.",
+)
+def train_types(goldens, out):
+    """Fit the entity-type model on annotated folders and write its weights.
+
+    \b
+    Example:
+        kgr train types --golden ../shared/golden --golden ../shared/golden2 \\
+            --out kgr/stages/models/types.json
+    """
+    from kgr.eval import typetrain
+
+    args = ["train", *[a for g in goldens for a in ("--golden", g)], "--out", out]
+    if typetrain.main(args) != 0:
+        raise click.exceptions.Exit(1)
 
 
 @cli.group(name="eval")
