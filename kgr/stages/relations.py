@@ -343,7 +343,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     for subj in both:
                         for obj in objects:
                             src, dst = (obj, subj) if trig.inverse else (subj, obj)
-                            if _types_ok(trig.rel, src, dst):
+                            if types_ok(trig.rel, src, dst):
                                 add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, 0.9)
                 continue  # "They ...": never the page's single subject
             if subject is None:
@@ -373,7 +373,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     src, dst = (obj, subj) if trig.inverse else (subj, obj)
                     if trig.rel == "same_as":
                         src, dst = (obj, subj)
-                    if not _types_ok(trig.rel, src, dst):
+                    if not types_ok(trig.rel, src, dst):
                         continue
                     add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
 
@@ -439,7 +439,8 @@ def _citable(sp) -> bool:
     return sp.type == "STANDARD" or sp.features.get("pattern") == "standard" or bool(DECISION_RECORD.match(sp.surface))
 
 
-def _types_ok(rel: str, src, dst) -> bool:
+def types_ok(rel: str, src, dst) -> bool:
+    """Can a relation of this type join mentions of these types? (a place to be located in, an owner, ...)"""
     if rel == "cites":  # one cites standards and documents, not commands ("includes the following aliases")
         return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
     if rel == "owned_by":

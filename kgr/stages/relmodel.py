@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from kgr.stages.relations import types_ok
 from kgr.stages.textmodel import Block, Document, tokens_starting_in
 
 VOCABULARY = (
@@ -566,7 +567,13 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
         if prev is None or (p, c.start - c.end) > (prev[0], prev[4].start - prev[4].end):
             best[key] = (p, src, dst, rel, c)  # the likeliest; of equals, the shortest evidence
     out = [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in ruled.values()]
-    out += [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in best.values() if p >= model.threshold_for(rel)]
+    # what the model adds alone keeps to the relation's signature (a place to be located in, an
+    # owner that can own): the rules' own type checks
+    out += [
+        _record(doc, src, dst, rel, p, c)
+        for p, src, dst, rel, c in best.values()
+        if p >= model.threshold_for(rel) and types_ok(rel, src, dst)
+    ]
     return out
 
 
