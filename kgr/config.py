@@ -191,6 +191,13 @@ class RetrievalWeights(Section):
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
     feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
+    # Fusion of the keyword and vector lists (hybrid and graph): "zscore" adds each list's scores as
+    # z-scores over that list (a list whose head stands out from its tail counts more for that query;
+    # a flat one, a weak vector list, hardly moves the keyword match), "rrf" is reciprocal rank fusion.
+    fusion: str = "zscore"
+    keyword_share: float = 0.7  # zscore: the keyword list's share of the fused score (the vector list has the rest)
+    cosine_spread: float = 0.08  # zscore: least spread of a vector list's cosines (a flat list is not stretched)
+    min_confidence: float = 0.5  # graph mode: edges below this confidence are not followed
     graph: float | None = None
 
     def __post_init__(self) -> None:
