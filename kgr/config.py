@@ -183,9 +183,9 @@ class RetrievalWeights(Section):
 
     PATH: ClassVar[str] = "retrieval.weights"
     semantic: float = 0.75
-    hop: float = 0.2
+    hop: float = 0.3
     rel: float = 0.05
-    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
+    cosine_share: float = 0.0  # inside "semantic": cosine similarity vs the fused direct score (which has it already)
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
@@ -198,6 +198,7 @@ class RetrievalWeights(Section):
     keyword_share: float = 0.7  # zscore: the keyword list's share of the fused score (the vector list has the rest)
     cosine_spread: float = 0.08  # zscore: least spread of a vector list's cosines (a flat list is not stretched)
     min_confidence: float = 0.5  # graph mode: edges below this confidence are not followed
+    evidence: float = 0.0  # graph mode: how much of the graph's addition to a chunk depends on its direct evidence
     graph: float | None = None
 
     def __post_init__(self) -> None:

@@ -644,7 +644,10 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
         cosn = ((c.cosine - lo) / span) if c.cosine is not None else 0.0
         share = weights.cosine_share if have_cosine else 0.0
         semantic = share * cosn + (1 - share) * fused
-        c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
+        # what the graph adds is scaled by the chunk's own direct evidence (``evidence`` of it): a page
+        # the question does not match at all is held back against those it matches
+        gate = 1.0 - weights.evidence + weights.evidence * c.direct
+        c.score = weights.semantic * semantic + gate * (weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0))
 
 
 # -- output --------------------------------------------------------------------------------
