@@ -1,4 +1,4 @@
-"""Hybrid retrieval: BM25 + vectors fused by RRF, then graph expansion.
+"""Hybrid retrieval: BM25 + vectors fused, then graph expansion.
 
 One function, :func:`hybrid_query`, answers ``kgr query`` and the MCP tool ``hybrid_query``.
 
@@ -6,7 +6,10 @@ Modes:
 
 - ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
 - ``vector``: KNN over the chunk vectors;
-- ``hybrid``: both, fused by reciprocal rank fusion (RRF);
+- ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
+  list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
+  for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
+  reciprocal rank fusion (``fusion: rrf``) does;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
   question names, a second search with the entities that page names (``weights.feedback``,
   the bridge to the next hop); then seed entities (named in the query, nearest by
@@ -14,11 +17,16 @@ Modes:
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
 
-      final = w_semantic * semantic + w_hop * hop_score(distance) + w_rel * rel_weight(edge)
+      final = w_semantic * direct + gate * (w_hop * hop_score + w_rel * edge_weight)
 
-  where ``semantic`` mixes the chunk's cosine similarity to the query with its fused rank.
-  The best fused result keeps first place (``weights.pin``): the graph adds what the
-  question's direct evidence leads to, it does not overrule that evidence.
+  where ``direct`` is the fused score of the chunk's own evidence and ``hop_score`` the
+  strength of the best walk that reached it: the seed's strength, times the confidence of
+  every edge on the way (edges under ``min_confidence`` are not followed), split over a hub's
+  edges. The best of paths counts, never their number, and a seed taken from a top chunk gives
+  nothing to its own document. ``gate`` (``weights.evidence``) can make what the graph adds
+  depend on the chunk's direct evidence. The best fused result keeps first place
+  (``weights.pin``): the graph adds what the question's direct evidence leads to, it does not
+  overrule that evidence.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
