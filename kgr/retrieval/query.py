@@ -187,9 +187,12 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
             f += lst.weight * (lst.scores.get(cid, low) - mu) / sd
         raw[cid] = f
     top = max(raw.values())
-    span = (top - floor) or 1.0
+    if top - floor <= 1e-9:  # one result, or all alike: each is as good as the best
+        for cid, c in cands.items():
+            c.direct = 1.0 if any(cid in lst.scores for lst, *_ in parts) else 0.0
+        return
     for cid, c in cands.items():
-        c.direct = min(1.0, max(0.0, (raw[cid] - floor) / span))
+        c.direct = min(1.0, max(0.0, (raw[cid] - floor) / (top - floor)))
 
 
 def hybrid_query(

@@ -170,3 +170,9 @@ def test_a_seed_from_a_top_chunk_gives_nothing_to_its_own_page(tmp_path):
         assert by["team.md"]["scores"]["hop"] == 0
         # the edge from it still reaches the other page
         assert by["ledger.md"]["scores"]["hop"] > 0
+
+
+def test_a_single_hit_is_the_best_hit(weak_vectors):
+    store, embed = weak_vectors
+    got = hybrid_query(store, "QX-4471", k=5, mode="bm25")["results"]
+    assert [r["path"] for r in got] == ["hit.md"] and got[0]["score"] == 1.0
