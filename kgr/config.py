@@ -203,6 +203,8 @@ class RetrievalWeights(Section):
     graph: float | None = None
 
     def __post_init__(self) -> None:
+        if self.fusion not in ("zscore", "rrf"):
+            raise ConfigError(f"retrieval.weights.fusion: expected zscore or rrf, got {self.fusion!r}")
         if self.graph is not None:
             object.__setattr__(self, "hop", 2 * float(self.graph) / 3)
             object.__setattr__(self, "rel", float(self.graph) / 3)

@@ -176,3 +176,10 @@ def test_a_single_hit_is_the_best_hit(weak_vectors):
     store, embed = weak_vectors
     got = hybrid_query(store, "QX-4471", k=5, mode="bm25")["results"]
     assert [r["path"] for r in got] == ["hit.md"] and got[0]["score"] == 1.0
+
+
+def test_an_unknown_fusion_is_a_configuration_error():
+    from kgr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fusion"):
+        RetrievalWeights(fusion="borda")
