@@ -179,22 +179,33 @@ class ServeSettings(Section):
 @dataclass(frozen=True)
 class RetrievalWeights(Section):
     """Seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
-    (hipporag_musique_train100, hipporag_hotpotqa_train100): bench/tune_retrieval.py.
-    Seed 000's ``graph`` weight, when set, splits 2:1 into ``hop`` and ``rel``."""
+    (hipporag_musique_train100, hipporag_hotpotqa_train100) and the two golden corpora
+    the issue names for tuning: bench/tune_retrieval.py. Seed 000's ``graph`` weight, when
+    set, splits 2:1 into ``hop`` and ``rel``."""
 
     PATH: ClassVar[str] = "retrieval.weights"
     semantic: float = 0.75
-    hop: float = 0.2
+    hop: float = 0.3
     rel: float = 0.05
-    cosine_share: float = 0.3  # inside "semantic": cosine similarity vs fused rank
+    cosine_share: float = 0.0  # inside "semantic": cosine similarity vs the fused direct score (which has it already)
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
     feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
+    # Fusion of the keyword and vector lists (hybrid and graph): "zscore" adds each list's scores as
+    # z-scores over that list (a list whose head stands out from its tail counts more for that query;
+    # a flat one, a weak vector list, hardly moves the keyword match), "rrf" is reciprocal rank fusion.
+    fusion: str = "zscore"
+    keyword_share: float = 0.7  # zscore: the keyword list's share of the fused score (the vector list has the rest)
+    cosine_spread: float = 0.08  # zscore: least spread of a vector list's cosines (a flat list is not stretched)
+    min_confidence: float = 0.5  # graph mode: edges below this confidence are not followed
+    evidence: float = 0.0  # graph mode: how much of the graph's addition to a chunk depends on its direct evidence
     graph: float | None = None
 
     def __post_init__(self) -> None:
+        if self.fusion not in ("zscore", "rrf"):
+            raise ConfigError(f"retrieval.weights.fusion: expected zscore or rrf, got {self.fusion!r}")
         if self.graph is not None:
             object.__setattr__(self, "hop", 2 * float(self.graph) / 3)
             object.__setattr__(self, "rel", float(self.graph) / 3)

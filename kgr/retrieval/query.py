@@ -1,4 +1,4 @@
-"""Hybrid retrieval: BM25 + vectors fused by RRF, then graph expansion.
+"""Hybrid retrieval: BM25 + vectors fused, then graph expansion.
 
 One function, :func:`hybrid_query`, answers ``kgr query`` and the MCP tool ``hybrid_query``.
 
@@ -6,7 +6,10 @@ Modes:
 
 - ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
 - ``vector``: KNN over the chunk vectors;
-- ``hybrid``: both, fused by reciprocal rank fusion (RRF);
+- ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
+  list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
+  for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
+  reciprocal rank fusion (``fusion: rrf``) does;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
   question names, a second search with the entities that page names (``weights.feedback``,
   the bridge to the next hop); then seed entities (named in the query, nearest by
@@ -14,11 +17,16 @@ Modes:
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
 
-      final = w_semantic * semantic + w_hop * hop_score(distance) + w_rel * rel_weight(edge)
+      final = w_semantic * direct + gate * (w_hop * hop_score + w_rel * edge_weight)
 
-  where ``semantic`` mixes the chunk's cosine similarity to the query with its fused rank.
-  The best fused result keeps first place (``weights.pin``): the graph adds what the
-  question's direct evidence leads to, it does not overrule that evidence.
+  where ``direct`` is the fused score of the chunk's own evidence and ``hop_score`` the
+  strength of the best walk that reached it: the seed's strength, times the confidence of
+  every edge on the way (edges under ``min_confidence`` are not followed), split over a hub's
+  edges. The best of paths counts, never their number, and a seed taken from a top chunk gives
+  nothing to its own document. ``gate`` (``weights.evidence``) can make what the graph adds
+  depend on the chunk's direct evidence. The best fused result keeps first place
+  (``weights.pin``): the graph adds what the question's direct evidence leads to, it does not
+  overrule that evidence.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -72,9 +80,11 @@ _DEFAULTS = RetrievalSettings()
 class Candidate:
     chunk_id: int
     bm25_rank: int | None = None
+    bm25_score: float | None = None
     vector_rank: int | None = None
     cosine: float | None = None
     rrf: float = 0.0
+    direct: float = 0.0  # the fused direct evidence (keyword, vector, feedback lists) in [0, 1]
     hop: float = 0.0
     rel: float = 0.0
     via: list[dict] = field(default_factory=list)  # edges that reached it
@@ -114,13 +124,75 @@ def _content_words(q: str) -> str:
 
 
 def bm25(store: Store, q: str, n: int) -> list[int]:
+    return [cid for cid, _score in bm25_scored(store, q, n)]
+
+
+def bm25_scored(store: Store, q: str, n: int) -> list[tuple[int, float]]:
+    """The best ``n`` chunks by BM25 with their scores (higher is better)."""
     match = fts_query(_content_words(q))
     if not match:
         return []
     rows = store.query(
-        "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 1.0, 0.5) LIMIT ?", (match, n)
+        "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+        (match, n),
     )
-    return [r[0] for r in rows]
+    return [(r[0], -float(r[1])) for r in rows]
+
+
+@dataclass
+class RankedList:
+    """One retrieval list for fusion: chunk id -> score (higher is better), and its weight."""
+
+    weight: float
+    scores: dict[int, float]
+    min_spread: float = 0.0  # the least standard deviation its scores are taken to have
+
+
+def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights) -> None:
+    """Set every candidate's ``direct`` score in [0, 1] from the lists it is on.
+
+    ``rrf``: the reciprocal-rank sum, over the best one. ``zscore``: each list's scores become
+    z-scores over that list, weighted and summed; a chunk missing from a list gets the list's
+    lowest score. How far a list's head stands out from its tail is then what it weighs for
+    this query: a keyword list with one clear hit keeps that hit on top against a vector list
+    whose cosines are all alike (and the vector list's spread is floored at
+    ``cosine_spread``, so a flat list is not stretched into a confident one). The sum is
+    scaled so that a chunk at the bottom of every list scores 0 and the best scores 1."""
+    if not cands:
+        return
+    if weights.fusion == "rrf" or not lists:
+        top = max(c.rrf for c in cands.values()) or 1.0
+        for c in cands.values():
+            c.direct = c.rrf / top
+        return
+    parts = []
+    for lst in lists:
+        if not lst.scores or lst.weight <= 0:
+            continue
+        vals = list(lst.scores.values())
+        mu = sum(vals) / len(vals)
+        sd = max(math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)), lst.min_spread) or 1.0
+        parts.append((lst, mu, sd, min(vals)))
+    if not parts:
+        for c in cands.values():
+            c.direct = 0.0
+        return
+    raw: dict[int, float] = {}
+    floor = 0.0
+    for lst, mu, sd, low in parts:
+        floor += lst.weight * (low - mu) / sd
+    for cid in cands:
+        f = 0.0
+        for lst, mu, sd, low in parts:
+            f += lst.weight * (lst.scores.get(cid, low) - mu) / sd
+        raw[cid] = f
+    top = max(raw.values())
+    if top - floor <= 1e-9:  # one result, or all alike: each is as good as the best
+        for cid, c in cands.items():
+            c.direct = 1.0 if any(cid in lst.scores for lst, *_ in parts) else 0.0
+        return
+    for cid, c in cands.items():
+        c.direct = min(1.0, max(0.0, (raw[cid] - floor) / (top - floor)))
 
 
 def hybrid_query(
@@ -163,11 +235,15 @@ def hybrid_query(
             cands[cid] = Candidate(cid)
         return cands[cid]
 
+    keyword: dict[int, float] = {}
+    semantic: dict[int, float] = {}
     if mode in ("bm25", "hybrid", "graph"):
-        for rank, cid in enumerate(bm25(store, q, n), 1):
+        for rank, (cid, score) in enumerate(bm25_scored(store, q, n), 1):
             c = cand(cid)
             c.bm25_rank = rank
+            c.bm25_score = score
             c.rrf += 1.0 / (RRF_K + rank)
+            keyword[cid] = score
     qvec = None
     if mode in ("vector", "hybrid", "graph"):
         if vectors.stored_spec(store) is None:
@@ -184,10 +260,14 @@ def hybrid_query(
                 c.vector_rank = rank
                 c.cosine = sim
                 c.rrf += 1.0 / (RRF_K + rank)
+                semantic[cid] = sim
+    share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
+    lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
+    fuse(cands, lists, weights)
 
     named = _named_entities(store, q) if mode == "graph" and cands else {}
     if mode == "graph" and cands and weights.feedback:
-        _feedback(
+        more = _feedback(
             store,
             q,
             named,
@@ -198,15 +278,22 @@ def hybrid_query(
             weights.feedback,
             vectors_in_memory,
         )
+        if more:
+            lists += [
+                RankedList(weights.feedback * share, more[0]),
+                *[RankedList(weights.feedback * (1.0 - share), m, weights.cosine_spread) for m in more[1:]],
+            ]
+            fuse(cands, lists, weights)
 
     seeds: dict[int, str] = {}
     reached: dict[int, dict] = {}
     edges: list[dict] = []
     truncated = False
     if mode == "graph" and cands:
-        seeds = _seed_entities(store, named, qvec, cands, weights)
-        reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes)
-        _reach_chunks(store, reached, cands, rels)
+        home: dict[int, int] = {}
+        seeds = _seed_entities(store, named, qvec, cands, weights, home)
+        reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
+        _reach_chunks(store, reached, cands, rels, home)
 
     if qvec is not None:
         missing = [cid for cid, c in cands.items() if c.cosine is None]
@@ -246,19 +333,20 @@ def _feedback(
     n: int,
     weight: float,
     in_memory: bool,
-) -> None:
+) -> list[dict[int, float]]:
     """Pseudo-relevance feedback through the graph: the entities the best fused passage names
     join the question for a second BM25 and vector search, whose ranks add to the fusion with
     ``weight``. "The waterfall in the country where the Bubye River is found": the Bubye River
     page names Zimbabwe, and "waterfall ... Zimbabwe" finds Victoria Falls, a page neither the
     question's words nor its vector reach. Only when that passage is the page of an entity the
     question names: a question naming nothing (a claim to check, a how-to) has no bridge to
-    follow, and a passage merely like it would pull in its own look-alikes."""
+    follow, and a passage merely like it would pull in its own look-alikes. Returns the two
+    new lists (keyword, then vector when there is an embedder) with their scores, or []."""
     if not named:
-        return
-    best = min(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))
+        return []
+    best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))
     if not _is_about(store, best.chunk_id, list(named)):
-        return
+        return []
     names = [
         r[0]
         for r in store.query(
@@ -269,14 +357,15 @@ def _feedback(
         )
     ]
     if not names:
-        return
-    lists = [bm25(store, _content_words(q) + " " + " ".join(names), n)]
+        return []
+    lists = [dict(bm25_scored(store, _content_words(q) + " " + " ".join(names), n))]
     if embed_query is not None:
         qvec = embed_query(q + " " + " ".join(names))
-        lists.append([cid for cid, _sim in vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=in_memory)])
+        lists.append(dict(vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=in_memory)))
     for ranking in lists:
         for rank, cid in enumerate(ranking, 1):
             cand(cid).rrf += weight / (RRF_K + rank)
+    return lists
 
 
 def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
@@ -314,11 +403,17 @@ def _named_entities(store: Store, q: str) -> dict[int, str]:
 
 
 def _seed_entities(
-    store: Store, named: dict[int, str], qvec, cands: dict[int, Candidate], weights: Weights
+    store: Store,
+    named: dict[int, str],
+    qvec,
+    cands: dict[int, Candidate],
+    weights: Weights,
+    home: dict[int, int] | None = None,
 ) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
     named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
-    top chunks (1, the chunk's fused score relative to the best)."""
+    top chunks (1, the chunk's fused score relative to the best). ``home`` receives, for a seed
+    taken from a top chunk, that chunk's document: the seed's own page there is no new evidence."""
     seeds: dict[int, tuple[str, int, float]] = {
         e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
     }
@@ -326,13 +421,13 @@ def _seed_entities(
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
             if sim >= weights.entity_sim and eid not in seeds:
                 seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
-    top = sorted(cands.values(), key=lambda c: -c.rrf)[: weights.seed_chunks]
+    top = sorted(cands.values(), key=lambda c: (-c.direct, c.chunk_id))[: weights.seed_chunks]
     if top:
-        best = top[0].rrf or 1.0
-        strength = {c.chunk_id: c.rrf / best for c in top}
+        best = top[0].direct or 1.0
+        strength = {c.chunk_id: c.direct / best for c in top}
         ids = [c.chunk_id for c in top]
-        for eid, cid in store.query(
-            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
+        for eid, cid, doc_id in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id, m.doc_id FROM mentions m JOIN entities e ON e.id = m.entity_id "
             f"WHERE m.chunk_id IN ({','.join('?' * len(ids))}) AND e.status = 'active' AND m.source != 'coref' "
             f"AND e.type NOT IN ('DATE', 'VERSION')",
             ids,
@@ -340,6 +435,8 @@ def _seed_entities(
             st = strength[cid]
             if eid not in seeds or seeds[eid][1] == 1 and seeds[eid][2] < st:
                 seeds[eid] = (f"mentioned in a top result (chunk {cid})", 1, st)
+                if home is not None:
+                    home[eid] = doc_id
     if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
         ids = list(seeds)
         df = dict(
@@ -354,8 +451,11 @@ def _seed_entities(
     return seeds
 
 
-def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int):
-    """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge)."""
+def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int, min_confidence: float = 0.0):
+    """Breadth-first over relations (both directions) from the seeds: entity -> (distance, parent, edge).
+
+    An edge passes on its confidence: a walk's strength is multiplied by it at every step, and an
+    edge below ``min_confidence`` is not followed at all (nor is anything only it reaches)."""
     from kgr.store.bfs import bfs
 
     reached: dict[int, dict] = {
@@ -365,6 +465,7 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
     truncated = False
     rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
     degrees: dict[int, int] = {}
+    confidences: dict[tuple[int, int], float] = {}
     if hops == 0 or not seeds:
         return reached, edges, truncated
     for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
@@ -387,11 +488,14 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
         )
         local = {root: root_strength}
         for eid, parent, dist in rows:
-            if dist == 0:
+            if dist == 0 or parent not in local:
+                continue
+            conf = _confidence(store, parent, eid, rel_filter, confidences)
+            if conf < min_confidence:
                 continue
             dist += base
             # a walk leaving a hub spreads its strength over the hub's many edges
-            st = local.get(parent, root_strength) * HOP_DECAY / _degree(store, parent, rel_filter, degrees) ** FANOUT
+            st = local[parent] * HOP_DECAY * conf / _degree(store, parent, rel_filter, degrees) ** FANOUT
             local[eid] = max(local.get(eid, 0.0), st)
             prev = reached.get(eid)
             if prev is not None:
@@ -404,7 +508,14 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             if len(reached) >= max_nodes:
                 truncated = True
                 break
-            reached[eid] = {"distance": dist, "parent": parent, "rel": None, "why": None, "strength": st}
+            reached[eid] = {
+                "distance": dist,
+                "parent": parent,
+                "rel": None,
+                "why": None,
+                "strength": st,
+                "confidence": 0.0,
+            }
     # the exact edges traversed: parent -> child, in either stored direction
     for eid, info in reached.items():
         p = info["parent"]
@@ -418,8 +529,22 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
         if row:
             rid, s, d, rel, conf = row[0]
             info["rel"] = rel
+            info["confidence"] = float(conf)
             edges.append({"id": rid, "src": s, "dst": d, "rel": rel, "confidence": conf})
     return reached, edges, truncated
+
+
+def _confidence(store: Store, a: int, b: int, rel_filter: list[str], cache: dict[tuple[int, int], float]) -> float:
+    """The highest confidence of an allowed edge between two entities, in either direction."""
+    key = (min(a, b), max(a, b))
+    if key not in cache:
+        value = store.scalar(
+            "SELECT max(confidence) FROM relations WHERE ((src_id=? AND dst_id=?) OR (src_id=? AND dst_id=?)) "
+            f"AND rel IN ({','.join('?' * len(rel_filter))})",
+            (a, b, b, a, *rel_filter),
+        )
+        cache[key] = 0.0 if value is None else float(value)
+    return cache[key]
 
 
 def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]) -> int:
@@ -436,8 +561,12 @@ def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]
     return cache[eid]
 
 
-def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels) -> None:
+def _reach_chunks(
+    store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels, home: dict[int, int] | None = None
+) -> None:
     """Chunks that mention a reached entity get its hop score; an entity's own page counts most.
+    A seed taken from a top chunk gives nothing to the document that chunk is in (``home``):
+    that page is already there on its direct evidence, and counting it again is fan-out.
 
     Two reads keep a hub cheap (a name a thousand pages mention): the pages about a reached
     entity, wherever they are, and the reached entities that the candidates mention."""
@@ -456,14 +585,21 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
         c.entities.add(eid)
         if hop > c.hop:
             c.hop = hop
-            c.rel = REL_WEIGHTS.get(info["rel"] or "", 1.0 if dist == 0 else 0.5)
+            # an edge weighs by its confidence (and its type's weight); a seed by how it was found
+            c.rel = (
+                REL_WEIGHTS.get(info["rel"] or "", 1.0) * info["confidence"]
+                if info["rel"]
+                else (1.0 if dist == 0 else 0.5)
+            )
             c.via = [{"entity": eid, "distance": dist, "rel": info["rel"], "about": about}]
 
     ids = list(reached)
     about_pairs: set[tuple[int, int]] = set()
     for i in range(0, len(ids), 400):
         part = ids[i : i + 400]
-        for eid, cid, title_len, title in store.query(_title_mentions_sql(len(part)), part):
+        for eid, cid, title_len, title, doc_id in store.query(_title_mentions_sql(len(part)), part):
+            if home and reached[eid]["parent"] is None and home.get(eid) == doc_id:
+                continue
             # a page is about an entity when the entity is (most of) its title: "Ledger Service",
             # "Lothair II"; a term inside a long title ("... of p53 in ...") is only mentioned
             if (title_len or 0) >= ABOUT_SHARE * len((title or "").strip() or " "):
@@ -474,11 +610,13 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
     cids = list(cands)
     for i in range(0, len(cids), 400):
         part = cids[i : i + 400]
-        for eid, cid in store.query(
-            f"SELECT DISTINCT m.entity_id, m.chunk_id FROM mentions m WHERE m.chunk_id IN ({','.join('?' * len(part))}) "
-            f"AND m.source != 'coref'",
+        for eid, cid, doc_id in store.query(
+            f"SELECT DISTINCT m.entity_id, m.chunk_id, m.doc_id FROM mentions m "
+            f"WHERE m.chunk_id IN ({','.join('?' * len(part))}) AND m.source != 'coref'",
             part,
         ):
+            if home and eid in home and reached.get(eid, {}).get("parent") is None and home[eid] == doc_id:
+                continue
             if eid in reached and (eid, cid) not in about_pairs:
                 credit(eid, cid, False)
 
@@ -486,7 +624,8 @@ def _reach_chunks(store: Store, reached: dict[int, dict], cands: dict[int, Candi
 def _title_mentions_sql(n: int) -> str:
     """The in-title mentions of n entities, per chunk (the partial index idx_mentions_in_title serves it)."""
     return (
-        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title, m.doc_id FROM mentions m "
+        f"JOIN docs d ON d.id = m.doc_id "
         f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
         f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id"
     )
@@ -496,7 +635,7 @@ def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> l
     ranked = sorted(cands.values(), key=lambda c: (-c.score, c.chunk_id))
     if mode == "graph" and weights.pin:
         # the strongest direct evidence keeps its place; the graph competes for the places after it
-        pinned = sorted(cands.values(), key=lambda c: (-c.rrf, c.chunk_id))[: weights.pin]
+        pinned = sorted(cands.values(), key=lambda c: (-c.direct, c.chunk_id))[: weights.pin]
         ids = {c.chunk_id for c in pinned}
         ranked = pinned + [c for c in ranked if c.chunk_id not in ids]
     return ranked[:k]
@@ -505,19 +644,21 @@ def _rank(cands: dict[int, Candidate], mode: str, weights: Weights, k: int) -> l
 def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine: bool) -> None:
     if not cands:
         return
-    top_rrf = max(c.rrf for c in cands.values()) or 1.0
     cos = [c.cosine for c in cands.values() if c.cosine is not None]
     lo, hi = (min(cos), max(cos)) if cos else (0.0, 1.0)
     span = (hi - lo) or 1.0
     for c in cands.values():
-        fused = c.rrf / top_rrf
+        fused = c.direct
         if mode != "graph":
             c.score = fused
             continue
         cosn = ((c.cosine - lo) / span) if c.cosine is not None else 0.0
         share = weights.cosine_share if have_cosine else 0.0
         semantic = share * cosn + (1 - share) * fused
-        c.score = weights.semantic * semantic + weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0)
+        # what the graph adds is scaled by the chunk's own direct evidence (``evidence`` of it): a page
+        # the question does not match at all is held back against those it matches
+        gate = 1.0 - weights.evidence + weights.evidence * c.direct
+        c.score = weights.semantic * semantic + gate * (weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0))
 
 
 # -- output --------------------------------------------------------------------------------

@@ -63,13 +63,14 @@ def test_pinned_places_keep_the_best_fused_results_first(kb):
     from kgr.retrieval.query import Weights
 
     store, embed = kb
-    q = "kestrel publishes"
+    q = "ledger records"
     hybrid = [r["chunk_id"] for r in hybrid_query(store, q, k=5, mode="hybrid", embed_query=embed)["results"]]
     # unpinned, an overwhelming hop weight lets a chunk reached through the graph take first place
-    free = hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(pin=0, hop=5.0))
+    # (the best chunk's Ledger Service, one edge on to its owner's page)
+    free = hybrid_query(store, q, k=5, mode="graph", hops=2, embed_query=embed, weights=Weights(pin=0, hop=5.0))
     assert free["results"][0]["chunk_id"] != hybrid[0] and free["results"][0]["scores"]["hop"] > 0
     for pin in (1, 2):
-        graph = hybrid_query(store, q, k=5, mode="graph", hops=1, embed_query=embed, weights=Weights(pin=pin, hop=5.0))
+        graph = hybrid_query(store, q, k=5, mode="graph", hops=2, embed_query=embed, weights=Weights(pin=pin, hop=5.0))
         assert [r["chunk_id"] for r in graph["results"][:pin]] == hybrid[:pin]
 
 
