@@ -429,14 +429,16 @@ class Linker:
         return ent.type
 
     def _signature_ok(self, rel: str, src: Entity, dst: Entity) -> bool:
-        """Can entities of these types hold this relation? (one is located in a place, owned by an owner)"""
+        """Can entities of these types hold this relation? Only what can never hold it is
+        refused (a person or a date is no place to be located in): the type model is less sure
+        of places and owners on text unlike what it was trained on."""
         dst_type = self.current_type(dst)
         if rel == "located_in":
-            return dst_type == "LOCATION"
+            return dst_type not in ("PERSON", "DATE", "VERSION", "API")
         if rel == "owned_by":
-            return dst_type in ("TEAM", "ORG", "PERSON")
+            return dst_type not in ("DATE", "VERSION", "STANDARD", "API")
         if rel == "part_of" and self.current_type(src) == "PERSON":
-            return dst_type in ("TEAM", "ORG")
+            return dst_type not in ("PERSON", "DATE", "VERSION")
         return True
 
     def link(self, surface: str, mtype: str, doc_path: str, strong: str | None = None) -> tuple[Entity, float, bool]:
