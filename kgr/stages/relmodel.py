@@ -36,21 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from kgr.stages.relations import types_ok
+from kgr.stages.relations import VOCABULARY, types_ok
 from kgr.stages.textmodel import Block, Document, tokens_starting_in
 
-VOCABULARY = (
-    "defines",
-    "refers_to",
-    "part_of",
-    "uses",
-    "depends_on",
-    "precedes",
-    "owned_by",
-    "located_in",
-    "cites",
-    "same_as",
-)
 NONE = "none"
 LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
 MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
