@@ -1084,13 +1084,7 @@ def memories_import(input, db, as_json, config_path):
         warn(f"imported {out['imported']} memories, {out['skipped']} already stored")
 
 
-@cli.group(name="train")
-def train_group():
-    """Train kgr's learned models from annotated folders (the format of a golden corpus)."""
-
-
-@train_group.command(name="relations")
-@click.option(
+golden_folders_option = click.option(
     "--golden",
     "goldens",
     required=True,
@@ -1098,6 +1092,15 @@ def train_group():
     type=click.Path(exists=True, file_okay=False),
     help="Annotated folder with docs/ and annotations/ (repeat for several).",
 )
+
+
+@cli.group(name="train")
+def train_group():
+    """Train kgr's learned models from annotated folders (the format of a golden corpus)."""
+
+
+@train_group.command(name="relations")
+@golden_folders_option
 @click.option(
     "--out",
     required=True,
@@ -1136,14 +1139,7 @@ def train_relations(goldens, out, c, as_json, config_path):
 
 
 @train_group.command(name="types")
-@click.option(
-    "--golden",
-    "goldens",
-    required=True,
-    multiple=True,
-    type=click.Path(exists=True, file_okay=False),
-    help="Annotated folder with docs/ and annotations/ (repeat for several).",
-)
+@golden_folders_option
 @click.option(
     "--out",
     required=True,
