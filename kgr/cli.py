@@ -1709,9 +1709,15 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
 
     stdout carries protocol frames only; logs go to stderr.
 
+    With the memory tools (--profile memory or all), KNOWLEDGE_BASE_FILE_PATH (or the
+    reference memory server's MEMORY_FILE_PATH; the first wins when both are set) names a
+    JSONL memory file imported at start when the database holds no memory entity yet; an
+    unreadable or invalid file stops the server before anything is written.
+
     \b
     Example:
         kgr serve --db kb.sqlite --profile kb
+        KNOWLEDGE_BASE_FILE_PATH=knowledge_base.jsonl kgr serve --profile memory --db memory.sqlite
     """
     from kgr.mcp import server as serve_mod
 

@@ -161,6 +161,12 @@ def main_page(group: click.Group) -> str:
         ".TP",
         ".B KGR_REDACT_KEY",
         "the key of the stable redaction tags",
+        ".TP",
+        ".B KNOWLEDGE_BASE_FILE_PATH",
+        "kgr serve with the memory tools: a JSONL memory file imported at start into a database without memory entities",
+        ".TP",
+        ".B MEMORY_FILE_PATH",
+        "the same, by the reference memory server's name (KNOWLEDGE_BASE_FILE_PATH wins when both are set)",
     ]
     for alias, dotted in sorted(ENV_ALIASES.items()):
         out += [".TP", f".B {esc(alias)}", esc(f"sets {dotted}")]

@@ -475,3 +475,52 @@ class VizHandler(http.server.BaseHTTPRequestHandler):
 def make_server(db: str | Path, *, port: int = DEFAULT_PORT, host: str = "127.0.0.1") -> VizServer:
     """A server ready to ``serve_forever()``; raises VizError for a port in use, StoreError for a missing db."""
     return VizServer(db, host=host, port=port)
+
+
+def serve_in_thread(db: str | Path, *, port: int = 0) -> VizServer:
+    """A page server on 127.0.0.1 (``port`` 0: any free port), serving on a daemon thread of
+    this process, so that it ends with the process; :func:`stop` ends it sooner."""
+    server = make_server(db, port=port)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5}, name="kgr-viz", daemon=True)
+    server.thread = thread
+    thread.start()
+    return server
+
+
+def stop(server: VizServer) -> None:
+    """Stop a server of :func:`serve_in_thread` and close its connection."""
+    server.shutdown()
+    server.server_close()
+
+
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in the desktop's browser, as the seed's ``openInBrowser`` does (macOS
+    ``open``, Windows' default handler, ``xdg-open`` under a graphical session); whether a
+    browser was asked to open it. Nothing is inherited from this process's standard streams:
+    an MCP server's stdout is the protocol, and a terminal browser must never take it."""
+    import os
+    import shutil
+    import subprocess
+
+    if sys.platform == "win32":
+        os.startfile(url)  # noqa: S606 - the user's default handler for an http URL
+        return True
+    if sys.platform == "darwin":
+        command = shutil.which("open")
+    elif os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        command = shutil.which("xdg-open")
+    else:
+        command = None  # no graphical session: nothing to open the page in
+    if command is None:
+        return False
+    try:
+        subprocess.Popen(  # noqa: S603 - a fixed program and our own loopback URL
+            [command, url],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return False
+    return True

@@ -59,7 +59,7 @@ from kgr.mcp.service import LOCK_WAIT_S, TIME_BUDGET_S, WRITE_WAIT_S, Service, l
 # isort: off
 from kgr.mcp.tools import graphrag
 from kgr.mcp.tools import recall  # noqa: F401
-from kgr.mcp.tools import memory  # noqa: F401
+from kgr.mcp.tools import memory
 from kgr.mcp.tools import authoring  # noqa: F401
 
 # isort: on
@@ -331,6 +331,8 @@ def run(opts: Options, cfg) -> None:
             writer.close()
         raise
     try:
+        if "create_entities" in names:  # seed 001's KNOWLEDGE_BASE_FILE_PATH, the reference's MEMORY_FILE_PATH
+            memory.import_memory_file(svc)
         if opts.watch:
             svc.start_watch(opts.watch)
         if opts.warm and "hybrid_query" in names:

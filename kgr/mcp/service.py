@@ -101,6 +101,7 @@ class Service:
         self._locked = None
         self._embed = None
         self._hidden: list[str] | None = None
+        self.closers: list[Callable[[], None]] = []  # run first by close() (a tool's page server)
 
     def expose(self, names: list[str]) -> None:
         """The tools this service is served with (the status tool reports them)."""
@@ -245,6 +246,11 @@ class Service:
         writer.run(functools.partial(warm_writer, cfg=self.cfg), label="warm up")
 
     def close(self) -> None:
+        for closer in self.closers:
+            try:
+                closer()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("kgr serve: closing: %s", self.scrub(str(exc)))
         if self.watcher is not None:
             try:
                 self.watcher.stop()

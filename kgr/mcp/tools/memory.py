@@ -1,6 +1,6 @@
 """The ``memory`` profile: a drop-in for the reference MCP memory server (seed 001).
 
-The nine tools keep the reference's names, argument names and result shapes (so a client
+The nine tools of the reference keep the reference's names, argument names and result shapes (so a client
 written for ``@modelcontextprotocol/server-memory`` works), on :mod:`kgr.memory.graph`. What
 they add: read_graph and search_nodes return a page at a time (``limit``, ``cursor`` ->
 ``nextCursor``) and can return names only; delete_observations closes validity unless
@@ -13,11 +13,19 @@ never starts a writer), waiting while another process writes: two memory servers
 clients) on one database take turns, and every read starts from the committed state.
 Entities are embedded later, by ``kgr embed --pending`` (or the next ingest), when the
 database has vectors.
+
+Seed 001 adds a tenth tool, ``visualize_graph``: the live graph page of ``kgr viz``, served on
+127.0.0.1 by a thread of this server (so it ends with the server), its URL returned. And its
+``KNOWLEDGE_BASE_FILE_PATH`` (the reference's ``MEMORY_FILE_PATH``) names a JSONL memory file
+imported when the server starts on a database without memory entities
+(:func:`import_memory_file`, on :mod:`kgr.memory.memfile`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+import sys
+import threading
+from typing import Annotated, Any, Callable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +34,7 @@ from kgr.ingest.writer import StillQueued
 from kgr.mcp.registry import MAX_NAME_CHARS, MAX_QUERY_CHARS, boundary, tool, toolset
 from kgr.mcp.service import Service
 from kgr.memory import graph as memory
+from kgr.memory import memfile
 
 MAX_ITEMS = 10_000
 MAX_TEXT = 100_000
@@ -76,6 +85,8 @@ class MemoryTools:
 
     def __init__(self, svc: Service):
         self.svc = svc
+        self._page = None  # the graph page of visualize_graph (a kgr.viz.VizServer), once started
+        self._page_lock = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -206,3 +217,112 @@ class MemoryTools:
         """Open specific nodes in the knowledge graph by their names: those entities and the
         relations touching them."""
         return self.svc.read(memory.open_nodes, names)
+
+    # -- the graph page --------------------------------------------------------------------------
+
+    @tool("visualize_graph", profiles=("memory",), title="Visualize Graph")
+    @boundary
+    def visualize_graph(
+        self,
+        open_browser: Annotated[
+            bool,
+            Field(description="Also open the page in this machine's browser (when it has a graphical session)."),
+        ] = False,
+        port: Annotated[
+            int | None,
+            Field(ge=1, le=65535, description="The port to serve the page on (default: any free port)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Show the knowledge graph as an interactive page (zoom, pan, drag, details on click,
+        colours by entity type, labels on or off, live updates every 2 s with pause): starts the
+        page on 127.0.0.1 (or reuses the one this server already runs) and returns its url; the
+        page's data is at graph_api. The page ends with this server."""
+        from kgr import viz
+
+        with self._page_lock:
+            page, started = self._page, False
+            if page is None or not page.thread.is_alive():
+                try:
+                    page = viz.serve_in_thread(self.svc.db, port=port or 0)
+                except viz.VizError as exc:
+                    raise viz.VizError(
+                        exc.message, hint="call visualize_graph without a port for any free port" if port else exc.hint
+                    ) from None
+                if self._page is None:
+                    self.svc.closers.append(self._stop_page)
+                self._page, started = page, True
+        url = page.url
+        entities, relations = self.svc.read(
+            lambda store: store.query("SELECT (SELECT count(*) FROM entities), (SELECT count(*) FROM relations)")[0]
+        )
+        opened = viz.open_in_browser(url) if open_browser else False
+        note = ""
+        if port and port != page.port:
+            note = f" (it was started on port {page.port}; the port is chosen when the page starts)"
+        return {
+            "url": url,
+            "graph_api": url + "api/graph",
+            "message": f"Knowledge graph visualization is available at {url}{note}",
+            "started": started,
+            "opened": opened,
+            "entities": entities,
+            "relations": relations,
+        }
+
+    def _stop_page(self) -> None:
+        from kgr import viz
+
+        with self._page_lock:
+            page, self._page = self._page, None
+        if page is not None:
+            viz.stop(page)
+
+
+# -- the memory file at start --------------------------------------------------------------------
+
+
+def import_memory_file(
+    svc: Service, environ: Mapping[str, str] | None = None, say: Callable[[str], None] | None = None
+):
+    """Import the JSONL memory file named by KNOWLEDGE_BASE_FILE_PATH (seed 001) or
+    MEMORY_FILE_PATH (the reference server) when the database holds no memory entity; what
+    happened goes to stderr. The seed's variable wins when both are set. An unreadable or
+    invalid file raises (the server does not start, so nothing is written over a memory that
+    was not read); a missing one is a first run. Returns the :class:`memfile.Outcome` (None
+    when neither variable is set)."""
+    if say is None:
+
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+    found = memfile.from_environment(environ)
+    if found is None:
+        return None
+    var, path = found.variable, found.path
+    for other, value in found.ignored:
+        same = " (the same file)" if value.strip() == str(path) else ""
+        say(f"kgr serve: {var} and {other} are both set; {var} wins: {other}={value} is ignored{same}")
+    outcome = svc.write(
+        lambda store: memfile.import_at_start(store, path, var), start_writer=False, label="import the memory file"
+    )
+    if outcome.existing:
+        say(
+            f"kgr serve: {var}={path} not imported: the database already holds {outcome.existing} memory "
+            "entities (to merge the file: kgr import --format mcp-memory FILE --db DB)"
+        )
+    elif outcome.missing:
+        say(f"kgr serve: {var}={path} does not exist yet: the memory graph starts empty")
+    else:
+        c = outcome.imported
+        say(
+            f"kgr serve: imported {c['entities']} entities, {c['observations']} observations and "
+            f"{c['relations']} relations from {var}={path}"
+        )
+        if outcome.left_out:
+            shown = "; ".join(f"{r['from']} -{r['relationType']}-> {r['to']}" for r in outcome.left_out[:5])
+            more = f" and {len(outcome.left_out) - 5} more" if len(outcome.left_out) > 5 else ""
+            say(
+                f"kgr serve: {len(outcome.left_out)} relations of {var} left out, an end not being an entity of "
+                f"the file: {shown}{more} (create the entity, then create_relations)"
+            )
+    return outcome
