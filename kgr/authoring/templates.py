@@ -463,7 +463,7 @@ def need_schema(store: Store) -> None:
     if "node_types" not in cols:
         raise StoreError(
             f"{store.path.name} predates document templates",
-            hint="any kgr command that writes to it migrates it (kgr render, kgr template add, kgr ingest)",
+            hint="commands that write to it migrate it (kgr render, kgr template add, kgr ingest)",
         )
 
 
