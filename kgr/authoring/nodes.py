@@ -10,6 +10,11 @@ balanced [0.7, 0.7]; forward when walked from its source, backward otherwise; an
 unregistered type [0.5, 0.5]); a path's raw strength is the product over its edges, and its
 strength is the raw strength times the length penalty 1 / length. Paths weaker than the
 minimum strength (0.3 by default) are left out.
+
+A relationship type used here before it is registered is registered with directionality
+balanced (the seed's example value), unless the caller is strict
+(``authoring.strict_relation_types``): then it is refused. Types written by other means (the
+memory tools, extraction) and never registered weigh [0.5, 0.5].
 """
 
 from __future__ import annotations
@@ -798,7 +803,7 @@ def explore_neighborhoods(
     for rel, count in type_votes.most_common(5):
         desc = (known.get(rel) or {}).get("description")
         type_reasons[rel] = f"used {count} time{'s' if count != 1 else ''} around the nodes found" + (
-            f"; it means: {desc}" if desc else "; not a registered relation type"
+            f"; it means: {desc}" if desc else ("" if rel in known else "; not a registered relation type")
         )
     # Terms found far apart (no path within twice the depth) probably lack a node between them.
     found = [(t, neighborhoods[t]["primary_nodes"][0]) for t in search_terms if neighborhoods[t]["primary_nodes"]]
