@@ -73,7 +73,9 @@ class TemplateSpec(BaseModel):
     id: Annotated[str | None, Field(max_length=200, description="Template id or name, for update and delete.")] = None
     name: Annotated[str | None, Field(max_length=200)] = None
     description: Annotated[str | None, Field(max_length=2000)] = None
-    structure: Annotated[str | None, Field(max_length=100_000, description="The Mustache body.")] = None
+    structure: Annotated[
+        str | None, Field(max_length=100_000, description="The Mustache body; {{> name}} includes a template.")
+    ] = None
     variables: Annotated[
         dict[str, Annotated[str, Field(max_length=10_000)]] | None,
         Field(description="name -> one read-only SELECT; :id, :name, :type and :key are the node's."),
@@ -220,7 +222,9 @@ class AuthoringTools:
         read-only SQL queries over kgr's tables (entities, relations, relation_types,
         observations, mentions, docs, chunks, relation_evidence) with the node bound as :id,
         :name, :type and :key; each gives the template a list of rows and a has_<name> flag.
-        Queries that write, attach, use pragmas or read other tables are refused."""
+        Queries that write, attach, use pragmas or read other tables are refused. A structure
+        may include other templates by name as partials ({{> name}}), with their variables; a
+        partial must exist, and partials that form a cycle are refused."""
         from kgr.authoring import templates as tm
 
         if operation == "list":
