@@ -655,6 +655,9 @@ def template_group():
 def template_add(name, body_file, variables, node_types, description, replace, db, config_path):
     """Add (or with --replace, update) a template; its queries are checked in the sandbox first.
 
+    The body may include other templates by name as partials ({{> name}}); each must exist,
+    and partials that form a cycle are refused.
+
     \b
     Example:
         kgr template add service --body service.mustache --type SERVICE --var 'deps=SELECT ...' --db kb.sqlite

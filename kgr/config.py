@@ -244,6 +244,14 @@ class MemorySettings(Section):
 
 
 @dataclass(frozen=True)
+class AuthoringSettings(Section):
+    """Authoring the graph by hand (seed 002): whether an unregistered relationship type is refused."""
+
+    PATH: ClassVar[str] = "authoring"
+    strict_relation_types: bool = False  # false: a type used before it is registered is registered (balanced)
+
+
+@dataclass(frozen=True)
 class Settings(Section):
     """The whole configuration, parsed and checked: ``settings.chunk.max_tokens``."""
 
@@ -257,6 +265,7 @@ class Settings(Section):
     serve: ServeSettings = field(default_factory=ServeSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
+    authoring: AuthoringSettings = field(default_factory=AuthoringSettings)
     # the YAML file the settings were read from (not a configuration key)
     source: str | None = field(default=None, compare=False, metadata={"key": False})
 

@@ -10,6 +10,11 @@ balanced [0.7, 0.7]; forward when walked from its source, backward otherwise; an
 unregistered type [0.5, 0.5]); a path's raw strength is the product over its edges, and its
 strength is the raw strength times the length penalty 1 / length. Paths weaker than the
 minimum strength (0.3 by default) are left out.
+
+A relationship type used here before it is registered is registered with directionality
+balanced (the seed's example value), unless the caller is strict
+(``authoring.strict_relation_types``): then it is refused. Types written by other means (the
+memory tools, extraction) and never registered weigh [0.5, 0.5].
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from kgr.store import Store, dumps, loads, now_ms
 RELEVANCE = {"weak": 0.2, "medium": 0.6, "strong": 1.0}
 DIRECTIONALITY = {"strong": (1.0, 0.2), "weak": (0.8, 0.6), "balanced": (0.7, 0.7)}
 UNKNOWN_DIRECTIONALITY = (0.5, 0.5)
+DEFAULT_DIRECTIONALITY = "balanced"  # of a relation type registered without one (the seed's example)
 MIN_PATH_STRENGTH = 0.3
 MAX_PATH_LENGTH = 4
 MAX_PATHS_PER_PAIR = 5
@@ -165,15 +171,20 @@ def _node_ref(store: Store, ref: Any) -> int:
     raise AuthoringError(f"no node {ref!r}", hint="give an existing node id or exact name")
 
 
-def manage_nodes(store: Store, operation: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Create, update or delete nodes in one transaction per node; each gets its own result."""
+def manage_nodes(store: Store, operation: str, nodes: list[dict[str, Any]], *, strict: bool = False) -> dict[str, Any]:
+    """Create, update or delete nodes in one transaction per node; each gets its own result.
+
+    A relationship type not yet registered is registered with the default directionality
+    (the result's message says so), unless ``strict``: then the node's write is refused."""
     if operation not in ("create", "update", "delete"):
         raise AuthoringError(f"operation must be create, update or delete, not {operation!r}")
     results = []
     for spec in nodes:
         try:
+            registered: list[str] = []
             with store.write():
-                results.append(_node_op(store, operation, spec))
+                result = _node_op(store, operation, spec, strict=strict, registered=registered)
+            results.append(_say_registered(result, registered))
         except (AuthoringError, NodeNotFound, KgrError) as exc:
             results.append(
                 {
@@ -186,7 +197,20 @@ def manage_nodes(store: Store, operation: str, nodes: list[dict[str, Any]]) -> d
     return {"results": results}
 
 
-def _node_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _say_registered(result: dict[str, Any], registered: list[str]) -> dict[str, Any]:
+    """The result, saying which relationship types its write registered (and how)."""
+    if registered:
+        names = ", ".join(dict.fromkeys(registered))
+        note = f"registered the relationship type{'s' if len(set(registered)) > 1 else ''} {names} "
+        note += f"(directionality {DEFAULT_DIRECTIONALITY}; change it with manage_relationship_types)"
+        result["message"] = f"{result['message']}; {note}" if result.get("message") else note
+        result["registered_relationship_types"] = list(dict.fromkeys(registered))
+    return result
+
+
+def _node_op(
+    store: Store, operation: str, spec: dict[str, Any], *, strict: bool = False, registered: list[str] | None = None
+) -> dict[str, Any]:
     ts = now_ms()
     if operation == "delete":
         eid = _node_ref(store, spec.get("id") if spec.get("id") is not None else spec.get("name"))
@@ -244,24 +268,88 @@ def _node_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, An
     for rel in spec.get("relationships") or []:
         rel = dict(rel)
         rel["source_id"] = eid
-        _create_relation(store, rel)
+        _create_relation(store, rel, strict=strict, registered=registered)
         created += 1
     return {"node_id": eid, "operation": operation, "status": "success", "created_relationships": created}
+
+
+def written_nodes(result: dict[str, Any]) -> list[int]:
+    """The ids of the nodes a successful create or update of :func:`manage_nodes` wrote."""
+    return [
+        r["node_id"]
+        for r in result.get("results", [])
+        if r.get("status") == "success" and r.get("operation") in ("create", "update") and isinstance(r["node_id"], int)
+    ]
+
+
+def embed_nodes(store: Store, ids: Iterable[int], embedder: Any, *, quantize: int = 8) -> dict[str, Any]:
+    """Vectors for the nodes just written, so that a vector search finds them at once.
+
+    Each node's vector is made from what ``kgr embed --pending`` embeds (its name, other names
+    and summary: :func:`kgr.store.vectors.entity_text`), and recorded with that text's hash, so
+    the next ``kgr embed --pending`` leaves it alone. A node whose text already has its vector
+    costs nothing. The model runs outside any transaction. With no vectors in the database yet,
+    the vector tables are made for ``embedder`` (``quantize``: 8 for int8, 32 for float32); a
+    database holding another model's vectors raises ModelMismatch. Returns ``{"embedded":
+    [ids]}``."""
+    from kgr.store import vectors
+
+    want = sorted({int(i) for i in ids})
+    if not want:
+        return {"embedded": []}
+    rows = []
+    for i in range(0, len(want), 500):
+        part = want[i : i + 500]
+        rows += store.query(
+            "SELECT id, name, type, aliases, description FROM entities "
+            f"WHERE status != 'merged' AND id IN ({','.join('?' * len(part))}) ORDER BY id",
+            part,
+        )
+    stored = vectors.stored_spec(store)
+    spec = vectors.VectorSpec(embedder.model, int(embedder.dim), stored.quantize if stored else quantize)
+    vectors.ensure_tables(store, spec)
+    texts = [(eid, vectors.entity_text(name, typ, aliases, desc)) for eid, name, typ, aliases, desc in rows]
+    hashes = [vectors.text_hash(t) for _, t in texts]
+    current = dict(store.query("SELECT id, hash FROM vec_src WHERE kind = 'entity'")) if texts else {}
+    todo = [(eid, t, h) for (eid, t), h in zip(texts, hashes) if current.get(eid) != h]
+    have = vectors.cached(store, spec, [h for _, _, h in todo])
+    missing = {h: t for _, t, h in todo if h not in have}
+    fresh = {}
+    if missing:
+        fresh = dict(zip(missing, embedder.embed_documents(list(missing.values()))))
+    if todo:
+        with store.write():
+            vectors.remember(store, spec, fresh.items())
+            vectors.put(store, spec, vectors.ENTITY, [(eid, h, have.get(h, fresh.get(h))) for eid, _, h in todo])
+    return {"embedded": [eid for eid, _ in texts]}
 
 
 # -- relationships ------------------------------------------------------------------------------------
 
 
-def _create_relation(store: Store, spec: dict[str, Any]) -> int:
-    rtype = spec.get("relationship_type")
+def _ensure_type(store: Store, rtype: Any, strict: bool, registered: list[str] | None) -> None:
+    """Check a relationship type; an unregistered one is registered with the default
+    directionality (balanced), or refused when ``strict`` (``authoring.strict_relation_types``)."""
     if not isinstance(rtype, str) or not _REL_NAME.match(rtype):
-        raise AuthoringError(f"bad relationship_type {rtype!r}")
-    if not store.scalar("SELECT 1 FROM relation_types WHERE name=?", (rtype,)):
+        raise AuthoringError(f"bad relationship_type {rtype!r}", hint="letters, digits and _, starting with a letter")
+    if store.scalar("SELECT 1 FROM relation_types WHERE name=?", (rtype,)):
+        return
+    if strict:
         raise AuthoringError(
             f"unknown relationship type {rtype!r}",
-            hint="register it with manage_relationship_types (kgr relation-type add), or use one of: "
+            hint="register it first with the manage_relationship_types tool (operation create), or use one of: "
             + ", ".join(t["name"] for t in relation_types(store)),
         )
+    save_relation_type(store, rtype, directionality=DEFAULT_DIRECTIONALITY)
+    if registered is not None:
+        registered.append(rtype)
+
+
+def _create_relation(
+    store: Store, spec: dict[str, Any], *, strict: bool = False, registered: list[str] | None = None
+) -> int:
+    rtype = spec.get("relationship_type")
+    _ensure_type(store, rtype, strict, registered)
     strength = spec.get("relevance_strength") or "medium"
     if strength not in RELEVANCE:
         raise AuthoringError(f"relevance_strength must be weak, medium or strong, not {strength!r}")
@@ -286,15 +374,22 @@ def _create_relation(store: Store, spec: dict[str, Any]) -> int:
     return store.conn.last_insert_rowid()
 
 
-def manage_relationships(store: Store, operation: str, relationships: list[dict[str, Any]]) -> dict[str, Any]:
-    """Create, update or delete relationships, one transaction each; each gets its own result."""
+def manage_relationships(
+    store: Store, operation: str, relationships: list[dict[str, Any]], *, strict: bool = False
+) -> dict[str, Any]:
+    """Create, update or delete relationships, one transaction each; each gets its own result.
+
+    A relationship type not yet registered is registered with the default directionality
+    (the result's message says so), unless ``strict``: then it is refused."""
     if operation not in ("create", "update", "delete"):
         raise AuthoringError(f"operation must be create, update or delete, not {operation!r}")
     results = []
     for spec in relationships:
         try:
+            registered: list[str] = []
             with store.write():
-                results.append(_relation_op(store, operation, spec))
+                result = _relation_op(store, operation, spec, strict=strict, registered=registered)
+            results.append(_say_registered(result, registered))
         except KgrError as exc:
             results.append(
                 {
@@ -328,9 +423,11 @@ def _relation_id(store: Store, spec: dict[str, Any]) -> int:
     return row[0]
 
 
-def _relation_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _relation_op(
+    store: Store, operation: str, spec: dict[str, Any], *, strict: bool = False, registered: list[str] | None = None
+) -> dict[str, Any]:
     if operation == "create":
-        rid = _create_relation(store, spec)
+        rid = _create_relation(store, spec, strict=strict, registered=registered)
         return {"relationship_id": rid, "operation": operation, "status": "success"}
     rid = _relation_id(store, spec)
     if operation == "delete":
@@ -340,8 +437,8 @@ def _relation_op(store: Store, operation: str, spec: dict[str, Any]) -> dict[str
         "SELECT src_id, dst_id, rel, strength, meta FROM relations WHERE id=?", (rid,)
     ).fetchone()
     new_rel = spec.get("relationship_type") or rel
-    if new_rel != rel and not store.scalar("SELECT 1 FROM relation_types WHERE name=?", (new_rel,)):
-        raise AuthoringError(f"unknown relationship type {new_rel!r}")
+    if new_rel != rel:
+        _ensure_type(store, new_rel, strict, registered)
     new_strength = spec.get("relevance_strength") or strength
     if new_strength not in RELEVANCE:
         raise AuthoringError(f"relevance_strength must be weak, medium or strong, not {new_strength!r}")
@@ -706,7 +803,7 @@ def explore_neighborhoods(
     for rel, count in type_votes.most_common(5):
         desc = (known.get(rel) or {}).get("description")
         type_reasons[rel] = f"used {count} time{'s' if count != 1 else ''} around the nodes found" + (
-            f"; it means: {desc}" if desc else "; not a registered relation type"
+            f"; it means: {desc}" if desc else ("" if rel in known else "; not a registered relation type")
         )
     # Terms found far apart (no path within twice the depth) probably lack a node between them.
     found = [(t, neighborhoods[t]["primary_nodes"][0]) for t in search_terms if neighborhoods[t]["primary_nodes"]]

@@ -3,7 +3,10 @@
 A template has a Mustache body (rendered with pystache, no HTML escaping: documents are
 Markdown) and named variables, each one SQL query run with the node bound as ``:id``,
 ``:name``, ``:type`` and ``:key``. Each variable gives the body a list of row objects and
-a ``has_<var>`` flag.
+a ``has_<var>`` flag. Partials (``{{> name}}``) include the registered template of that name
+(never a file) in the same context, with its variables; a partial that names no template, a
+cycle, or nesting deeper than :data:`MAX_PARTIAL_DEPTH` is refused when the template is saved
+and again when it is rendered.
 
 Variables are code written by whoever manages templates, so they run in a **sandbox**: a
 separate read-only connection (``SQLITE_OPEN_READONLY``, ``PRAGMA query_only``) under an
@@ -17,7 +20,7 @@ recursive CTE bomb), string sizes are capped, and a variable returning more than
 Rendered documents are cached in ``document_cache`` with the ids of the nodes they depend
 on (the node and every entity id its variables returned, in columns named ``id`` or ending
 in ``_id``) and a signature over those nodes' state (their row, relations and
-observations) and the template. A cached document is served while its signature still
+observations) and the template with its partials. A cached document is served while its signature still
 matches, so it is invalidated exactly when one of its dependencies (or the template)
 changes.
 """
@@ -41,6 +44,8 @@ MAX_VALUE_BYTES = 1_000_000
 MAX_BODY_CHARS = 100_000
 MAX_SQL_CHARS = 10_000
 MAX_VARIABLES = 32
+MAX_PARTIAL_DEPTH = 8  # templates nested through partials, the outermost included
+MAX_EXPANDED_CHARS = 1_000_000  # a body with its partials expanded (A includes B ten times, B includes C ...)
 DEFAULT_TEMPLATE = "default"
 
 # Tables (and the view) a variable may read. Everything else is denied: meta (host paths,
@@ -299,8 +304,11 @@ def _jsonable(value: Any) -> Any:
 # -- storing templates ---------------------------------------------------------------------------------
 
 
-def check_body(body: str) -> None:
-    """Refuse a body that is not valid Mustache or that uses partials (which would read files)."""
+def check_body(body: str) -> list[str]:
+    """Refuse a body that is not valid Mustache; the names of the partials it includes, in order.
+
+    Partials (``{{> name}}``) name other registered templates; they are never read from files
+    (:func:`resolve_partials` checks that each exists and that they form no cycle)."""
     import pystache
     from pystache.parser import ParsingError
 
@@ -322,17 +330,93 @@ def check_body(body: str) -> None:
                 stack.pop()
         if stack:
             raise TemplateError(f"the template is not valid Mustache: section {{{{#{stack[-1]}}}}} is never closed")
+    return _partial_names(parsed)
+
+
+def _partial_names(parsed: Any, *, every: bool = False) -> list[str]:
+    """The partial names in a parsed pystache template (sections and inverted sections included),
+    each once, or with ``every`` once per inclusion."""
+    names: list[str] = []
 
     def walk(nodes: list) -> None:
         for node in nodes:
-            kind = type(node).__name__
-            if kind == "_PartialNode":
-                raise TemplateError(f"partials ({{{{> {node.key}}}}}) are not allowed in templates")
-            inner = getattr(node, "parsed", None)
-            if inner is not None:
-                walk(inner._parse_tree if hasattr(inner, "_parse_tree") else inner)
+            if type(node).__name__ == "_PartialNode":
+                if every or node.key not in names:
+                    names.append(node.key)
+            for attr in ("parsed", "parsed_section"):  # a section's body; an inverted section's body
+                inner = getattr(node, attr, None)
+                if inner is not None:
+                    walk(inner._parse_tree if hasattr(inner, "_parse_tree") else inner)
 
     walk(parsed._parse_tree)
+    return names
+
+
+def resolve_partials(
+    store: Store, template: dict[str, Any], *, replacing: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every template ``template`` includes as a partial, directly or through others, by name.
+
+    Partials are resolved only from the registered templates, by name (never from files).
+    One that names no template, a cycle (a template that includes itself, directly or through
+    others), nesting deeper than :data:`MAX_PARTIAL_DEPTH` or a body that expands past
+    :data:`MAX_EXPANDED_CHARS` characters is a TemplateError. ``replacing`` maps a template
+    name to a body about to be saved (so that saving checks the graph as it will be)."""
+    import pystache
+
+    replacing = replacing or {}
+    found: dict[str, dict[str, Any]] = {}
+    sizes: dict[str, int] = {}
+
+    def body_of(name: str) -> str:
+        if name in replacing:
+            return replacing[name]
+        return found[name]["structure"]
+
+    def load(name: str, chain: list[str]) -> None:
+        if name in found or name in replacing:
+            return
+        row = store.conn.execute(f"SELECT {_TCOLS} FROM templates WHERE name=?", (name,)).fetchone()
+        if row is None:
+            raise TemplateError(
+                f"partial {{{{> {name}}}}} (in template {chain[-1]!r}): no template is named {name!r}",
+                hint="partials name registered templates: create it first (manage_templates, or kgr template add)",
+            )
+        found[name] = _template_row(row)
+
+    def expand(name: str, body: str, chain: list[str]) -> int:
+        """The expanded size of ``body``; walks its partials depth first along ``chain``."""
+        if name in sizes:
+            return sizes[name]
+        if len(chain) > MAX_PARTIAL_DEPTH:
+            raise TemplateError(
+                f"partials nest deeper than {MAX_PARTIAL_DEPTH} levels: {' > '.join(chain)}",
+                hint="flatten the templates",
+            )
+        try:
+            names = _partial_names(pystache.parse(body), every=True)
+        except Exception as exc:  # noqa: BLE001 - a stored body that no longer parses
+            raise TemplateError(f"template {name!r} is not valid Mustache: {exc}") from None
+        size = len(body)
+        for p in names:
+            if p in chain:
+                cycle = chain[chain.index(p) :] + [p]
+                raise TemplateError(
+                    f"partials form a cycle: {' > '.join(cycle)}",
+                    hint="a template may not include itself, directly or through other templates",
+                )
+            load(p, chain)
+            size += expand(p, body_of(p), [*chain, p])
+            if size > MAX_EXPANDED_CHARS:
+                raise TemplateError(
+                    f"template {chain[0]!r} expands to more than {MAX_EXPANDED_CHARS} characters through its partials"
+                )
+        sizes[name] = size
+        return size
+
+    root = template["name"]
+    expand(root, replacing.get(root, template["structure"]), [root])
+    return {k: v for k, v in found.items() if k != root}
 
 
 def check_variables(variables: dict[str, str], db_path: str | Path | None = None) -> None:
@@ -379,7 +463,7 @@ def need_schema(store: Store) -> None:
     if "node_types" not in cols:
         raise StoreError(
             f"{store.path.name} predates document templates",
-            hint="any kgr command that writes to it migrates it (kgr render, kgr template add, kgr ingest)",
+            hint="commands that write to it migrate it (kgr render, kgr template add, kgr ingest)",
         )
 
 
@@ -426,7 +510,8 @@ def save_template(
     body = structure if structure is not None else (old["structure"] if old else None)
     if body is None:
         raise TemplateError(f"template {name!r} needs a structure (the Mustache body)")
-    check_body(body)
+    if check_body(body):
+        resolve_partials(store, {"name": name, "structure": body}, replacing={name: body})
     vars_ = variables if variables is not None else (old["variables"] if old else {})
     check_variables(vars_, store.path)
     types = node_types if node_types is not None else (old["node_types"] if old else [])
@@ -452,10 +537,28 @@ def delete_template(store: Store, ref: str | int) -> dict[str, Any]:
     t = get_template(store, ref)
     if t["name"] == DEFAULT_TEMPLATE:
         raise TemplateError("the default template cannot be deleted", hint="update it instead")
+    users = [o["name"] for o in list_templates(store) if o["name"] != t["name"] and t["name"] in _includes(o)]
+    if users:
+        raise TemplateError(
+            f"template {t['name']!r} is included as a partial by {', '.join(map(repr, users))}",
+            hint=f"remove {{{{> {t['name']}}}}} from them first",
+        )
     cached = store.scalar("SELECT count(*) FROM document_cache WHERE template_id=?", (t["id"],))
     store.execute("DELETE FROM document_cache WHERE template_id=?", (t["id"],))
     store.execute("DELETE FROM templates WHERE id=?", (t["id"],))
     return {"id": t["id"], "name": t["name"], "cached_documents_removed": cached}
+
+
+def _includes(t: dict[str, Any]) -> list[str]:
+    """The partials a stored template's body names (none when it no longer parses)."""
+    import pystache
+
+    if "{{" not in (t.get("structure") or "") or ">" not in t["structure"]:
+        return []
+    try:
+        return _partial_names(pystache.parse(t["structure"]))
+    except Exception:  # noqa: BLE001
+        return []
 
 
 # -- nodes ------------------------------------------------------------------------------------------
@@ -564,6 +667,8 @@ def signature(store: Store, template: dict[str, Any], deps: list[int]) -> str:
     """sha256 over the template and the state of every dependency node (row, relations, observations)."""
     h = hashlib.sha256()
     h.update(dumps([template["name"], template["structure"], template["variables"]]).encode())
+    for name, p in sorted((template.get("partials") or {}).items()):
+        h.update(dumps(["partial", name, p["structure"], p["variables"]]).encode())
     for eid in sorted(set(deps)):
         h.update(dumps(_node_state(store, eid)).encode())
     return h.hexdigest()
@@ -583,8 +688,20 @@ def _entity_ids(store: Store, rows: list[dict[str, Any]]) -> set[int]:
     return out
 
 
+def with_partials(store: Store, template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` with ``partials``: the templates it includes, by name (:func:`resolve_partials`)."""
+    if "partials" in template:
+        return template
+    return {**template, "partials": resolve_partials(store, template) if _includes(template) else {}}
+
+
 def render(store: Store, n: dict[str, Any], template: dict[str, Any], *, sandbox: Sandbox) -> tuple[str, list[int]]:
-    """The document for node ``n`` and the ids of the nodes it depends on (``n`` first)."""
+    """The document for node ``n`` and the ids of the nodes it depends on (``n`` first).
+
+    Partials (``{{> name}}``) render the registered template of that name in the same
+    context, and their variables run for the node too (the including template's own variables
+    win a name they share)."""
+    template = with_partials(store, template)
     import pystache
 
     data: dict[str, Any] = {}
@@ -603,12 +720,20 @@ def render(store: Store, n: dict[str, Any], template: dict[str, Any], *, sandbox
         }
     )
     deps = {n["id"]}
-    for var, sql in template["variables"].items():
+    partials = template.get("partials") or {}
+    variables: dict[str, str] = {}
+    for p in partials.values():  # a partial brings its own variables; the including template's win
+        for var, sql in p["variables"].items():
+            variables.setdefault(var, sql)
+    variables.update(template["variables"])
+    for var, sql in variables.items():
         rows = sandbox.run(var, sql, n)
         data[var] = rows
         data[f"has_{var}"] = bool(rows)
         deps |= _entity_ids(store, rows)
-    renderer = pystache.Renderer(escape=lambda s: s, missing_tags="ignore", partials={}, search_dirs=[])
+    # partials come from this dict only (never from files); resolve_partials has checked them
+    bodies = {name: p["structure"] for name, p in partials.items()}
+    renderer = pystache.Renderer(escape=lambda s: s, missing_tags="ignore", partials=bodies, search_dirs=[])
     try:
         content = renderer.render(template["structure"], data)
     except Exception as exc:  # noqa: BLE001 - pystache raises plain exceptions for bad templates
@@ -635,7 +760,7 @@ def generate(
         for ref in refs:
             try:
                 n = resolve_node(store, ref)
-                t = template_for(store, n, template)
+                t = with_partials(store, template_for(store, n, template))
                 hit = None
                 if t["id"] is not None and not force:
                     hit = store.conn.execute(

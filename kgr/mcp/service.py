@@ -159,6 +159,16 @@ class Service:
             self._embed = embed
         return self._embed
 
+    def embedder(self):
+        """The loaded embedder of the server's queries (the light ONNX path for the default model).
+
+        :func:`kgr.embedders.get_embedder` shares one instance per configuration and process, so
+        this is the very model :meth:`embed_query` runs: the authoring tools embed the nodes they
+        write with it, and it loads once."""
+        from kgr.embedders import get_embedder
+
+        return get_embedder(self.cfg, purpose="query")
+
     def warm_up(self) -> None:
         """Load the query model and the vector matrix now, so the first query is warm."""
         try:

@@ -248,7 +248,7 @@ def hybrid_query(
     if mode in ("vector", "hybrid", "graph"):
         if vectors.stored_spec(store) is None:
             if mode == "vector":
-                raise UsageError(f"{store.path} has no vectors yet", hint=f"run: kgr embed --db {store.path}")
+                raise UsageError(f"{store.path} has no vectors yet", hint=f"run: kgr embed --pending --db {store.path}")
         else:
             if embed_query is None:
                 raise UsageError("this mode needs a query embedder")

@@ -88,7 +88,7 @@ def check_spec(store: Store, spec: VectorSpec) -> None:
         return
     raise ModelMismatch(
         f"{store.path} holds vectors of {have.model} ({have.dim} dimensions); this run uses {spec.model} ({spec.dim})",
-        hint=f"use the same model (--model {have.model}), or re-embed everything: kgr embed --db {store.path} --reembed",
+        hint=f"use the same model (--model {have.model}), or re-embed everything: kgr embed --pending --reembed --db {store.path}",
     )
 
 
@@ -124,7 +124,7 @@ def has_tables(store: Store) -> bool:
 
 
 def drop_all(store: Store) -> None:
-    """Forget every vector and the recorded model (for ``kgr embed --reembed``); the cache stays."""
+    """Forget every vector and the recorded model (for ``kgr embed --pending --reembed``); the cache stays."""
     with store.write() as conn:
         for name in ("chunks_vec_ad", "entities_vec_ad"):
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")

@@ -112,8 +112,8 @@ def test_relationship_update_delete_and_errors(store, ids):
             {
                 "source_id": "Miles Davis",
                 "target_id": "Charlie Parker",
-                "relationship_type": "PARENT_OF",
-            },  # unregistered
+                "relationship_type": "bad-name",
+            },  # not a type name
             {"source_id": "Miles Davis", "target_id": "Miles Davis", "relationship_type": "cites"},  # a loop
             {
                 "source_id": "Miles Davis",
@@ -131,7 +131,7 @@ def test_relationship_update_delete_and_errors(store, ids):
     )
     assert [r["status"] for r in out["results"]] == ["error"] * 4 + ["success"]
     assert "already exists" in out["results"][0]["message"]
-    assert "unknown relationship type 'PARENT_OF'" in out["results"][1]["message"]
+    assert "bad relationship_type 'bad-name'" in out["results"][1]["message"]
     assert ("Kansas City", "located_in", "Miles Davis", "medium", "manual") in rel_rows(store)
     out = authoring.manage_relationships(store, "delete", [{"id": str(rid)}, {"id": "424242"}])
     assert [r["status"] for r in out["results"]] == ["success", "error"]
@@ -221,3 +221,69 @@ def test_ingest_never_removes_the_hand_made_graph(tmp_path):
         assert store.scalar("SELECT count(*) FROM docs WHERE source='file'") == 0
         assert [n for (n,) in store.query("SELECT name FROM entities WHERE origin='extracted'")] == [some]
         assert rel_rows(store) == [("Pump Manual", "refers_to", some, "strong", "manual")]
+
+
+def test_an_unregistered_type_is_registered_balanced_and_said(store, ids):
+    assert not store.scalar("SELECT 1 FROM relation_types WHERE name='MENTORED_BY'")
+    out = authoring.manage_relationships(
+        store,
+        "create",
+        [{"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "MENTORED_BY"}],
+    )
+    r = out["results"][0]
+    assert r["status"] == "success" and r["registered_relationship_types"] == ["MENTORED_BY"]
+    assert "registered the relationship type MENTORED_BY (directionality balanced" in r["message"]
+    assert {t["name"]: t["directionality"] for t in authoring.relation_types(store)}["MENTORED_BY"] == "balanced"
+    # a node's own relationships register theirs too; a type registered once is not reported again
+    out = authoring.manage_nodes(
+        store,
+        "create",
+        [
+            {
+                "name": "Red Garland",
+                "summary": "Pianist",
+                "relationships": [
+                    {"target_id": "Miles Davis", "relationship_type": "PLAYED_WITH"},
+                    {"target_id": "Charlie Parker", "relationship_type": "MENTORED_BY"},
+                ],
+            }
+        ],
+    )
+    r = out["results"][0]
+    assert r["status"] == "success" and r["created_relationships"] == 2
+    assert r["registered_relationship_types"] == ["PLAYED_WITH"]
+    # an update to an unregistered type registers it as well
+    rid = store.scalar("SELECT id FROM relations WHERE rel='PLAYED_WITH'")
+    out = authoring.manage_relationships(store, "update", [{"id": str(rid), "relationship_type": "GIGGED_WITH"}])
+    assert out["results"][0]["registered_relationship_types"] == ["GIGGED_WITH"]
+    assert store.scalar("SELECT rel FROM relations WHERE id=?", (rid,)) == "GIGGED_WITH"
+
+
+def test_strict_relation_types_keep_the_refusal_and_name_the_tool(store, ids):
+    before = rel_rows(store)
+    out = authoring.manage_relationships(
+        store,
+        "create",
+        [{"source_id": "Miles Davis", "target_id": "Charlie Parker", "relationship_type": "PARENT_OF"}],
+        strict=True,
+    )
+    msg = out["results"][0]["message"]
+    assert out["results"][0]["status"] == "error" and "unknown relationship type 'PARENT_OF'" in msg
+    assert "manage_relationship_types tool (operation create)" in msg and "refers_to" in msg
+    out = authoring.manage_nodes(
+        store,
+        "create",
+        [
+            {
+                "name": "Kid",
+                "summary": "x",
+                "relationships": [{"target_id": "Miles Davis", "relationship_type": "KID_OF"}],
+            }
+        ],
+        strict=True,
+    )
+    assert out["results"][0]["status"] == "error"
+    # the node's write is one transaction: neither the node nor the type was kept
+    assert not store.scalar("SELECT 1 FROM entities WHERE name='Kid'")
+    assert not store.scalar("SELECT 1 FROM relation_types WHERE name IN ('PARENT_OF', 'KID_OF')")
+    assert rel_rows(store) == before

@@ -4,6 +4,7 @@ Every attack is refused with a clear error, and the database (and the disk) stay
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 import pytest
@@ -183,10 +184,104 @@ def test_data_is_never_rendered_as_a_template(store, ids):
     assert content == f"N=Mallory {evil}\nS={evil}\nP={{{{name}}}}\nV=Mallory {evil}"
 
 
-def test_partials_are_refused_so_templates_cannot_read_files(store):
-    for body in ("{{> /etc/passwd}}", "x {{#a}}{{>secret}}{{/a}}"):
-        with pytest.raises(tm.TemplateError, match="partials"), store.write():
+def test_partials_come_from_registered_templates_never_from_files(store, tmp_path, monkeypatch):
+    # files a file-system loader would find: in the working directory, by name and with an extension
+    monkeypatch.chdir(tmp_path)
+    for name in ("secret", "secret.mustache"):
+        (tmp_path / name).write_text("FILE CONTENT")
+    for body, missing in (
+        ("{{> /etc/passwd}}", "/etc/passwd"),
+        ("x {{#a}}{{>secret}}{{/a}}", "secret"),
+        ("x {{^a}}{{> secret}}{{/a}}", "secret"),
+    ):
+        with pytest.raises(tm.TemplateError, match=f"no template is named '{re.escape(missing)}'"), store.write():
             tm.save_template(store, name="p", structure=body)
+    assert store.scalar("SELECT count(*) FROM templates WHERE name='p'") == 0
+
+
+def test_partials_render_registered_templates_with_their_variables(store, ids):
+    with store.write():
+        tm.save_template(
+            store,
+            name="influences",
+            structure="{{#has_infl}}Influenced by:{{#infl}} {{who}}{{/infl}}\n{{/has_infl}}",
+            variables={
+                "infl": "SELECT t.id AS target_id, t.name AS who FROM relations r JOIN entities t ON t.id = r.dst_id "
+                "WHERE r.src_id = :id ORDER BY t.name"
+            },
+        )
+        tm.save_template(store, name="header", structure="# {{name}}\n")
+        tm.save_template(
+            store, name="person", structure="{{> header}}{{summary}}\n{{> influences}}{{^x}}{{> header}}{{/x}}"
+        )
+    docs, _ = tm.generate(store, ["Miles Davis"], template="person")
+    d = docs[0]
+    assert d["status"] == "success", d
+    assert d["content"] == "# Miles Davis\nAmerican jazz trumpeter\nInfluenced by: Charlie Parker\n# Miles Davis\n"
+    assert d["dependencies"] == [ids["Miles Davis"], ids["Charlie Parker"]]  # the partial's variable's rows count
+
+
+def test_a_changed_partial_invalidates_the_cached_documents_that_include_it(store):
+    from kgr.authoring.templates import store_cache
+
+    with store.write():
+        tm.save_template(store, name="sig", structure="-- {{name}}")
+        tm.save_template(store, name="card", structure="{{summary}} {{> sig}}")
+    docs, writes = tm.generate(store, ["Charlie Parker"], template="card")
+    with store.write():
+        store_cache(store, writes)
+    docs, _ = tm.generate(store, ["Charlie Parker"], template="card")
+    assert docs[0]["from_cache"] and docs[0]["content"] == "American jazz saxophonist -- Charlie Parker"
+    with store.write():
+        tm.save_template(store, name="sig", structure="~ {{name}} ~")
+    docs, _ = tm.generate(store, ["Charlie Parker"], template="card")
+    assert not docs[0]["from_cache"] and docs[0]["content"] == "American jazz saxophonist ~ Charlie Parker ~"
+
+
+def test_partial_cycles_are_refused_clearly(store):
+    with store.write():
+        tm.save_template(store, name="a", structure="A")
+        tm.save_template(store, name="b", structure="B {{> a}}")
+    with pytest.raises(tm.TemplateError, match=r"partials form a cycle: a > b > a"), store.write():
+        tm.save_template(store, name="a", structure="A {{> b}}")
+    with pytest.raises(tm.TemplateError, match=r"partials form a cycle: self > self"), store.write():
+        tm.save_template(store, name="self", structure="{{#x}}{{> self}}{{/x}}")
+    assert tm.get_template(store, "a")["structure"] == "A"  # the refused update changed nothing
+    # a cycle made behind the check's back (the table edited by hand) is refused when rendering
+    with store.write():
+        store.execute("UPDATE templates SET body='A {{> b}}' WHERE name='a'")
+    docs, _ = tm.generate(store, ["Charlie Parker"], template="b")
+    assert docs[0]["status"] == "error" and "partials form a cycle: b > a > b" in docs[0]["message"]
+
+
+def test_partial_depth_and_expansion_are_bounded(store):
+    with store.write():
+        tm.save_template(store, name="t0", structure="x")
+        for i in range(1, tm.MAX_PARTIAL_DEPTH):
+            tm.save_template(store, name=f"t{i}", structure=f"{{{{> t{i - 1}}}}}")
+    docs, _ = tm.generate(store, ["Charlie Parker"], template=f"t{tm.MAX_PARTIAL_DEPTH - 1}")
+    assert docs[0]["content"] == "x"
+    with pytest.raises(tm.TemplateError, match="nest deeper than"), store.write():
+        tm.save_template(store, name="deeper", structure=f"{{{{> t{tm.MAX_PARTIAL_DEPTH - 1}}}}}")
+    # each level includes the one below ten times: 10^6 copies, refused before any rendering
+    with store.write():
+        tm.save_template(store, name="b0", structure="y" * 10)
+        for i in range(1, 5):
+            tm.save_template(store, name=f"b{i}", structure=f"{{{{> b{i - 1}}}}}" * 10)
+    with pytest.raises(tm.TemplateError, match="expands to more than"), store.write():
+        tm.save_template(store, name="bomb", structure="{{> b4}}" * 10)
+
+
+def test_a_template_in_use_as_a_partial_cannot_be_deleted(store):
+    with store.write():
+        tm.save_template(store, name="part", structure="P")
+        tm.save_template(store, name="whole", structure="W {{> part}}")
+    with pytest.raises(tm.TemplateError, match="included as a partial by 'whole'"), store.write():
+        tm.delete_template(store, "part")
+    with store.write():
+        tm.delete_template(store, "whole")
+        tm.delete_template(store, "part")
+    assert store.scalar("SELECT count(*) FROM templates WHERE name IN ('part', 'whole')") == 0
 
 
 @pytest.mark.parametrize("body", ["{{#open}}never closed", "{{/close}}", "{{#a}}x{{/b}}", "{{^a}}x {{#b}}y{{/b}}"])

@@ -59,7 +59,7 @@ A database without vectors still answers by keywords, and says what vector searc
   faq.md
   $ kgr query "fares" --db q.sqlite --mode vector
   Error: q.sqlite has no vectors yet
-  Hint: run: kgr embed --db q.sqlite
+  Hint: run: kgr embed --pending --db q.sqlite
   [2]
 
 A file that is not kgr's is refused, and left as it was; so is an empty one, for reading:

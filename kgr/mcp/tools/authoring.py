@@ -8,6 +8,7 @@ writer, or without a knowledge root to keep, the database's writer lock taken fo
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -15,6 +16,8 @@ from pydantic import BaseModel, Field
 from kgr.errors import KgrError, UsageError
 from kgr.mcp.registry import MAX_HOPS, MAX_NAME_CHARS, boundary, tool, toolset
 from kgr.mcp.service import Service
+
+log = logging.getLogger("kgr.serve")
 
 MAX_BATCH = 100
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
@@ -70,7 +73,9 @@ class TemplateSpec(BaseModel):
     id: Annotated[str | None, Field(max_length=200, description="Template id or name, for update and delete.")] = None
     name: Annotated[str | None, Field(max_length=200)] = None
     description: Annotated[str | None, Field(max_length=2000)] = None
-    structure: Annotated[str | None, Field(max_length=100_000, description="The Mustache body.")] = None
+    structure: Annotated[
+        str | None, Field(max_length=100_000, description="The Mustache body; {{> name}} includes a template.")
+    ] = None
     variables: Annotated[
         dict[str, Annotated[str, Field(max_length=10_000)]] | None,
         Field(description="name -> one read-only SELECT; :id, :name, :type and :key are the node's."),
@@ -108,12 +113,25 @@ class AuthoringTools:
     ) -> dict[str, Any]:
         """Create, update or delete graph nodes in a batch; each node may bring relationships
         (forward: node -> target, reverse: target -> node; relevance_strength weak, medium or
-        strong). Returns one result per node (node_id, status, message). Call
-        explore_neighborhoods first so you link to existing nodes instead of duplicating them."""
+        strong; a relationship type not registered yet is registered, balanced). Returns one
+        result per node (node_id, status, message). Created and updated nodes are embedded at
+        once (a vector search finds them); when that fails they stay pending for `kgr embed
+        --pending` and `embedding` says why. Call explore_neighborhoods first so you link to
+        existing nodes instead of duplicating them."""
         from kgr.authoring import nodes as authoring
 
         specs = _dump(nodes)
-        return self.svc.write(lambda store: authoring.manage_nodes(store, operation, specs))
+        svc = self.svc
+        strict = svc.cfg.authoring.strict_relation_types
+
+        def job(store):
+            out = authoring.manage_nodes(store, operation, specs, strict=strict)
+            written = authoring.written_nodes(out)
+            if written:
+                out["embedding"] = _embed_written(svc, store, written)
+            return out
+
+        return svc.write(job)
 
     @tool(
         "manage_relationships",
@@ -131,11 +149,14 @@ class AuthoringTools:
     ) -> dict[str, Any]:
         """Create, update (type, relevance_strength, properties) or delete relationships in a
         batch. A relationship points from the node it matters more to (CHILD_OF, not PARENT_OF);
-        use direction reverse to write it from the other end. Returns one result per item."""
+        use direction reverse to write it from the other end. A relationship type not registered
+        yet is registered with directionality balanced (the result's message says so; change it
+        with manage_relationship_types). Returns one result per item."""
         from kgr.authoring import nodes as authoring
 
         specs = _dump(relationships)
-        return self.svc.write(lambda store: authoring.manage_relationships(store, operation, specs))
+        strict = self.svc.cfg.authoring.strict_relation_types
+        return self.svc.write(lambda store: authoring.manage_relationships(store, operation, specs, strict=strict))
 
     @tool(
         "manage_relationship_types",
@@ -201,7 +222,9 @@ class AuthoringTools:
         read-only SQL queries over kgr's tables (entities, relations, relation_types,
         observations, mentions, docs, chunks, relation_evidence) with the node bound as :id,
         :name, :type and :key; each gives the template a list of rows and a has_<name> flag.
-        Queries that write, attach, use pragmas or read other tables are refused."""
+        Queries that write, attach, use pragmas or read other tables are refused. A structure
+        may include other templates by name as partials ({{> name}}), with their variables; a
+        partial must exist, and partials that form a cycle are refused."""
         from kgr.authoring import templates as tm
 
         if operation == "list":
@@ -346,6 +369,25 @@ class AuthoringTools:
             max_paths_per_pair=max_paths_per_pair,
             min_path_strength=min_path_strength,
         )
+
+
+def _embed_written(svc: Service, store, ids: list[int]) -> dict[str, Any]:
+    """Embed the nodes just written with the server's query embedder; on failure they stay
+    pending (the write itself has been committed) and the answer says why."""
+    from kgr.authoring import nodes as authoring
+
+    try:
+        done = authoring.embed_nodes(store, ids, svc.embedder(), quantize=svc.cfg.embed.quantize)
+        return {"status": "embedded", "embedded": done["embedded"], "pending": []}
+    except Exception as exc:  # noqa: BLE001 - no model, another model's vectors, a failed run: the node stays pending
+        msg = exc.message + (f" (hint: {exc.hint})" if exc.hint else "") if isinstance(exc, KgrError) else str(exc)
+        log.warning("kgr serve: embedding %d written nodes failed: %s", len(ids), svc.scrub(msg))
+        return {
+            "status": "pending",
+            "embedded": [],
+            "pending": list(ids),
+            "message": svc.scrub(msg) + " (the nodes are saved; `kgr embed --pending` embeds them later)",
+        }
 
 
 def _store_cache(store, writes) -> int:
