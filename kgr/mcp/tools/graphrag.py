@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from kgr import __version__, confine
 from kgr.errors import OutsideRoot, UsageError
@@ -405,8 +405,15 @@ def _graph_counts(store) -> dict[str, int]:
 
 # -- kb (seed 004): the seed's argument names beside kgr's ------------------------------------
 
+
+def _id_as_text(value: Any) -> Any:
+    """An integer id (search_concepts answers ``"id": 12``) as the text a reference is."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 ConceptRef = Annotated[
-    Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)] | int | None,
+    Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)] | None,
+    BeforeValidator(_id_as_text),
     Field(description="A concept id, key, name or alias, as returned by search_concepts or list_concepts."),
 ]
 
