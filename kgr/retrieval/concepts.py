@@ -186,8 +186,10 @@ def own_document(store: Store, ent: dict[str, Any], *, limit: int = 2000) -> dic
     best = None
     for row in store.query(
         f"SELECT {_DOC_COLUMNS} FROM docs d WHERE d.id IN "
-        "(SELECT DISTINCT doc_id FROM mentions WHERE entity_id = ? LIMIT ?)",
-        (ent["id"], limit),
+        # the documents whose titles name it (through the title index), then the first of the others
+        "(SELECT doc_id FROM mentions WHERE entity_id = ? AND json_extract(features, '$.in_title') "
+        "UNION SELECT * FROM (SELECT DISTINCT doc_id FROM mentions WHERE entity_id = ? LIMIT ?))",
+        (ent["id"], ent["id"], limit),
     ):
         rank = _own_rank(names, row[1], row[2])
         if rank is not None and (best is None or rank < best[0]):
