@@ -252,6 +252,19 @@ class AuthoringSettings(Section):
 
 
 @dataclass(frozen=True)
+class TenantSettings(Section):
+    """Seed 004's TenantConfig, keys named as there: one server serves one tenant, whose
+    okfRepoPath is the knowledge root. ``clientId`` names the tenant (status and kb_health
+    report it). ``knownExternalIds`` are concept names, aliases or keys known to live outside
+    this knowledge base: kb_health does not flag the references to them as dangling. It is
+    never a read path: nothing outside the knowledge root is read or served."""
+
+    PATH: ClassVar[str] = "tenant"
+    clientId: str = ""  # "" : not set (reported as null)
+    knownExternalIds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Settings(Section):
     """The whole configuration, parsed and checked: ``settings.chunk.max_tokens``."""
 
@@ -266,6 +279,7 @@ class Settings(Section):
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     authoring: AuthoringSettings = field(default_factory=AuthoringSettings)
+    tenant: TenantSettings = field(default_factory=TenantSettings)
     # the YAML file the settings were read from (not a configuration key)
     source: str | None = field(default=None, compare=False, metadata={"key": False})
 

@@ -7,19 +7,24 @@ list_concepts, kb_health); the lookups themselves are those of :mod:`kgr.retriev
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from kgr import confine
 from kgr.errors import OutsideRoot, UsageError
 from kgr.retrieval import entities
 from kgr.retrieval.entities import fts_query
+from kgr.stages.parsers import TEXT_FORMATS, decode_text_full
 from kgr.store import Store, loads
 from kgr.store import bfs as graph
 
 MAX_HOPS = 3
 MAX_NODES = 10000
+BODY_CHARS = 50_000  # get_concept: the body's default bound, in characters
+MAX_BODY_CHARS = 200_000
 
 
 def search_concepts(store: Store, q: str, *, type_: str | None = None, limit: int = 10) -> dict[str, Any]:
@@ -64,15 +69,209 @@ def search_concepts(store: Store, q: str, *, type_: str | None = None, limit: in
     return {"query": q, "concepts": hits[:limit]}
 
 
-def get_concept(store: Store, ref: str | int, *, relations: int = 20, sources: int = 10) -> dict[str, Any]:
-    """One concept by id, key, name or alias: its definition, relations with evidence and sources."""
+def get_concept(
+    store: Store,
+    ref: str | int,
+    *,
+    relations: int = 20,
+    sources: int = 10,
+    root: str | os.PathLike | None = None,
+    max_chars: int = BODY_CHARS,
+    redact: bool = True,
+    known_external: Iterable[str] = (),
+) -> dict[str, Any]:
+    """One concept by id, key, name or alias: its definition, relations with evidence and sources,
+    and its body: the text of the concept's own document (seed 004's atom), read through
+    :mod:`kgr.confine` so that nothing outside ``root`` is ever read.
+
+    The document is the one whose title (or file name) starts with the concept's name or an
+    alias, else the one holding its definition, else the one mentioning it most (``body_from``
+    says which). ``body`` is None, with ``body_note`` saying why, when the server has no root,
+    the file is gone or leaves the root, or the concept is one of ``known_external`` (tenant
+    settings: it lives elsewhere, and is not read). At most ``max_chars`` characters; ``truncated``
+    says when the body was cut.
+    """
+    if not 1 <= max_chars <= MAX_BODY_CHARS:
+        raise UsageError(f"max_chars must be between 1 and {MAX_BODY_CHARS}, got {max_chars}")
     ent = entities.resolve(store, ref)
-    return {
+    out = {
         **ent,
         "definition": entities.definition_of(store, ent),
         "relations": entities.relations_of(store, ent["id"], limit=relations),
         "sources": entities.sources_of(store, ent["id"], limit=sources),
     }
+    doc = own_document(store, ent)
+    external = doc is None and bool(_names(ent) & _folded(known_external))
+    if doc is None and not external:
+        doc = _defining_document(store, ent, out["definition"]) or _most_mentions_document(store, ent)
+    out.update(external=external, path=doc["path"] if doc else None, title=doc["title"] if doc else None)
+    out["body_from"] = doc["why"] if doc else None
+    if external:
+        out.update(
+            body=None,
+            body_note="listed in tenant.knownExternalIds: the concept lives outside this knowledge base "
+            "and nothing is read for it",
+            truncated=False,
+            changed=None,
+            body_format=None,
+        )
+    elif doc is None:
+        out.update(
+            body=None,
+            body_note="no document of this knowledge base is about this concept",
+            truncated=False,
+            changed=None,
+            body_format=None,
+        )
+    else:
+        out.update(read_body(store, doc, root, max_chars=max_chars, redact=redact))
+    return out
+
+
+# -- a concept's own document (the seed's atom) -------------------------------------------------
+
+_SEP = re.compile(r"[\s_-]+")
+
+
+def _fold(text: str) -> str:
+    return _SEP.sub(" ", text).strip().casefold()
+
+
+def _folded(ids: Iterable[str]) -> set[str]:
+    return {_fold(str(i)) for i in ids if str(i).strip()}
+
+
+def _names(ent: dict[str, Any]) -> set[str]:
+    """The concept's name, aliases and key, folded (case, and spaces, hyphens and underscores alike)."""
+    return _folded([ent["name"], *ent.get("aliases", []), ent.get("key") or ""])
+
+
+def _starts_with(text: str, names: set[str]) -> int | None:
+    """How many characters of ``text`` follow the longest of ``names`` it starts with (a whole
+    word: "ADR-0071" does not start with "ADR-007"), or None."""
+    folded = _fold(text)
+    best = None
+    for n in names:
+        if n and folded.startswith(n) and (len(folded) == len(n) or not folded[len(n)].isalnum()):
+            rest = len(folded) - len(n)
+            best = rest if best is None else min(best, rest)
+    return best
+
+
+def _own_rank(names: set[str], path: str, title: str | None) -> tuple | None:
+    """How well a document is a concept's own (smaller is better), or None when it is not: its
+    title starts with the concept's name (the closer the title to the name, the better), else
+    its file name does."""
+    if title:
+        rest = _starts_with(title, names)
+        if rest is not None:
+            return (0, rest, path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    rest = _starts_with(stem, names)
+    return (1, rest, path) if rest is not None else None
+
+
+_DOC_COLUMNS = "d.id, d.path, d.title, d.format, d.source, d.file_hash"
+
+
+def _doc(row: tuple, why: str) -> dict[str, Any]:
+    i, path, title, fmt, source, file_hash = row
+    return {"id": i, "path": path, "title": title, "format": fmt, "source": source, "file_hash": file_hash, "why": why}
+
+
+def own_document(store: Store, ent: dict[str, Any], *, limit: int = 2000) -> dict[str, Any] | None:
+    """The concept's own document: among those that mention it, the one whose title (else file
+    name) starts with its name or an alias, closest first; None when no document is its own."""
+    names = _names(ent)
+    best = None
+    for row in store.query(
+        f"SELECT {_DOC_COLUMNS} FROM docs d WHERE d.id IN "
+        # the documents whose titles name it (through the title index), then the first of the others
+        "(SELECT doc_id FROM mentions WHERE entity_id = ? AND json_extract(features, '$.in_title') "
+        "UNION SELECT * FROM (SELECT DISTINCT doc_id FROM mentions WHERE entity_id = ? LIMIT ?))",
+        (ent["id"], ent["id"], limit),
+    ):
+        rank = _own_rank(names, row[1], row[2])
+        if rank is not None and (best is None or rank < best[0]):
+            best = (rank, row)
+    if best is None:
+        return None
+    return _doc(best[1], "its title names the concept" if best[0][0] == 0 else "its file name names the concept")
+
+
+def _defining_document(store: Store, ent: dict[str, Any], definition: str | None) -> dict[str, Any] | None:
+    """The document holding the sentence that defines the concept (entities.definition_of)."""
+    if not definition or definition == ent.get("description"):
+        return None
+    probe = (
+        " ".join(definition[len(ent["name"]) :].split()).strip(" :")[:80] if definition.startswith(ent["name"]) else ""
+    )
+    if not probe:
+        return None
+    for row in store.query(
+        f"SELECT c.text, {_DOC_COLUMNS} FROM mentions m JOIN chunks c ON c.id = m.chunk_id "
+        "JOIN docs d ON d.id = m.doc_id WHERE m.entity_id = ? AND m.source != 'coref' ORDER BY m.id LIMIT 200",
+        (ent["id"],),
+    ):
+        if probe in " ".join(row[0].split()):
+            return _doc(row[1:], "it holds the concept's definition")
+    return None
+
+
+def _most_mentions_document(store: Store, ent: dict[str, Any]) -> dict[str, Any] | None:
+    row = store.query(
+        f"SELECT {_DOC_COLUMNS} FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.entity_id = ? "
+        "GROUP BY d.id ORDER BY count(*) DESC, d.path LIMIT 1",
+        (ent["id"],),
+    )
+    return _doc(row[0], "it mentions the concept most") if row else None
+
+
+def read_body(
+    store: Store, doc: dict[str, Any], root: str | os.PathLike | None, *, max_chars: int, redact: bool = True
+) -> dict[str, Any]:
+    """``body`` (the document's text, at most ``max_chars``), ``truncated`` and, when it is not
+    read, ``body_note``. The file is read through :func:`kgr.confine.read_under` (or, for PDF, DOCX
+    and HTML, opened through it and answered with the text kgr extracted at ingest): a path
+    that leaves the root, a link out of it or a file gone is never read, and said so. Secrets are
+    redacted as at ingest. ``changed``: whether the file's bytes differ from those ingested (None
+    when not known)."""
+    none = {"body": None, "truncated": False, "changed": None, "body_format": None}
+    if doc["source"] != "file":
+        text = store.scalar("SELECT text FROM docs WHERE id = ?", (doc["id"],)) or ""
+        return {**none, "body": text[:max_chars], "truncated": len(text) > max_chars, "body_format": "stored"}
+    if root is None:
+        return {**none, "body_note": "this server has no knowledge root: the document is not read"}
+    try:
+        base = confine.real_root(root)
+    except OSError:
+        return {**none, "body_note": "the knowledge root is missing: the document is not read"}
+    fmt = doc["format"]
+    try:
+        if fmt in TEXT_FORMATS.values():
+            limit = 4 * max_chars + 4  # bytes enough for max_chars characters in any encoding
+            data = confine.read_under(base, doc["path"], max_bytes=limit + 1)
+            cut = len(data) > limit
+            text = decode_text_full(data[:limit])[0]
+            changed = None if cut else hashlib.sha256(data).hexdigest() != doc["file_hash"]
+            body_format = "file"
+        else:
+            with confine.open_under(base, doc["path"]):
+                pass  # the file is there, under the root; its text is the one extracted at ingest
+            text = store.scalar("SELECT text FROM docs WHERE id = ?", (doc["id"],)) or ""
+            cut, changed, body_format = False, None, "extracted"
+    except OutsideRoot:
+        return {
+            **none,
+            "body_note": "the document's file cannot be read under the knowledge root (gone, or a link "
+            "that leaves the root): not read",
+        }
+    if redact:
+        from kgr.stages.redact import redact as redact_text
+
+        text = redact_text(text)[0]
+    truncated = cut or len(text) > max_chars
+    return {"body": text[:max_chars], "truncated": truncated, "changed": changed, "body_format": body_format}
 
 
 def get_related(
@@ -207,14 +406,99 @@ def _has(store: Store, name: str) -> bool:
     return store.scalar("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)) is not None
 
 
+def dangling_references(store: Store, known_external: Iterable[str] = (), *, sample: int = 20) -> dict[str, Any]:
+    """Edges to concepts that name a document by its id (a ticket or decision record id, a
+    standard, a policy) when no document of this knowledge base is that concept's own: seed
+    004's dangling edges, an edge to an atom this repository does not hold. An edge whose every
+    such end is in ``known_external`` (tenant.knownExternalIds: known to live elsewhere) is
+    counted as ``suppressed``, not flagged. Nothing is read for them: this only looks at names.
+    """
+    idlike = [
+        i
+        for (i,) in store.query(
+            "SELECT id FROM entities WHERE status = 'active' AND type IN ('STANDARD', 'POLICY') UNION "
+            "SELECT DISTINCT entity_id FROM mentions WHERE entity_id IS NOT NULL "
+            "AND json_extract(features, '$.pattern') IN ('ticket', 'standard')"
+        )
+    ]
+    ents: dict[int, dict[str, Any]] = {}
+    for i in range(0, len(idlike), 500):
+        part = idlike[i : i + 500]
+        for row in store.query(
+            f"SELECT {entities.ENTITY_COLUMNS} FROM entities WHERE id IN ({','.join('?' * len(part))})", part
+        ):
+            ents[row[0]] = entities.entity_row(row)
+    names = {eid: _names(e) for eid, e in ents.items()}
+    owned: set[int] = set()
+    for i in range(0, len(idlike), 500):
+        part = idlike[i : i + 500]
+        for eid, path, title in store.query(
+            "SELECT DISTINCT m.entity_id, d.path, d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+            f"WHERE m.entity_id IN ({','.join('?' * len(part))})",
+            part,
+        ):
+            if eid not in owned and eid in names and _own_rank(names[eid], path, title) is not None:
+                owned.add(eid)
+    missing = [eid for eid in ents if eid not in owned]
+    known = _folded(known_external)
+    flagged: list[dict[str, Any]] = []
+    suppressed: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for i in range(0, len(missing), 250):
+        part = missing[i : i + 250]
+        marks = ",".join("?" * len(part))
+        for rid, src, rel, dst in store.query(
+            "SELECT r.id, r.src_id, r.rel, r.dst_id FROM relations r "
+            f"WHERE r.src_id IN ({marks}) OR r.dst_id IN ({marks}) ORDER BY r.id",
+            (*part, *part),
+        ):
+            if rid in seen:
+                continue
+            seen.add(rid)
+            ends = [e for e in (src, dst) if e in ents and e not in owned]
+            row = {
+                "id": rid,
+                "src": _name_of(store, ents, src),
+                "rel": rel,
+                "dst": _name_of(store, ents, dst),
+                "missing": [ents[e]["name"] for e in ends],
+            }
+            (suppressed if all(names[e] & known for e in ends) else flagged).append(row)
+    flagged.sort(key=lambda r: r["id"])
+    suppressed.sort(key=lambda r: r["id"])
+    return {
+        "count": len(flagged),
+        "sample": flagged[:sample],
+        "suppressed": len(suppressed),
+        "suppressed_sample": suppressed[:sample],
+    }
+
+
+def _name_of(store: Store, ents: dict[int, dict[str, Any]], eid: int) -> str | None:
+    if eid in ents:
+        return ents[eid]["name"]
+    return store.scalar("SELECT name FROM entities WHERE id = ?", (eid,))
+
+
 def kb_health(
-    store: Store, root: str | os.PathLike | None, *, full: bool = False, sample: int = 20, max_files: int = 100000
+    store: Store,
+    root: str | os.PathLike | None,
+    *,
+    full: bool = False,
+    sample: int = 20,
+    max_files: int = 100000,
+    known_external: Iterable[str] = (),
+    client_id: str | None = None,
 ) -> dict[str, Any]:
     """What is wrong with the knowledge base, with counts and a few examples of each problem.
 
     Dangling edges and references, orphan concepts, chunks without vectors, files gone from
     disk, the full-text and vector indexes counted against the chunks, and SQLite's own
     check (``quick_check``, or ``integrity_check`` with ``full``) plus FTS5's integrity-check.
+
+    ``dangling_references`` (seed 004's dangling edges: see :func:`dangling_references`) are
+    reported as warnings, which do not make ``ok`` false: a knowledge base of documents cites
+    much that lives elsewhere. ``violations`` lists the problems found (seed 004's word).
     """
     started = time.perf_counter()
     problems: dict[str, Any] = {}
@@ -343,8 +627,20 @@ def kb_health(
         if v["count"] and k != "chunks_without_vectors" or (k == "chunks_without_vectors" and has_vec and v["count"])
     }
     ok = not bad and integrity == ["ok"] and not fk and fts_ok is not False
+    dangling = dangling_references(store, known_external, sample=sample)
+    violations = [{"kind": k, "count": n} for k, n in bad.items()]
+    if integrity != ["ok"]:
+        violations.append({"kind": "integrity_check" if full else "quick_check", "count": len(integrity)})
+    if fk:
+        violations.append({"kind": "foreign_key_violations", "count": len(fk)})
+    if fts_ok is False:
+        violations.append({"kind": "fts_integrity", "count": 1})
     return {
         "ok": ok,
+        "clientId": client_id or None,
+        "violations": violations,
+        "warnings": {"dangling_references": dangling["count"]},
+        "dangling_references": dangling,
         "problems": problems,
         "counts": counts,
         "checks": checks,

@@ -151,7 +151,10 @@ def test_kb_tools(mcp_all, service):
     s = mcp_all.call("search_concepts", {"query": "fare engine", "limit": 5}).structured_content
     assert s["concepts"][0]["name"] == "Fare Engine" and len(s["concepts"]) <= 5
     c = mcp_all.call("get_concept", {"concept": "Fare Engine"}).structured_content
-    assert c == {**service.read(concepts.get_concept, "Fare Engine"), "truncated": False}
+    assert c == service.read(concepts.get_concept, "Fare Engine", root=service.root)
+    assert c["path"] == "services/fare-engine.md" and c["truncated"] is False and c["changed"] is False
+    assert c["body"] == (service.root / "services" / "fare-engine.md").read_text(encoding="utf-8")
+    assert mcp_all.call("get_concept", {"id": c["id"]}).structured_content == c  # the seed's name, an int id
     rel = mcp_all.call("get_related", {"concept": "Fare Engine", "hops": 2}).structured_content
     ids = {n["id"] for n in rel["nodes"]}
     assert rel["root"]["name"] == "Fare Engine" and rel["nodes"][0]["distance"] == 0
