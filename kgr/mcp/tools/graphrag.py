@@ -177,10 +177,14 @@ class GraphragTools:
         support them, the documents that mention it, and its neighbourhood within hops."""
         from kgr.retrieval import entities
 
-        if isinstance(entity_id, str) and not entity_id.strip() or isinstance(entity_id, bool):
-            raise UsageError("Argument entity_id must be an entity id (or a key, name or alias).")
+        if isinstance(entity_id, bool) or isinstance(entity_id, str) and not entity_id.strip():
+            raise _refuse(
+                "explain_entity", "entity_id", "entity_ref", entity_id, "it must be an entity id, key or name"
+            )
         if isinstance(entity_id, str) and len(entity_id) > MAX_NAME_CHARS:
-            raise UsageError(f"Argument entity_id must be at most {MAX_NAME_CHARS} characters long.")
+            raise _refuse(
+                "explain_entity", "entity_id", "string_too_long", entity_id, ctx={"max_length": MAX_NAME_CHARS}
+            )
         ref = _one_of("explain_entity", "entity_id", None if entity_id is None else str(entity_id), "entity", entity)
         out = self.svc.read(entities.explain, ref, hops=hops, max_nodes=max_nodes)
         out["truncated"] = bool(out.get("neighbourhood", {}).get("truncated"))
@@ -452,26 +456,33 @@ class GraphragTools:
                 svc.budget.stop()
 
 
-def _one_of(tool_name: str, name: str, value: str | None, alias: str, alias_value: str | None) -> str:
-    """The argument given as ``name`` or as its alias: one of them is required, and both only
-    when they agree. A refusal is an argument error like the schema's ("Argument q is required.")."""
+def _refuse(
+    tool_name: str, loc: str, kind: str, given: object, message: str | None = None, ctx: dict | None = None
+) -> Exception:
+    """An argument refused by the tool itself, reported like the schema's refusals (one sentence
+    naming the argument: kgr.mcp.server.argument_error); ``message`` for a rule of its own."""
     from mcp.server.mcpserver.exceptions import ToolError
     from pydantic import ValidationError
     from pydantic_core import PydanticCustomError
 
-    def refuse(kind, loc: str, given: object) -> Exception:
-        err = ValidationError.from_exception_data(tool_name, [{"type": kind, "loc": (loc,), "input": given}])
-        exc = ToolError(str(err))
-        exc.__cause__ = err
-        return exc
+    problem = PydanticCustomError(kind, message) if message else kind
+    detail: dict[str, Any] = {"type": problem, "loc": (loc,), "input": given}
+    if ctx:
+        detail["ctx"] = ctx
+    err = ValidationError.from_exception_data(tool_name, [detail])
+    exc = ToolError(str(err))
+    exc.__cause__ = err
+    return exc
 
+
+def _one_of(tool_name: str, name: str, value: str | None, alias: str, alias_value: str | None) -> str:
+    """The argument given as ``name`` or as its alias: one of them is required, and both only
+    when they agree."""
     if value is not None and alias_value is not None and value.strip() != alias_value.strip():
-        raise refuse(
-            PydanticCustomError("alias_conflict", f"it is an alias of {name} and differs from it"), alias, alias_value
-        )
+        raise _refuse(tool_name, alias, "alias_conflict", alias_value, f"it is an alias of {name} and differs from it")
     got = value if value is not None else alias_value
     if got is None or not got.strip():
-        raise refuse("missing", name, {})
+        raise _refuse(tool_name, name, "missing", {})
     return got
 
 
