@@ -796,9 +796,15 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
 @click.option("--hops", type=click.IntRange(0, 4), help="Graph expansion depth [default: retrieval.hops].")
 @click.option("--rels", help="Comma-separated relation types to expand over [default: retrieval.rels].")
 @click.option("--mode", type=click.Choice(["bm25", "vector", "hybrid", "graph"]), default="graph", show_default=True)
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    help="Only results of documents with this tag (from ingest_docs or front matter; repeatable: all of them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per result (JSON Lines).")
 @config_option
-def query(text, db, k, hops, rels, mode, as_json, config_path):
+def query(text, db, k, hops, rels, mode, tags, as_json, config_path):
     """Ask the knowledge base: ranked chunks with their path, section, snippet and why.
 
     \b
@@ -814,7 +820,15 @@ def query(text, db, k, hops, rels, mode, as_json, config_path):
     with reading(resolve_db(db, config_path)) as store:
         embed_query = query_mod.query_embedder(store, cfg) if mode != "bm25" else None
         result = query_mod.query_with_settings(
-            store, text, cfg.retrieval, k=k, hops=hops, rels=rel_list, mode=mode, embed_query=embed_query
+            store,
+            text,
+            cfg.retrieval,
+            k=k,
+            hops=hops,
+            rels=rel_list,
+            mode=mode,
+            embed_query=embed_query,
+            tags=list(tags) or None,
         )
     if as_json:
         emit([{"kind": "result", "query": text, "mode": mode, **row} for row in result["results"]])

@@ -67,6 +67,29 @@ def relpath(user: object, *, max_chars: int = MAX_PATH_CHARS) -> str:
     return "/".join(p for p in user.strip().split("/") if p not in ("", "."))
 
 
+def under_root(root: str | os.PathLike, user: object, *, max_chars: int = MAX_PATH_CHARS) -> str:
+    """``user`` as a relative path or glob, or OutsideRoot: a relative one as :func:`relpath`
+    gives it; an absolute one ('/kb/docs/**/*.md') when it names the root or a place under
+    it, compared component by component with the root as given and as resolved (a sibling
+    prefix such as '/kb-evil' is not under '/kb'). No I/O on ``user`` itself: the relative
+    path is then checked on disk like any other (symlinks that leave the root are refused
+    there), and a '..' component is refused here whatever the path.
+    """
+    if not isinstance(user, str) or len(user) > max_chars or "\x00" in user:
+        raise refuse()
+    text = user.strip()
+    if not text.startswith("/"):
+        return relpath(text, max_chars=max_chars)
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise refuse()
+    for base in (Path(os.path.abspath(root)), real_root(root)):
+        top = list(base.parts[1:])
+        if parts[: len(top)] == top:
+            return "/".join(parts[len(top) :])
+    raise refuse()
+
+
 def real_root(root: str | os.PathLike) -> Path:
     return Path(root).resolve(strict=True)
 

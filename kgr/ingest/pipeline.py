@@ -305,6 +305,8 @@ def sync_paths(
     embed: bool = True,
     on_error: Callable[[dict], None] | None = None,
     on_partial: Callable[[dict], None] | None = None,
+    force: bool = False,
+    tags: Iterable[str] | None = None,
 ) -> IngestSummary:
     """Make the database agree with what is on disk now at ``paths`` (files or folders,
     present or gone, absolute or relative to ``root``); ``None`` reconciles the whole root.
@@ -313,6 +315,10 @@ def sync_paths(
     when it changed, a stored document whose file is gone (or now ignored) is purged, and
     a gone document whose bytes turn up at a new path (a rename, a folder move) is moved
     there with its chunks, vectors and graph kept, so nothing is embedded again.
+
+    ``force`` parses, loads and extracts every file found again, changed or not (vectors
+    stay cached by content hash); ``tags`` are added to every document found (kept across
+    later ingests, see :func:`tag_docs`).
     """
     from kgr.stages import normalize as norm
 
@@ -361,11 +367,20 @@ def sync_paths(
 
     moves = _match_moves(present, gone, stored, root_path, ignore)
     summary = IngestSummary()
+    moved: list[str] = []
     for old, ref in moves:
         if move_doc(store, old, ref.rel_path, mtime_ms=ref.mtime_ms, size=ref.size):
             summary.moved += 1
             gone.discard(old)
             present.pop(ref.rel_path, None)
+            moved.append(ref.rel_path)
+    if force and present:
+        # forget what was seen of these files, so each is parsed, loaded and extracted again
+        with store.write() as conn:
+            conn.executemany(
+                "UPDATE docs SET mtime_ms=NULL, size=NULL, file_hash=NULL, graph_sig=NULL WHERE path=?",
+                [(p,) for p in present],
+            )
 
     inner = ingest(
         list(present.values()),
@@ -381,6 +396,8 @@ def sync_paths(
     for name in ("ingested", "unchanged", "failed", "chunks", "partial"):
         setattr(summary, name, getattr(inner, name))
     summary.seen = inner.seen + summary.moved
+    if tags:
+        tag_docs(store, [*present, *moved], tags)
     # Purge only what is still missing now: a file written back meanwhile stays.
     still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore)]
     summary.pruned = delete_docs(store, still_gone)
@@ -395,6 +412,37 @@ def sync_paths(
             summary.embedded += embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def clean_tags(tags: Iterable[str] | None) -> list[str]:
+    """The tags stripped, empty ones dropped, each once (compared without case), in order."""
+    out: list[str] = []
+    for t in tags or ():
+        t = str(t).strip()
+        if t and t.lower() not in {x.lower() for x in out}:
+            out.append(t)
+    return out
+
+
+def tag_docs(store: Store, paths: Iterable[str], tags: Iterable[str]) -> int:
+    """Add ``tags`` (origin 'ingest') to the stored documents at ``paths``; return how many
+    documents were found. Tags are added, never replaced: a later ingest without tags keeps them."""
+    tags = clean_tags(tags)
+    paths = list(paths)
+    if not tags or not paths:
+        return 0
+    found = 0
+    with store.write() as conn:
+        for path in paths:
+            row = conn.execute("SELECT id FROM docs WHERE path=?", (path,)).fetchone()
+            if row is None:
+                continue
+            found += 1
+            conn.executemany(
+                "INSERT OR IGNORE INTO doc_tags(doc_id, tag, origin) VALUES (?, ?, 'ingest')",
+                [(row[0], t) for t in tags],
+            )
+    return found
 
 
 def _default_config():

@@ -133,12 +133,26 @@ class Writer:
             self._cond.notify_all()
         return future
 
-    def ingest(self, paths: list[str] | None = None) -> concurrent.futures.Future:
+    def ingest(
+        self,
+        paths: list[str] | None = None,
+        *,
+        force: bool = False,
+        tags: list[str] | None = None,
+        on_error: Callable[[dict], None] | None = None,
+    ) -> concurrent.futures.Future:
         """Bring ``paths`` (files or folders under the root, present or gone) up to date;
-        None reconciles the whole root. The future's result is a ``pipeline.IngestSummary``."""
+        None reconciles the whole root. The future's result is a ``pipeline.IngestSummary``.
+        ``force`` and ``tags`` as in :func:`pipeline.sync_paths`; ``on_error`` also gets each
+        error record of this job."""
         from kgr.ingest import pipeline
 
         targets = None if paths is None else list(paths)
+
+        def errors(rec: dict) -> None:
+            self._on_error(rec)
+            if on_error is not None:
+                on_error(rec)
 
         def job(store: Store):
             return pipeline.sync_paths(
@@ -148,8 +162,10 @@ class Writer:
                 config=self.config,
                 graph=self.graph,
                 embed=self.embed,
-                on_error=self._on_error,
+                on_error=errors,
                 on_partial=self._on_partial,
+                force=force,
+                tags=tags,
             )
 
         label = "reconcile" if targets is None else f"ingest {len(targets)} path{'s' if len(targets) != 1 else ''}"

@@ -185,6 +185,8 @@ def _server_class():
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
                 cause = exc.__cause__
+                if type(cause) is ToolError:  # a tool's own argument check (a ValidationError it raised)
+                    cause = cause.__cause__
                 if type(exc) is ToolError and isinstance(cause, ValidationError) and cause.errors():
                     raise ToolError(argument_error(cause)) from cause
                 raise

@@ -45,7 +45,7 @@ from kgr.config import RetrievalSettings, RetrievalWeights
 from kgr.errors import UsageError
 from kgr.retrieval.entities import fts_query
 from kgr.stages.link import tokens
-from kgr.store import Store, loads, vectors
+from kgr.store import Store, dumps, loads, vectors
 
 MODES = ("bm25", "vector", "hybrid", "graph")
 RRF_K = 60
@@ -127,16 +127,38 @@ def bm25(store: Store, q: str, n: int) -> list[int]:
     return [cid for cid, _score in bm25_scored(store, q, n)]
 
 
-def bm25_scored(store: Store, q: str, n: int) -> list[tuple[int, float]]:
-    """The best ``n`` chunks by BM25 with their scores (higher is better)."""
+def bm25_scored(store: Store, q: str, n: int, *, only: set[int] | None = None) -> list[tuple[int, float]]:
+    """The best ``n`` chunks by BM25 with their scores (higher is better); ``only``: among these chunk ids."""
     match = fts_query(_content_words(q))
     if not match:
         return []
-    rows = store.query(
-        "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
-        (match, n),
-    )
+    if only is not None:
+        rows = store.query(
+            "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "AND rowid IN (SELECT value FROM json_each(?)) ORDER BY s LIMIT ?",
+            (match, dumps(sorted(only)), n),
+        )
+    else:
+        rows = store.query(
+            "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (match, n),
+        )
     return [(r[0], -float(r[1])) for r in rows]
+
+
+def tagged_chunks(store: Store, tags: Sequence[str]) -> set[int]:
+    """The chunks of the documents that carry every one of ``tags`` (compared without case),
+    whether given to ingest_docs or in the document's front matter."""
+    want = sorted({t.strip().lower() for t in tags if t and t.strip()})
+    if not want:
+        return set()
+    rows = store.query(
+        "SELECT c.id FROM chunks c WHERE c.doc_id IN ("
+        f"SELECT doc_id FROM doc_tags WHERE tag IN ({','.join('?' * len(want))}) "
+        "GROUP BY doc_id HAVING count(DISTINCT lower(tag)) = ?)",
+        (*want, len(want)),
+    )
+    return {r[0] for r in rows}
 
 
 @dataclass
@@ -208,9 +230,12 @@ def hybrid_query(
     candidates: int | None = None,
     max_nodes: int = 500,
     vectors_in_memory: bool = False,
+    tags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Rank chunks for ``q``. ``embed_query`` maps text to a vector (needed by vector, hybrid, graph).
-    ``vectors_in_memory`` suits long-lived callers: see :func:`kgr.store.vectors.knn`."""
+    ``vectors_in_memory`` suits long-lived callers: see :func:`kgr.store.vectors.knn`.
+    ``tags``: only chunks of documents that carry every one of these tags (see :func:`tagged_chunks`);
+    the graph is still walked through any document, but only their chunks are returned."""
     q = (q or "").strip()
     if not q:
         raise UsageError("the query is empty")
@@ -228,6 +253,8 @@ def hybrid_query(
         if bad:
             raise UsageError(f"unknown relation type {', '.join(bad)}", hint=f"known: {', '.join(sorted(known))}")
 
+    allowed = tagged_chunks(store, tags) if tags else None
+
     cands: dict[int, Candidate] = {}
 
     def cand(cid: int) -> Candidate:
@@ -237,15 +264,15 @@ def hybrid_query(
 
     keyword: dict[int, float] = {}
     semantic: dict[int, float] = {}
-    if mode in ("bm25", "hybrid", "graph"):
-        for rank, (cid, score) in enumerate(bm25_scored(store, q, n), 1):
+    if mode in ("bm25", "hybrid", "graph") and allowed != set():
+        for rank, (cid, score) in enumerate(bm25_scored(store, q, n, only=allowed), 1):
             c = cand(cid)
             c.bm25_rank = rank
             c.bm25_score = score
             c.rrf += 1.0 / (RRF_K + rank)
             keyword[cid] = score
     qvec = None
-    if mode in ("vector", "hybrid", "graph"):
+    if mode in ("vector", "hybrid", "graph") and allowed != set():
         if vectors.stored_spec(store) is None:
             if mode == "vector":
                 raise UsageError(f"{store.path} has no vectors yet", hint=f"run: kgr embed --pending --db {store.path}")
@@ -253,9 +280,12 @@ def hybrid_query(
             if embed_query is None:
                 raise UsageError("this mode needs a query embedder")
             qvec = embed_query(q)
-            for rank, (cid, sim) in enumerate(
-                vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory), 1
-            ):
+            if allowed is None:
+                near = vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=vectors_in_memory)
+            else:  # the tagged chunks alone: every one of them is compared
+                sims = vectors.similarities(store, vectors.CHUNK, qvec, sorted(allowed), in_memory=vectors_in_memory)
+                near = sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+            for rank, (cid, sim) in enumerate(near, 1):
                 c = cand(cid)
                 c.vector_rank = rank
                 c.cosine = sim
@@ -300,6 +330,8 @@ def hybrid_query(
         for cid, sim in vectors.similarities(store, vectors.CHUNK, qvec, missing, in_memory=vectors_in_memory).items():
             cands[cid].cosine = sim
 
+    if allowed is not None:  # the graph may have reached chunks of other documents
+        cands = {cid: c for cid, c in cands.items() if cid in allowed}
     _score(cands, mode, weights, qvec is not None)
     ranked = _rank(cands, mode, weights, k)
     if mode == "graph" and not any(c.hop for c in ranked):
@@ -313,6 +345,7 @@ def hybrid_query(
         "mode": mode,
         "k": k,
         "hops": hops,
+        **({"tags": list(tags)} if tags else {}),
         "results": results,
         "entities": ent_rows,
         "edges": edges[:200],
@@ -698,6 +731,7 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
         out.append(
             {
                 "rank": rank,
+                "id": c.chunk_id,  # seed 000 §11.4's name for it
                 "chunk_id": c.chunk_id,
                 "doc_id": doc_id,
                 "path": path,
@@ -792,6 +826,7 @@ def query_with_settings(
     mode: str = "graph",
     embed_query: Callable[[str], Any] | None = None,
     vectors_in_memory: bool = False,
+    tags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """:func:`hybrid_query` with what the caller leaves out (None) taken from the retrieval
     settings: ``kgr query`` and the MCP tool hybrid_query both answer through it, so the
@@ -806,6 +841,7 @@ def query_with_settings(
         embed_query=embed_query,
         weights=retrieval.weights,
         vectors_in_memory=vectors_in_memory,
+        tags=tags,
     )
 
 

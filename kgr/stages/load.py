@@ -246,12 +246,24 @@ def _write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:
         )
         if row is not None:
             graph.collect_garbage(store, *touched)
+        set_meta_tags(conn, doc_id, (doc.get("meta") or {}).get("tags"))
         if graph_sig is not None:
             graph.replace_derived(store, doc_id, group.derived, graph_sig)
         store.set_meta("last_file", path)
         store.set_meta("last_ingest_ms", now_ms())
     summary.written += 1
     summary.chunks += len(group.chunks)
+
+
+def set_meta_tags(conn, doc_id: int, tags: object) -> None:
+    """The document's own tags (front matter ``tags``) as its doc_tags of origin 'meta'; the
+    tags given to ingest_docs (origin 'ingest') are kept."""
+    conn.execute("DELETE FROM doc_tags WHERE doc_id=? AND origin='meta'", (doc_id,))
+    if isinstance(tags, list):
+        clean = {str(t).strip() for t in tags if str(t).strip()}
+        conn.executemany(
+            "INSERT OR IGNORE INTO doc_tags(doc_id, tag, origin) VALUES (?, ?, 'meta')", [(doc_id, t) for t in clean]
+        )
 
 
 _CHUNK_FIELDS = {"kind", "doc", "ord", "text", "prelude", "section", "headings", "start", "end", "tokens", "hash"}

@@ -364,6 +364,22 @@ CREATE INDEX IF NOT EXISTS idx_docs_partial ON docs(path)
   WHERE json_extract(meta, '$.partial') IS NOT NULL;
 """
 
+# Tags per document (seed 000 §4 and §11.1): those given to ingest_docs (origin 'ingest', kept
+# across re-ingests) and those of the document's front matter (origin 'meta', replaced when the
+# document is loaded again). hybrid_query's tags filter reads them by tag (idx_doc_tags_tag).
+M008_DOC_TAGS = """
+CREATE TABLE IF NOT EXISTS doc_tags (
+  doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,
+  tag    TEXT NOT NULL COLLATE NOCASE,
+  origin TEXT NOT NULL DEFAULT 'ingest',
+  PRIMARY KEY (doc_id, tag, origin)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_doc_tags_tag ON doc_tags(tag, doc_id);
+INSERT OR IGNORE INTO doc_tags(doc_id, tag, origin)
+  SELECT d.id, trim(j.value), 'meta' FROM docs d, json_each(d.meta, '$.tags') j
+  WHERE json_type(d.meta, '$.tags') = 'array' AND j.type = 'text' AND trim(j.value) != '';
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
@@ -371,6 +387,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m005_title_mentions", M005_TITLE_MENTIONS),
     ("m006_application_id", M006_APPLICATION_ID),
     ("m007_partial_docs", M007_PARTIAL_DOCS),
+    ("m008_doc_tags", M008_DOC_TAGS),
 ]
 
 LATEST = len(MIGRATIONS)

@@ -129,3 +129,18 @@ def test_bad_config_is_one_line(runner, tmp_path):
     assert result.exit_code == 1
     assert result.stderr.strip().startswith("Error: ") and "invalid YAML" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_query_tag_keeps_documents_with_every_tag(runner, kb, tmp_path):
+    """kgr query --tag mirrors hybrid_query's tags: here the front-matter tags of guide/intro.md."""
+    db = tmp_path / "kb.sqlite"
+    ing = runner.invoke(cli, ["ingest", str(kb), "--db", str(db), "--no-embed", "--no-graph"])
+    assert ing.exit_code == 0, ing.stderr
+    base = ["query", "Widget service", "--db", str(db), "--mode", "bm25", "--json"]
+    every = runner.invoke(cli, base)
+    assert every.exit_code == 0, every.stderr
+    assert {r["path"] for r in records(every.stdout_bytes)} == {"guide/intro.md", "notes.txt"}
+    tagged = runner.invoke(cli, [*base, "--tag", "START"])
+    assert {r["path"] for r in records(tagged.stdout_bytes)} == {"guide/intro.md"}
+    both = runner.invoke(cli, [*base, "--tag", "start", "--tag", "other"])
+    assert both.exit_code == 0 and records(both.stdout_bytes) == []

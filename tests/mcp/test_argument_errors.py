@@ -39,7 +39,7 @@ def refusal(client, tool, args):
         ("graphrag", "hybrid_query", {"query": "fare cap", "k": 500}, "Argument k must be at most 100 (got 500)."),
         ("graphrag", "hybrid_query", {"query": "fare cap", "k": 0}, "Argument k must be at least 1 (got 0)."),
         ("graphrag", "hybrid_query", {"query": "fare cap", "k": "many"}, "Argument k must be an integer (got 'many')."),
-        ("graphrag", "hybrid_query", {"k": 3}, "Argument query is required."),
+        ("graphrag", "hybrid_query", {"k": 3}, "Argument q is required."),
         ("graphrag", "hybrid_query", {"query": ""}, "Argument query must not be empty."),
         (
             "graphrag",

@@ -73,7 +73,8 @@ def test_schemas_are_bounded_and_annotated(mcp_all):
     hq = tools["hybrid_query"].input_schema["properties"]
     assert hq["k"]["maximum"] == serve.MAX_K and hq["k"]["minimum"] == 1
     assert hq["hops"]["maximum"] == serve.MAX_HOPS
-    assert hq["query"]["maxLength"] == serve.MAX_QUERY_CHARS
+    for name in ("q", "query"):  # the seed's name and its alias
+        assert hq[name]["anyOf"][0]["maxLength"] == serve.MAX_QUERY_CHARS
     assert tools["get_related"].input_schema["properties"]["max_nodes"]["maximum"] == serve.MAX_NODES
     paths = tools["ingest_docs"].input_schema["properties"]["paths"]["anyOf"][0]
     assert paths["maxItems"] == serve.MAX_PATHS and paths["items"]["maxLength"] == 1024
@@ -218,7 +219,7 @@ def test_kb_health_finds_damage(kb_copy, kb_config):
             "Argument mode must be 'graph', 'hybrid', 'vector' or 'bm25'",
         ),
         ("hybrid_query", {"query": "x", "rels": ["uses"] * 21}, "Argument rels must have at most 20 items (got 21)."),
-        ("hybrid_query", {"k": 3}, "Argument query is required."),
+        ("hybrid_query", {"k": 3}, "Argument q is required."),
         ("entity_lookup", {"q": "x", "limit": 1000}, "Argument limit must be at most 100 (got 1000)."),
         (
             "get_related",
@@ -279,7 +280,9 @@ def test_result_over_the_byte_budget_is_trimmed_and_flagged(built_kb, kb_config)
     got = r.structured_content
     assert got["truncated"] is True
     assert len(json.dumps(got, separators=(",", ":"))) <= 3000 + 200  # the budget counts compact JSON
-    assert got["results"], "the best results are kept"
+    assert got["chunks"], "the best results are kept"
+    assert "results" not in got, "the copy under the earlier name goes first"
+    assert got["explanations"] == [c["why"] for c in got["chunks"]], "each chunk keeps its explanation"
 
 
 def test_time_budget_stops_a_slow_call(built_kb, kb_config):

@@ -166,6 +166,31 @@ def test_m1_library_matrix(tree):
     print(f"M1 library: {len(ATTACKS)} attacks refused (max {max(times) * 1000:.1f} ms), {len(LEGIT)} legit names read")
 
 
+def test_m1_absolute_paths_only_inside_the_root(tree):
+    """under_root (ingest_docs' absolute paths, seed 000 §11.1 "/knowledge/**/*.md"): an absolute path
+    or glob under the root becomes the relative one, then goes through the same checks; the attacks
+    are refused, each with the same message."""
+    t, root = tree
+    for attack in attacks(t):
+        with pytest.raises(OutsideRoot) as info:
+            confine.read_under(root, confine.under_root(root, attack))
+        assert str(info.value) == confine.NOT_FOUND, attack
+    assert confine.under_root(root, str(root / "notes.md")) == "notes.md"
+    assert confine.under_root(root, f"{root}//inner/./inner.md") == "inner/inner.md"
+    assert confine.under_root(root, str(root)) == ""
+    assert confine.under_root(root, f"{root}/**/*.md") == "**/*.md"
+    assert confine.under_root(root, "inner/inner.md") == "inner/inner.md"
+    assert (
+        confine.read_under(root, confine.under_root(root, str(root / "link_in_file.md"))) == b"# Inner\n\ninner text\n"
+    )
+    os.symlink(root, t / "alias")  # the root named through a link: its real path is accepted too
+    assert confine.under_root(t / "alias", str(root / "inner")) == "inner"
+    assert confine.under_root(t / "alias", str(t / "alias" / "inner")) == "inner"
+    for bad in [f"{root}_evil/x.md", str(t / "kb_evil"), f"{root}/../kb_evil/x.md", f"{root}/inner/../../secret.txt"]:
+        with pytest.raises(OutsideRoot):
+            confine.under_root(root, bad)
+
+
 def test_m1_symlink_swapped_after_the_check_is_refused(tree, monkeypatch):
     """The descriptor is checked, not the name: a link swapped in between resolve and open fails."""
     t, root = tree

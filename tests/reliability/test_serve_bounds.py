@@ -148,7 +148,7 @@ def test_m4_hub_node_is_clamped(hub_server):
         ("get_related", {"concept": "Hub Central", "hops": 3, "max_nodes": 10000}, "nodes"),
         ("get_related", {"concept": "Fare Engine", "hops": 3, "max_nodes": 10000, "direction": "both"}, "nodes"),
         ("explain_entity", {"entity": "Hub Central", "hops": 3, "max_nodes": 1000}, "neighbourhood"),
-        ("hybrid_query", {"query": "What does Hub Central use?", "k": 100, "hops": 3}, "results"),
+        ("hybrid_query", {"query": "What does Hub Central use?", "k": 100, "hops": 3}, "chunks"),
         ("search_concepts", {"query": "Spoke", "limit": 100}, "concepts"),
         ("list_concepts", {"limit": 500}, "concepts"),
     ]:
@@ -168,7 +168,7 @@ def test_m4_hub_node_is_clamped(hub_server):
         if name == "explain_entity":
             assert out["truncated"] is True and len(out["neighbourhood"]["nodes"]) <= 1000
         if name == "hybrid_query":
-            assert len(out["results"]) <= 100 and out["hops"] == 3
+            assert len(out["chunks"]) <= 100 and out["hops"] == 3
     assert hub_server.call("status")["result"]["isError"] is False
     print("M4 hub:", rows)
 

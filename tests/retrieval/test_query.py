@@ -224,3 +224,32 @@ def test_a_title_qualifier_does_not_hide_whose_page_it_is(tmp_path):
         )
         assert _is_about(store, film, [1])  # "(1972 film)" only tells which Hardcase
         assert not _is_about(store, roundup, [1])  # a page that mentions it in a longer title is not its page
+
+
+def _tag(store, path: str, *tags: str, origin: str = "ingest") -> None:
+    with store.write() as conn:
+        doc_id = conn.execute("SELECT id FROM docs WHERE path = ?", (path,)).fetchone()[0]
+        conn.executemany(
+            "INSERT INTO doc_tags(doc_id, tag, origin) VALUES (?, ?, ?)", [(doc_id, t, origin) for t in tags]
+        )
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector", "hybrid", "graph"])
+def test_tags_keep_only_documents_carrying_all_of_them(kb, mode):
+    store, embed = kb
+    _tag(store, "team.md", "people", "org")
+    _tag(store, "ledger.md", "people", origin="meta")
+    free = hybrid_query(store, "ledger service", k=5, mode=mode, hops=1, embed_query=embed)
+    assert {r["path"] for r in free["results"]} >= {"ledger.md", "team.md"}, mode
+    one = hybrid_query(store, "ledger service", k=5, mode=mode, hops=1, embed_query=embed, tags=["PEOPLE"])
+    assert {r["path"] for r in one["results"]} == {"ledger.md", "team.md"}, mode
+    both = hybrid_query(store, "ledger service", k=5, mode=mode, hops=1, embed_query=embed, tags=["people", "org"])
+    assert {r["path"] for r in both["results"]} == {"team.md"}, mode
+    none = hybrid_query(store, "ledger service", k=5, mode=mode, embed_query=embed, tags=["nobody"])
+    assert none["results"] == [] and none["tags"] == ["nobody"]
+
+
+def test_results_carry_the_seed_id(kb):
+    store, embed = kb
+    res = hybrid_query(store, "event bus", k=2, mode="bm25")
+    assert all(r["id"] == r["chunk_id"] for r in res["results"])
