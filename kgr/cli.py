@@ -1311,11 +1311,17 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
 @json_option
 @config_option
 def status(db, wait_idle, timeout, as_json, config_path):
-    """Show what the database holds: counts, last file, last error, versions, the writer.
+    """Show what the database holds: counts, last file, last error, versions, the writer, metrics.
+
+    A database that does not exist yet (or a 0-byte file) is created empty, with the
+    full schema, and reported as empty; its folder must exist. The project id
+    (project in the config) is stamped in a new database. Metrics: the writer's queue
+    depth, ingest rate and write transaction times, vector count, orphaned entities,
+    free pages.
 
     With --wait-idle, first wait until its writer has nothing queued, running or
     pending (or no writer runs), and for the database to appear if it does not exist
-    yet: scripts and tests wait on this, never on sleep.
+    yet (it is not created then): scripts and tests wait on this, never on sleep.
 
     \b
     Example:
@@ -1349,12 +1355,46 @@ def status(db, wait_idle, timeout, as_json, config_path):
                 f"the writer of {path} is still busy after {timeout:g}s ({what})",
                 hint="raise --timeout, or see `kgr status` for its last error",
             )
+    else:
+        from kgr.store.lock import create_if_missing
+
+        create_if_missing(path, project=load_config(config_path).project)
     with reading(path) as store:
-        info = status_mod.status(store)
+        info = status_mod.status(store, project=load_config(config_path).project)
     if as_json:
         emit([info])
     else:
         status_mod.print_status(info)
+
+
+@cli.command()
+@db_option()
+@json_option
+@config_option
+def vacuum(db, as_json, config_path):
+    """Give the database's free pages back to the file system.
+
+    Databases made by this kgr free pages by themselves (auto_vacuum=INCREMENTAL: after a
+    write that leaves many free pages, such as purging documents). A database made before
+    that is converted once, by a full VACUUM: it rewrites the file, needs as much free
+    disk as the file takes, and holds the writer lock meanwhile (not while kgr watch runs).
+
+    \b
+    Example:
+        kgr vacuum --db kb.sqlite
+    """
+    from kgr.store.lock import writing
+
+    with writing(resolve_db(db, config_path)) as store:
+        report = store.vacuum()
+    if as_json:
+        emit([report])
+    else:
+        before, after = report["before"], report["after"]
+        warn(
+            f"{report['db']}: {before['bytes']} -> {after['bytes']} bytes, free pages {before['freelist_count']} -> "
+            f"{after['freelist_count']}" + ("; converted to auto_vacuum=incremental" if report["converted"] else "")
+        )
 
 
 @cli.command()
@@ -1464,8 +1504,9 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
         raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
     path = resolve_db(db, config_path)
     cfg = load_config(config_path)
+    allow = cfg.security.allowlist
     with reading(path) as store:
-        report = verify_mod.check(store, directory, graph=graph, embed=embed)
+        report = verify_mod.check(store, directory, graph=graph, embed=embed, allowlist=allow)
     if fix and not report["ok"]:
         with writing(path) as store:
             summary = verify_mod.fix(
@@ -1479,7 +1520,7 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
                 on_partial=lambda r: warn(partial_line(r)),
             )
             report["fixed"] = summary.as_dict()
-            after = verify_mod.check(store, directory, graph=graph, embed=embed)
+            after = verify_mod.check(store, directory, graph=graph, embed=embed, allowlist=allow)
         report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale", "incomplete", "extract_failed")}
     if as_json:
         emit([report])

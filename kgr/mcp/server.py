@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from kgr import __version__, confine
 from kgr.config import settings_of
-from kgr.errors import OutsideRoot, StoreError, UsageError
+from kgr.errors import OutsideRoot, UsageError
 from kgr.mcp import registry
 from kgr.mcp.http import Guard, allowed, is_loopback, serve_http
 from kgr.mcp.registry import (
@@ -308,12 +308,11 @@ def run(opts: Options, cfg) -> None:
             pass
         new = False
     if new:
-        if root is None and not db.exists():
-            raise StoreError(
-                f"database not found: {db}",
-                hint="create it with `kgr ingest DIR --db PATH`, or pass --root DIR or --watch DIR to build it",
-            )
-        if root is not None:
+        if root is None:  # seed 000: a server started on a path with no database yet starts empty
+            from kgr.store.lock import create_if_missing
+
+            create_if_missing(db, project=cfg.project, wait_s=LOCK_WAIT_S)
+        else:
             from kgr.ingest.writer import Writer
 
             writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side
