@@ -283,3 +283,40 @@ def check_allowed(rel: str, patterns: Iterable[str], *, root: Path | None = None
     ok = may_hold_allowed(rel, patterns, root=root) if folder else allowed(rel, patterns, root=root)
     if not ok:
         raise OutsideRoot(NOT_ALLOWED)
+
+
+def allowed_targets(
+    root: str | os.PathLike, asked: Iterable[str], targets: list[str], patterns: Iterable[str]
+) -> list[str]:
+    """The ``targets`` (paths under ``root``, expanded from the paths a client ``asked`` for) that
+    the allowlist lets be read: a folder when it may hold allowed files (what is under it is
+    filtered when it is walked), a file when it is allowed. A file or folder asked for by name
+    and not allowed is refused (:data:`NOT_ALLOWED`); what a glob matched outside the allowlist is
+    dropped; nothing left is refused too."""
+    patterns = tuple(patterns or ())
+    if not patterns:
+        return targets
+    base = real_root(root)
+    named: set[str] = set()
+    for p in asked:
+        if not isinstance(p, str) or glob.has_magic(p):
+            continue
+        if not p.strip().startswith("/"):
+            named.add(relpath(p))
+            continue
+        for top in (Path(os.path.abspath(root)), base):
+            with contextlib.suppress(ValueError):
+                rel = Path(p.strip()).relative_to(top).as_posix()
+                named.add("" if rel == "." else rel)
+    kept = []
+    for t in targets:
+        rel = Path(t).relative_to(base).as_posix() if Path(t) != base else ""
+        rel = "" if rel == "." else rel
+        ok = may_hold_allowed(rel, patterns, root=base) if Path(t).is_dir() else allowed(rel, patterns, root=base)
+        if ok:
+            kept.append(t)
+        elif rel in named:
+            raise OutsideRoot(NOT_ALLOWED)
+    if not kept:
+        raise OutsideRoot(NOT_ALLOWED)
+    return kept

@@ -191,6 +191,7 @@ class GraphragTools:
                 targets.extend(str(m) for m in confine.glob_under(root, p, resolved=False))
             if not targets:
                 raise OutsideRoot(confine.NOT_FOUND)
+            targets = confine.allowed_targets(root, paths, targets, svc.cfg.security.allowlist)  # seed 000 §16
         writer = svc.get_writer()
         future = writer.ingest(targets)
         summary = svc.wait(future, WRITE_WAIT_S) if wait else None
