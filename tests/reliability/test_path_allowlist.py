@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kgr import confine
 from kgr import config as config_mod
+from kgr import confine
 from kgr.errors import OutsideRoot
 from kgr.ingest import pipeline, verify
 from kgr.store import Store
