@@ -126,9 +126,11 @@ def with_live_writer(m: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
 
 
 def orphaned_entities(store: Store) -> int:
-    """Entities nothing points at: no mention, no relation either way, no observation."""
+    """Entities nothing points at: no mention, no relation either way, no observation (one made
+    by hand is not orphaned; kb_health's orphan_concepts are the same)."""
     return store.scalar(
-        "SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
+        "SELECT count(*) FROM entities e WHERE e.origin != 'manual' "
+        "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
         "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = e.id) "
         "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = e.id) "
         "AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id)"
