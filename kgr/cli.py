@@ -107,6 +107,14 @@ def load_config(config_path: str | None, **overrides: Any):
     return loaded[key]
 
 
+def named_db(db: str | None, config_path: str | None) -> bool:
+    """Whether the database path was asked for (--db, $KGR_DB, sqlite.path in the config or
+    environment), not the bare default: only then may a command create a database there."""
+    from kgr.config import SqliteSettings
+
+    return bool(db) or load_config(config_path).sqlite.path != SqliteSettings().path
+
+
 def resolve_db(db: str | None, config_path: str | None) -> str:
     """--db, else $KGR_DB (click reads it), else the config's sqlite.path."""
     if db:
@@ -1314,7 +1322,8 @@ def status(db, wait_idle, timeout, as_json, config_path):
     """Show what the database holds: counts, last file, last error, versions, the writer, metrics.
 
     A database that does not exist yet (or a 0-byte file) is created empty, with the
-    full schema, and reported as empty; its folder must exist. The project id
+    full schema, and reported as empty, when its path is given (--db, KGR_DB or
+    sqlite.path; not the bare default kgr.sqlite); its folder must exist. The project id
     (project in the config) is stamped in a new database. Metrics: the writer's queue
     depth, ingest rate and write transaction times, vector count, orphaned entities,
     free pages.
@@ -1355,10 +1364,17 @@ def status(db, wait_idle, timeout, as_json, config_path):
                 f"the writer of {path} is still busy after {timeout:g}s ({what})",
                 hint="raise --timeout, or see `kgr status` for its last error",
             )
-    else:
+    elif named_db(db, config_path):
         from kgr.store.lock import create_if_missing
 
         create_if_missing(path, project=load_config(config_path).project)
+    elif not os.path.exists(path):
+        from kgr.errors import StoreError
+
+        raise StoreError(
+            f"database not found: {path}",
+            hint=f"pass --db PATH (`kgr status --db {path}` creates an empty one), or build one: kgr ingest DIR --db PATH",
+        )
     with reading(path) as store:
         info = status_mod.status(store, project=load_config(config_path).project)
     if as_json:
@@ -1748,7 +1764,9 @@ def import_cmd(file, db, fmt, config_path):
 def serve(db, profile, http, host, port, token_env, token, allow_host, root, watch_dir, config_path):
     """Serve the knowledge base to MCP clients (stdio by default, or streamable HTTP).
 
-    stdout carries protocol frames only; logs go to stderr.
+    stdout carries protocol frames only; logs go to stderr. A database path given (--db,
+    KGR_DB or sqlite.path) where no database exists yet starts an empty one (with --root
+    or --watch, built from that folder).
 
     \b
     Example:
@@ -1775,6 +1793,7 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
         root=root,
         watch=watch_dir,
         allow_hosts=tuple(allow_host),
+        create=named_db(db, config_path),
     )
     serve_mod.run(opts, cfg)
 

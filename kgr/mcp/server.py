@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from kgr import __version__, confine
 from kgr.config import settings_of
-from kgr.errors import OutsideRoot, UsageError
+from kgr.errors import OutsideRoot, StoreError, UsageError
 from kgr.mcp import registry
 from kgr.mcp.http import Guard, allowed, is_loopback, serve_http
 from kgr.mcp.registry import (
@@ -279,6 +279,7 @@ class Options:
     watch: str | None = None
     allow_hosts: tuple[str, ...] = ()
     warm: bool = True
+    create: bool = True  # a missing database is created empty (False: only the default path was given)
 
 
 def run(opts: Options, cfg) -> None:
@@ -311,6 +312,11 @@ def run(opts: Options, cfg) -> None:
         if root is None:  # seed 000: a server started on a path with no database yet starts empty
             from kgr.store.lock import create_if_missing
 
+            if not opts.create and not db.exists():
+                raise StoreError(
+                    f"database not found: {db}",
+                    hint="pass --db PATH (a new path starts an empty database), or --root DIR to build one",
+                )
             create_if_missing(db, project=cfg.project, wait_s=LOCK_WAIT_S)
         else:
             from kgr.ingest.writer import Writer

@@ -123,6 +123,18 @@ def test_status_of_missing_database_creates_it_empty(runner, tmp_path):
     assert "project    acme" in text.stdout
 
 
+def test_bare_status_does_not_create_the_default_database(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KGR_DB", raising=False)
+    monkeypatch.delenv("KGR_CONFIG", raising=False)
+    result = runner.invoke(cli, ["status"])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: database not found: kgr.sqlite")
+    assert "kgr status --db kgr.sqlite" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    named = runner.invoke(cli, ["status", "--json"], env={"KGR_DB": str(tmp_path / "kb.sqlite")})
+    assert named.exit_code == 0 and records(named.stdout_bytes)[0]["empty"] is True
+
+
 def test_status_in_a_missing_folder_is_a_clear_error(runner, tmp_path):
     result = runner.invoke(cli, ["status", "--db", str(tmp_path / "nope" / "none.sqlite")])
     assert result.exit_code == 1 and result.stdout == ""

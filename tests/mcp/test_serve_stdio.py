@@ -117,6 +117,24 @@ def test_missing_folder_of_the_database_is_a_clear_error(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "nope").exists()
 
 
+def test_serve_without_a_database_path_creates_nothing(tmp_path):
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("KGR_DB", "KGR_CONFIG")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "database not found: kgr.sqlite" in proc.stderr and "--db PATH" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")
 def test_root_option_builds_a_new_database(tmp_path):
     root = tmp_path / "notes"
