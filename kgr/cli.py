@@ -1298,6 +1298,7 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
             on_error=lambda r: warn(error_line(r)),
             on_partial=lambda r: warn(partial_line(r)),
         )
+        pipeline.record_run(store, summary)  # for status: this run's rate and transaction times
     if as_json:
         emit([summary.as_dict()])
     else:

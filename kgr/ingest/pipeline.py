@@ -147,6 +147,24 @@ def ingest(
     return summary
 
 
+RUN_META_KEY = "ingest_run"
+
+
+def record_run(store: Store, summary: IngestSummary) -> None:
+    """Keep the figures of a one-off ``kgr ingest`` run (files, seconds, rate, its write
+    transactions) in the meta table, where ``kgr status`` finds them once it has exited."""
+    files = summary.ingested + summary.moved + summary.pruned
+    info = {
+        "ts_ms": now_ms(),
+        "files_done": files,
+        "seconds": round(summary.seconds, 3),
+        "ingest_rate": round(files / summary.seconds, 2) if summary.seconds else 0.0,
+        "transactions": store.tx_stats(),
+    }
+    with store.write(timed=False):
+        store.set_meta(RUN_META_KEY, dumps(info))
+
+
 def _allowed_files(found: list, paths: list, root: Path, allowlist, errors: list[dict]) -> list:
     """The files of ``found`` that the path allowlist lets be read (seed 000 section 16); a file
     named on its own (not reached by walking a folder or a glob) and refused is an error record."""

@@ -8,7 +8,7 @@ from typing import Any
 import apsw
 
 from kgr import __version__
-from kgr.store import Store, migrations
+from kgr.store import Store, loads, migrations
 
 TABLES = (
     "docs",
@@ -101,8 +101,13 @@ def status(store: Store, *, project: str | None = None) -> dict[str, Any]:
 def metrics(store: Store, writer: dict[str, Any], embedding: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seed 000 section 15's metrics: queue depth, ingest rate, transaction time (of the live
     writer, else of the last one that published its state), vector count, orphaned entities."""
-    state = writer if writer.get("alive") and "queue_depth" in writer else writer.get("last_state") or {}
     live = bool(writer.get("alive"))
+    state = writer if live and "queue_depth" in writer else writer.get("last_state") or {}
+    source = "live writer" if live and state else "last writer" if state else None
+    run = store.get_meta("ingest_run")  # a kgr ingest that has exited (kgr.ingest.pipeline.record_run)
+    run = loads(run) if run else None
+    if run and not (live and state) and run.get("ts_ms", 0) >= (state.get("heartbeat_ms") or 0):
+        state, source = run, "last kgr ingest"
     embedding = embedding if embedding is not None else _embedding(store)
     return {
         # nothing is queued without a live writer; a live one that has published nothing yet: unknown
@@ -113,7 +118,7 @@ def metrics(store: Store, writer: dict[str, Any], embedding: dict[str, Any] | No
         "transactions": state.get("transactions"),
         "vector_count": (embedding.get("chunk_vectors") or 0) + (embedding.get("entity_vectors") or 0),
         "orphaned_entities": orphaned_entities(store),
-        "from": "live writer" if live and state else "last writer" if state else None,
+        "from": source,
     }
 
 

@@ -177,3 +177,21 @@ def test_bad_config_is_one_line(runner, tmp_path):
     assert result.exit_code == 1
     assert result.stderr.strip().startswith("Error: ") and "invalid YAML" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_status_after_kgr_ingest_reports_that_runs_metrics(runner, kb, tmp_path):
+    """Seed 000 section 15: "Periodic metrics: ingest rate, avg tx duration, vector count, orphaned entities"."""
+    db = tmp_path / "kb.sqlite"
+    env = {"KGR_EMBED_STUB": "1", "KGR_NORMALIZE_WORKERS": "1"}
+    ingest = runner.invoke(cli, ["ingest", str(kb), "--db", str(db), "--no-graph"], env=env)
+    assert ingest.exit_code == 0, ingest.stderr
+    result = runner.invoke(cli, ["status", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.stderr
+    info = records(result.stdout_bytes)[0]
+    m = info["metrics"]
+    assert info["empty"] is False and m["from"] == "last kgr ingest" and m["queue_depth"] == 0
+    assert m["files_done"] == 2 and m["ingest_rate"] > 0
+    assert m["transactions"]["count"] >= 2 and m["transactions"]["median_ms"] > 0
+    assert m["vector_count"] == info["counts"]["chunks"] > 0
+    text = runner.invoke(cli, ["status", "--db", str(db)]).stdout
+    assert "metrics    last kgr ingest:" in text and "transactions, last" in text
