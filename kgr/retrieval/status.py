@@ -93,6 +93,7 @@ def status(store: Store, *, project: str | None = None) -> dict[str, Any]:
         "metrics": metrics(store, writer, embedding),
         "storage": store.storage(),
     }
+    info["queue_depth"] = info["metrics"]["queue_depth"]  # seed 000 section 11.6 names it first
     if stamped and project and stamped != project:
         info["project_configured"] = project
     return info

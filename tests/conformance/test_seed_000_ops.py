@@ -57,6 +57,8 @@ def test_serve_on_a_fresh_root_creates_the_database_and_reports_status_metrics_a
     m = first["metrics"]
     assert {"queue_depth", "ingest_rate", "transactions", "vector_count", "orphaned_entities"} <= set(m)
     assert m["queue_depth"] == 0 and m["vector_count"] == 0
+    assert {"queue_depth", "last_file", "counts", "last_error"} <= set(first)  # §11.6's four
+    assert first["queue_depth"] == 0 and first["last_file"] is None and first["last_error"] is None
     # the allowlist: a named file outside it is refused, a glob reads only what it allows
     assert refused.is_error and "allowlist" in text(refused)
     assert ingested["ingested"] == 2

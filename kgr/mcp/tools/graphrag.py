@@ -155,6 +155,7 @@ class GraphragTools:
         mine = svc.writer_status()
         info["writer"] = {**(info.get("writer") or {}), **mine}
         info["metrics"] = status_mod.with_live_writer(info["metrics"], mine)
+        info["queue_depth"] = info["metrics"]["queue_depth"]
         info["server"] = {"kgr_version": __version__, "profile_tools": sorted(svc.tool_names)}
         return info
 
