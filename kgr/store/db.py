@@ -226,7 +226,9 @@ class Store:
             if timed:
                 self.tx_ms.append((time.perf_counter() - started) * 1000)
                 self.tx_count += 1
-            self.incremental_vacuum()
+            # best effort: the write is committed; free pages left now go with a later write
+            with contextlib.suppress(StoreError, apsw.Error):
+                self.incremental_vacuum()
 
     def tx_stats(self) -> dict[str, Any]:
         """This connection's write transactions: how many, and the last, median, mean, p95 and
