@@ -107,6 +107,14 @@ def load_config(config_path: str | None, **overrides: Any):
     return loaded[key]
 
 
+def named_db(db: str | None, config_path: str | None) -> bool:
+    """Whether the database path was asked for (--db, $KGR_DB, sqlite.path in the config or
+    environment), not the bare default: only then may a command create a database there."""
+    from kgr.config import SqliteSettings
+
+    return bool(db) or load_config(config_path).sqlite.path != SqliteSettings().path
+
+
 def resolve_db(db: str | None, config_path: str | None) -> str:
     """--db, else $KGR_DB (click reads it), else the config's sqlite.path."""
     if db:
@@ -1307,6 +1315,7 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
             on_error=lambda r: warn(error_line(r)),
             on_partial=lambda r: warn(partial_line(r)),
         )
+        pipeline.record_run(store, summary)  # for status: this run's rate and transaction times
     if as_json:
         emit([summary.as_dict()])
     else:
@@ -1328,11 +1337,18 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
 @json_option
 @config_option
 def status(db, wait_idle, timeout, as_json, config_path):
-    """Show what the database holds: counts, last file, last error, versions, the writer.
+    """Show what the database holds: counts, last file, last error, versions, the writer, metrics.
+
+    A database that does not exist yet (or a 0-byte file) is created empty, with the
+    full schema, and reported as empty, when its path is given (--db, KGR_DB or
+    sqlite.path; not the bare default kgr.sqlite); its folder must exist. The project id
+    (project in the config) is stamped in a new database. Metrics: the writer's queue
+    depth, ingest rate and write transaction times, vector count, orphaned entities,
+    free pages.
 
     With --wait-idle, first wait until its writer has nothing queued, running or
     pending (or no writer runs), and for the database to appear if it does not exist
-    yet: scripts and tests wait on this, never on sleep.
+    yet (it is not created then): scripts and tests wait on this, never on sleep.
 
     \b
     Example:
@@ -1366,12 +1382,53 @@ def status(db, wait_idle, timeout, as_json, config_path):
                 f"the writer of {path} is still busy after {timeout:g}s ({what})",
                 hint="raise --timeout, or see `kgr status` for its last error",
             )
+    elif named_db(db, config_path):
+        from kgr.store.lock import create_if_missing
+
+        create_if_missing(path, project=load_config(config_path).project)
+    elif not os.path.exists(path):
+        from kgr.errors import StoreError
+
+        raise StoreError(
+            f"database not found: {path}",
+            hint=f"pass --db PATH (`kgr status --db {path}` creates an empty one), or build one: kgr ingest DIR --db PATH",
+        )
     with reading(path) as store:
-        info = status_mod.status(store)
+        info = status_mod.status(store, project=load_config(config_path).project)
     if as_json:
         emit([info])
     else:
         status_mod.print_status(info)
+
+
+@cli.command()
+@db_option()
+@json_option
+@config_option
+def vacuum(db, as_json, config_path):
+    """Give the database's free pages back to the file system.
+
+    Databases made by this kgr free pages by themselves (auto_vacuum=INCREMENTAL: after a
+    write that leaves many free pages, such as purging documents). A database made before
+    that is converted once, by a full VACUUM: it rewrites the file, needs as much free
+    disk as the file takes, and holds the writer lock meanwhile (not while kgr watch runs).
+
+    \b
+    Example:
+        kgr vacuum --db kb.sqlite
+    """
+    from kgr.store.lock import writing
+
+    with writing(resolve_db(db, config_path)) as store:
+        report = store.vacuum()
+    if as_json:
+        emit([report])
+    else:
+        before, after = report["before"], report["after"]
+        warn(
+            f"{report['db']}: {before['bytes']} -> {after['bytes']} bytes, free pages {before['freelist_count']} -> "
+            f"{after['freelist_count']}" + ("; converted to auto_vacuum=incremental" if report["converted"] else "")
+        )
 
 
 @cli.command()
@@ -1481,8 +1538,9 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
         raise click.BadParameter(f"{directory}: no such directory", param_hint="DIRECTORY")
     path = resolve_db(db, config_path)
     cfg = load_config(config_path)
+    allow = cfg.security.allowlist
     with reading(path) as store:
-        report = verify_mod.check(store, directory, graph=graph, embed=embed)
+        report = verify_mod.check(store, directory, graph=graph, embed=embed, allowlist=allow)
     if fix and not report["ok"]:
         with writing(path) as store:
             summary = verify_mod.fix(
@@ -1496,7 +1554,7 @@ def verify(directory, db, fix, graph, embed, as_json, config_path):
                 on_partial=lambda r: warn(partial_line(r)),
             )
             report["fixed"] = summary.as_dict()
-            after = verify_mod.check(store, directory, graph=graph, embed=embed)
+            after = verify_mod.check(store, directory, graph=graph, embed=embed, allowlist=allow)
         report["after"] = {k: after[k] for k in ("ok", "missing", "extra", "stale", "incomplete", "extract_failed")}
     if as_json:
         emit([report])
@@ -1724,7 +1782,9 @@ def import_cmd(file, db, fmt, config_path):
 def serve(db, profile, http, host, port, token_env, token, allow_host, root, watch_dir, config_path):
     """Serve the knowledge base to MCP clients (stdio by default, or streamable HTTP).
 
-    stdout carries protocol frames only; logs go to stderr.
+    stdout carries protocol frames only; logs go to stderr. A database path given (--db,
+    KGR_DB or sqlite.path) where no database exists yet starts an empty one (with --root
+    or --watch, built from that folder).
 
     With the memory tools (--profile memory or all), KNOWLEDGE_BASE_FILE_PATH (or the
     reference memory server's MEMORY_FILE_PATH; the first wins when both are set) names a
@@ -1757,6 +1817,7 @@ def serve(db, profile, http, host, port, token_env, token, allow_host, root, wat
         root=root,
         watch=watch_dir,
         allow_hosts=tuple(allow_host),
+        create=named_db(db, config_path),
     )
     serve_mod.run(opts, cfg)
 

@@ -177,6 +177,16 @@ class ServeSettings(Section):
 
 
 @dataclass(frozen=True)
+class SecuritySettings(Section):
+    """Seed 000 section 16's allowlist of paths: the files under the knowledge root that may be
+    read (kgr ingest, kgr watch, ingest_docs), as root-relative globs (``docs/**``, ``*.md``; a
+    folder allows everything under it). Empty: the whole root. The root still confines every path."""
+
+    PATH: ClassVar[str] = "security"
+    allowlist: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RetrievalWeights(Section):
     """Seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
     (hipporag_musique_train100, hipporag_hotpotqa_train100) and the two golden corpora
@@ -268,7 +278,7 @@ class TenantSettings(Section):
 class Settings(Section):
     """The whole configuration, parsed and checked: ``settings.chunk.max_tokens``."""
 
-    project: str = "kgr"
+    project: str = "kgr"  # seed 000's project id: stamped in the database, reported by status
     watch: WatchSettings = field(default_factory=WatchSettings)
     normalize: NormalizeSettings = field(default_factory=NormalizeSettings)
     chunk: ChunkSettings = field(default_factory=ChunkSettings)
@@ -276,6 +286,7 @@ class Settings(Section):
     embed: EmbedSettings = field(default_factory=EmbedSettings)
     sqlite: SqliteSettings = field(default_factory=SqliteSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     authoring: AuthoringSettings = field(default_factory=AuthoringSettings)

@@ -20,11 +20,13 @@ host, and names no path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
+import re
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from kgr.errors import OutsideRoot
 
@@ -215,3 +217,129 @@ def scrub(text: str, *secrets: str | os.PathLike | None) -> str:
     for s in sorted((str(x) for x in secrets if x), key=len, reverse=True):
         out = out.replace(s + os.sep, "").replace(s, "<root>" if os.sep in s else "***")
     return out
+
+
+# -- the path allowlist (seed 000 section 16) ------------------------------------------------
+
+NOT_ALLOWED = "not allowed: outside the path allowlist of this knowledge base (security.allowlist)"
+
+
+def _segment_regex(segment: str) -> str:
+    """One path segment of a glob: ``*`` and ``?`` never cross a ``/``."""
+    out = []
+    for ch in segment:
+        out.append("[^/]*" if ch == "*" else "[^/]" if ch == "?" else re.escape(ch))
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _allow_regex(pattern: str) -> re.Pattern[str]:
+    parts = [p for p in pattern.split("/") if p not in ("", ".")]
+    regex = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            regex += ".*" if last else "(?:[^/]+/)*"
+        else:
+            regex += _segment_regex(part) + ("" if last else "/")
+    return re.compile(regex)
+
+
+def _allow_pattern(pattern: str, root: Path | None) -> str | None:
+    """A pattern relative to the root; an absolute one (``/knowledge/**/*.md``) is taken
+    relative to ``root`` and matches nothing when it is outside it."""
+    pattern = pattern.strip()
+    if pattern.startswith("/"):
+        if root is None:
+            return None
+        try:
+            return Path(pattern).relative_to(root).as_posix()
+        except ValueError:
+            try:
+                return Path(pattern).relative_to(Path(root).resolve()).as_posix()
+            except ValueError:
+                return None
+    return pattern
+
+
+def allowed(rel: str, patterns: Iterable[str], *, root: Path | None = None) -> bool:
+    """True when the root-relative POSIX path ``rel`` may be read under the allowlist
+    ``patterns`` (root-relative globs: ``*`` and ``?`` within a name, ``**`` across folders; a
+    pattern naming a folder allows everything under it). No patterns: everything is allowed."""
+    patterns = [p for p in (_allow_pattern(p, root) for p in patterns) if p is not None] if patterns else None
+    if patterns is None:
+        return True
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    for pattern in patterns:
+        if pattern in ("", ".", "**"):
+            return True
+        regex = _allow_regex(pattern)
+        if any(regex.fullmatch(prefix) for prefix in prefixes):
+            return True
+    return False
+
+
+def may_hold_allowed(rel_dir: str, patterns: Iterable[str], *, root: Path | None = None) -> bool:
+    """True when the folder ``rel_dir`` (root-relative; "" is the root) is allowed or could hold
+    an allowed file: what a folder asked for must pass before it is walked."""
+    patterns = list(patterns) if patterns else []
+    if not patterns:
+        return True
+    dirs = [p for p in rel_dir.split("/") if p not in ("", ".")]
+
+    def can(di: int, segs: list[str], si: int) -> bool:
+        if di == len(dirs) or si == len(segs):  # the folder is above a match, or under one
+            return True
+        if segs[si] == "**":
+            return can(di, segs, si + 1) or can(di + 1, segs, si)
+        return re.fullmatch(_segment_regex(segs[si]), dirs[di]) is not None and can(di + 1, segs, si + 1)
+
+    for pattern in (p for p in (_allow_pattern(p, root) for p in patterns) if p is not None):
+        if can(0, [p for p in pattern.split("/") if p not in ("", ".")], 0):
+            return True
+    return False
+
+
+def check_allowed(rel: str, patterns: Iterable[str], *, root: Path | None = None, folder: bool = False) -> None:
+    """OutsideRoot (:data:`NOT_ALLOWED`) unless ``rel`` is allowed (a folder: may hold allowed files)."""
+    ok = may_hold_allowed(rel, patterns, root=root) if folder else allowed(rel, patterns, root=root)
+    if not ok:
+        raise OutsideRoot(NOT_ALLOWED)
+
+
+def allowed_targets(
+    root: str | os.PathLike, asked: Iterable[str], targets: list[str], patterns: Iterable[str]
+) -> list[str]:
+    """The ``targets`` (paths under ``root``, expanded from the paths a client ``asked`` for) that
+    the allowlist lets be read: a folder when it may hold allowed files (what is under it is
+    filtered when it is walked), a file when it is allowed. A file or folder asked for by name
+    and not allowed is refused (:data:`NOT_ALLOWED`); what a glob matched outside the allowlist is
+    dropped; nothing left is refused too."""
+    patterns = tuple(patterns or ())
+    if not patterns:
+        return targets
+    base = real_root(root)
+    named: set[str] = set()
+    for p in asked:
+        if not isinstance(p, str) or glob.has_magic(p):
+            continue
+        if not p.strip().startswith("/"):
+            named.add(relpath(p))
+            continue
+        for top in (Path(os.path.abspath(root)), base):
+            with contextlib.suppress(ValueError):
+                rel = Path(p.strip()).relative_to(top).as_posix()
+                named.add("" if rel == "." else rel)
+    kept = []
+    for t in targets:
+        rel = Path(t).relative_to(base).as_posix() if Path(t) != base else ""
+        rel = "" if rel == "." else rel
+        ok = may_hold_allowed(rel, patterns, root=base) if Path(t).is_dir() else allowed(rel, patterns, root=base)
+        if ok:
+            kept.append(t)
+        elif rel in named:
+            raise OutsideRoot(NOT_ALLOWED)
+    if not kept:
+        raise OutsideRoot(NOT_ALLOWED)
+    return kept

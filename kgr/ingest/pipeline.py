@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Iterator
 from kgr import records
 from kgr.stages.load import LoadSummary, delete_docs, load
 from kgr.store import Store, dumps, loads, now_ms
-from kgr.store.root import check_root
+from kgr.store.root import check_project, check_root
 
 
 @dataclass
@@ -93,6 +93,7 @@ def ingest(
     paths = list(paths)
     root_path = resolve_root(paths, root)
     check_root(store, root_path)
+    check_project(store, cfg.project)
     summary = IngestSummary()
     known = {
         path: (mtime, size, fhash)
@@ -105,6 +106,7 @@ def ingest(
     paths = [p for p in paths if not isinstance(p, norm.FileRef)]
     for item in norm.discover(paths, root=str(root_path)) if paths else ():
         (errors if isinstance(item, dict) else found).append(item)
+    found = _allowed_files(found, paths, root_path, cfg.security.allowlist, errors)
     summary.seen = len(found)
     seen_paths = {f.rel_path for f in found}
 
@@ -143,6 +145,45 @@ def ingest(
         summary.embedded = embed_store(store, cfg)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+RUN_META_KEY = "ingest_run"
+
+
+def record_run(store: Store, summary: IngestSummary) -> None:
+    """Keep the figures of a one-off ``kgr ingest`` run (files, seconds, rate, its write
+    transactions) in the meta table, where ``kgr status`` finds them once it has exited."""
+    files = summary.ingested + summary.moved + summary.pruned
+    info = {
+        "ts_ms": now_ms(),
+        "files_done": files,
+        "seconds": round(summary.seconds, 3),
+        "ingest_rate": round(files / summary.seconds, 2) if summary.seconds else 0.0,
+        "transactions": store.tx_stats(),
+    }
+    with store.write(timed=False):
+        store.set_meta(RUN_META_KEY, dumps(info))
+
+
+def _allowed_files(found: list, paths: list, root: Path, allowlist, errors: list[dict]) -> list:
+    """The files of ``found`` that the path allowlist lets be read (seed 000 section 16); a file
+    named on its own (not reached by walking a folder or a glob) and refused is an error record."""
+    if not allowlist:
+        return found
+    from kgr import confine
+
+    named = {os.path.realpath(p) for p in paths if isinstance(p, (str, os.PathLike)) and os.path.isfile(p)}
+    kept = []
+    for f in found:
+        if confine.allowed(f.rel_path, allowlist, root=root):
+            kept.append(f)
+        elif os.path.realpath(root / f.rel_path) in named:
+            errors.append(
+                records.error(
+                    "normalize", f"{f.rel_path}: {confine.NOT_ALLOWED}", path=f.rel_path, reason="not_allowed"
+                )
+            )
+    return kept
 
 
 def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vectors: bool = True) -> int:
@@ -320,12 +361,21 @@ def sync_paths(
     stay cached by content hash); ``tags`` are added to every document found (kept across
     later ingests, see :func:`tag_docs`).
     """
+    from kgr import config as config_mod
+    from kgr import confine
     from kgr.stages import normalize as norm
 
     started = time.perf_counter()
     root_path = Path(root).resolve()
+    cfg = config_mod.settings_of(config) if config is not None else _default_config()
     check_root(store, root_path)
+    check_project(store, cfg.project)
     ignore = norm.kgrignore(root_path)
+    allowlist = cfg.security.allowlist
+
+    def permitted(rel: str) -> bool:  # the path allowlist: what is refused is treated as ignored
+        return confine.allowed(rel, allowlist, root=root_path)
+
     stored = {
         path: (fhash, fmt, size)
         for path, fhash, fmt, size in store.query("SELECT path, file_hash, format, size FROM docs WHERE source='file'")
@@ -341,7 +391,14 @@ def sync_paths(
         if rel and (norm.ignored_path(rel, ignore) or _leaves_root(absolute, root_path)):
             found: list = []
         elif absolute.is_dir() and not absolute.is_symlink():
-            found = list(norm.discover([str(absolute)], root=str(root_path)))
+            found = [
+                item
+                for item in norm.discover([str(absolute)], root=str(root_path))
+                if isinstance(item, dict) or permitted(item.rel_path)
+            ]
+        elif rel and not permitted(rel):
+            found = []
+            prefix = None
         elif absolute.is_file():
             try:
                 found = (
@@ -399,11 +456,10 @@ def sync_paths(
     if tags:
         tag_docs(store, [*present, *moved], tags)
     # Purge only what is still missing now: a file written back meanwhile stays.
-    still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore)]
+    still_gone = [p for p in sorted(gone) if not _present_now(root_path / p, root_path, ignore) or not permitted(p)]
     summary.pruned = delete_docs(store, still_gone)
     # Chunk vectors before the graph, so an edit is answerable by hybrid search as soon as
     # possible (extraction is the slow part); then the new entities' vectors.
-    cfg = config if config is not None else _default_config()
     if embed:
         summary.embedded += embed_store(store, cfg)
     if graph:

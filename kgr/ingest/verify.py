@@ -29,14 +29,16 @@ import apsw
 from kgr.store.db import BUSY_TIMEOUT_MS, Store
 
 
-def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
-    """{relative path: sha256 of the bytes} of every file discovery would ingest."""
+def disk_hashes(root: str | os.PathLike, allowlist: tuple[str, ...] = ()) -> dict[str, str]:
+    """{relative path: sha256 of the bytes} of every file discovery would ingest (and the path
+    allowlist, ``security.allowlist``, lets be read)."""
+    from kgr import confine
     from kgr.stages import normalize as norm
 
     root_path = Path(root).resolve()
     out = {}
     for item in norm.discover([str(root_path)], root=str(root_path)):
-        if isinstance(item, norm.FileRef):
+        if isinstance(item, norm.FileRef) and confine.allowed(item.rel_path, allowlist, root=root_path):
             try:
                 out[item.rel_path] = norm.file_hash(item.abs_path)
             except OSError:
@@ -45,12 +47,19 @@ def disk_hashes(root: str | os.PathLike) -> dict[str, str]:
 
 
 def check(
-    store: Store, root: str | os.PathLike, *, storage: bool = True, graph: bool = True, embed: bool = True
+    store: Store,
+    root: str | os.PathLike,
+    *,
+    storage: bool = True,
+    graph: bool = True,
+    embed: bool = True,
+    allowlist: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """I1, I2, (with ``storage``) I3 and completeness for ``store`` against the folder
     ``root``; ``graph`` and ``embed`` say whether documents are expected to have their
-    graph and their vectors (not when ingested with --no-graph or --no-embed)."""
-    disk = disk_hashes(root)
+    graph and their vectors (not when ingested with --no-graph or --no-embed);
+    ``allowlist`` is the path allowlist the database was ingested under."""
+    disk = disk_hashes(root, allowlist)
     stored = dict(store.query("SELECT path, file_hash FROM docs WHERE source='file'"))
     missing = sorted(set(disk) - set(stored))
     extra = sorted(set(stored) - set(disk))

@@ -281,6 +281,7 @@ class Options:
     watch: str | None = None
     allow_hosts: tuple[str, ...] = ()
     warm: bool = True
+    create: bool = True  # a missing database is created empty (False: only the default path was given)
 
 
 def run(opts: Options, cfg) -> None:
@@ -310,12 +311,16 @@ def run(opts: Options, cfg) -> None:
             pass
         new = False
     if new:
-        if root is None and not db.exists():
-            raise StoreError(
-                f"database not found: {db}",
-                hint="create it with `kgr ingest DIR --db PATH`, or pass --root DIR or --watch DIR to build it",
-            )
-        if root is not None:
+        if root is None:  # seed 000: a server started on a path with no database yet starts empty
+            from kgr.store.lock import create_if_missing
+
+            if not opts.create and not db.exists():
+                raise StoreError(
+                    f"database not found: {db}",
+                    hint="pass --db PATH (a new path starts an empty database), or --root DIR to build one",
+                )
+            create_if_missing(db, project=cfg.project, wait_s=LOCK_WAIT_S)
+        else:
             from kgr.ingest.writer import Writer
 
             writer = Writer(db, root=root, config=cfg).start()  # creates the database for the read side

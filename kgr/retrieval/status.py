@@ -8,7 +8,7 @@ from typing import Any
 import apsw
 
 from kgr import __version__
-from kgr.store import Store, migrations
+from kgr.store import Store, loads, migrations
 
 TABLES = (
     "docs",
@@ -48,7 +48,14 @@ def partial_docs(store: Store, limit: int = PARTIAL_SAMPLE) -> dict[str, Any]:
     return {"count": count, "docs": docs}
 
 
-def status(store: Store) -> dict[str, Any]:
+# What makes a knowledge base non-empty: any row in these (events, meta, caches and the built-in
+# template do not count).
+CONTENT_TABLES = ("docs", "chunks", "entities", "relations", "observations")
+
+
+def status(store: Store, *, project: str | None = None) -> dict[str, Any]:
+    """What ``store`` holds. ``project``: the configured project id, reported when the database
+    has none stamped (and beside the stamped one when they differ)."""
     counts = {t: store.scalar(f"SELECT count(*) FROM {t}") for t in TABLES if _has_table(store, t)}
     counts["chunks_fts"] = (
         store.scalar("SELECT count(*) FROM chunks_fts_docsize") if _has_table(store, "chunks_fts_docsize") else None
@@ -57,9 +64,14 @@ def status(store: Store) -> dict[str, Any]:
     last_event = store.conn.execute(
         "SELECT ts_ms, path, message FROM events WHERE kind='error' ORDER BY id DESC LIMIT 1"
     ).fetchone()
-    return {
+    writer = _writer(store)
+    embedding = _embedding(store)
+    stamped = store.get_meta("project")
+    info: dict[str, Any] = {
         "kind": "status",
         "db": str(store.path),
+        # seed 000 section 16's project id: the one stamped in the database, else the configured one
+        "project": stamped or project,
         "kgr_version": __version__,
         "schema_version": store.user_version,
         "schema_latest": migrations.LATEST,
@@ -67,6 +79,7 @@ def status(store: Store) -> dict[str, Any]:
         "extensions": dict(store.extensions),
         "graph_traversal": _traversal(store),
         "root": _root(store),
+        "empty": not any(counts.get(t) for t in CONTENT_TABLES),
         "counts": counts,
         "docs_by_status": by_status,
         "partial_docs": partial_docs(store),
@@ -75,9 +88,59 @@ def status(store: Store) -> dict[str, Any]:
         "last_ingest_ms": _int(store.get_meta("last_ingest_ms")),
         "last_error": store.get_meta("last_error"),
         "last_error_ms": last_event[0] if last_event else None,
-        "embedding": _embedding(store),
-        "writer": _writer(store),
+        "embedding": embedding,
+        "writer": writer,
+        "metrics": metrics(store, writer, embedding),
+        "storage": store.storage(),
     }
+    info["queue_depth"] = info["metrics"]["queue_depth"]  # seed 000 section 11.6 names it first
+    if stamped and project and stamped != project:
+        info["project_configured"] = project
+    return info
+
+
+def metrics(store: Store, writer: dict[str, Any], embedding: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Seed 000 section 15's metrics: queue depth, ingest rate, transaction time (of the live
+    writer, else of the last one that published its state), vector count, orphaned entities."""
+    live = bool(writer.get("alive"))
+    state = writer if live and "queue_depth" in writer else writer.get("last_state") or {}
+    source = "live writer" if live and state else "last writer" if state else None
+    run = store.get_meta("ingest_run")  # a kgr ingest that has exited (kgr.ingest.pipeline.record_run)
+    run = loads(run) if run else None
+    if run and not (live and state) and run.get("ts_ms", 0) >= (state.get("heartbeat_ms") or 0):
+        state, source = run, "last kgr ingest"
+    embedding = embedding if embedding is not None else _embedding(store)
+    return {
+        # nothing is queued without a live writer; a live one that has published nothing yet: unknown
+        "queue_depth": state.get("queue_depth") if live else 0,
+        "pending": state.get("pending") if live else 0,
+        "ingest_rate": state.get("ingest_rate"),  # files per busy second of that writer
+        "files_done": state.get("files_done"),
+        "transactions": state.get("transactions"),
+        "vector_count": (embedding.get("chunk_vectors") or 0) + (embedding.get("entity_vectors") or 0),
+        "orphaned_entities": orphaned_entities(store),
+        "from": source,
+    }
+
+
+def with_live_writer(m: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """``m`` (from :func:`metrics`) with the live figures of a writer running in this process."""
+    if "queue_depth" not in state:
+        return m
+    keys = ("queue_depth", "pending", "ingest_rate", "files_done", "transactions")
+    return {**m, **{k: state.get(k) for k in keys}, "from": "live writer"}
+
+
+def orphaned_entities(store: Store) -> int:
+    """Entities nothing points at: no mention, no relation either way, no observation (one made
+    by hand is not orphaned; kb_health's orphan_concepts are the same)."""
+    return store.scalar(
+        "SELECT count(*) FROM entities e WHERE e.origin != 'manual' "
+        "AND NOT EXISTS (SELECT 1 FROM mentions m WHERE m.entity_id = e.id) "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.src_id = e.id) "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.dst_id = e.id) "
+        "AND NOT EXISTS (SELECT 1 FROM observations o WHERE o.entity_id = e.id)"
+    )
 
 
 def _graph(store: Store) -> dict[str, int]:
@@ -142,6 +205,12 @@ def print_status(info: dict[str, Any], out=None) -> None:
     out = out or sys.stdout
     w = out.write
     w(f"database   {info['db']}\n")
+    if info.get("empty"):
+        w("empty      yes: no documents, entities or memories yet (kgr ingest DIR --db DB fills it)\n")
+    w(f"project    {info.get('project') or '-'}")
+    if info.get("project_configured"):
+        w(f" (configured: {info['project_configured']})")
+    w("\n")
     w(f"root       {info['root'] or '-'}\n")
     w(f"schema     {info['schema_version']} (kgr {info['kgr_version']}, SQLite {info['sqlite_version']})\n")
     exts = ", ".join(f"{k} {v or 'unavailable'}" for k, v in info["extensions"].items()) or "-"
@@ -164,6 +233,23 @@ def print_status(info: dict[str, Any], out=None) -> None:
         )
     else:
         w(f"writer     pid {wr['pid']} (no state published)\n")
+    m = info.get("metrics") or {}
+    tx = m.get("transactions") or {}
+    if tx.get("count"):
+        w(
+            f"metrics    {m.get('from')}: {tx['count']} transactions, last {tx['last_ms']} ms, median "
+            f"{tx['median_ms']} ms, p95 {tx['p95_ms']} ms; ingest {m.get('ingest_rate')} files/s; "
+            f"queue {m.get('queue_depth')}\n"
+        )
+    if m:
+        w(f"vectors    {m.get('vector_count', 0)}; orphaned entities {m.get('orphaned_entities', 0)}\n")
+    sto = info.get("storage") or {}
+    if sto:
+        w(
+            f"storage    {sto['bytes']} bytes, {sto['freelist_count']} free pages, auto_vacuum {sto['auto_vacuum']}"
+            + (" (kgr vacuum converts it)" if sto["auto_vacuum"] != "incremental" else "")
+            + "\n"
+        )
     w(f"last file  {info['last_file'] or '-'}\n")
     w(f"last error {info['last_error'] or '-'}\n")
     docs = info["docs_by_status"]

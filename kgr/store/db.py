@@ -8,9 +8,11 @@ whatever the busy timeout).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -26,6 +28,13 @@ BUSY_TIMEOUT_MS = SqliteSettings().busy_timeout_ms
 APPLICATION_ID = migrations.APPLICATION_ID
 SQLITE_HEADER = b"SQLite format 3\x00"
 NOT_KGR_HINT = "give --db a kgr database, or the path of a new file for a new one"
+# Seed 000 section 18: "Run PRAGMA incremental_vacuum occasionally if churn is high". A new
+# database is made with auto_vacuum=INCREMENTAL; after a write transaction that leaves at least
+# this many free pages (4 MiB at the default 4 KiB page), they are given back to the file system.
+# A database made before (auto_vacuum=NONE) keeps its free pages until `kgr vacuum` converts it.
+VACUUM_MIN_FREE_PAGES = 1024
+AUTO_VACUUM_MODES = {0: "none", 1: "full", 2: "incremental"}
+TX_SAMPLE = 256  # write transactions whose durations status reports (median, p95)
 
 
 def now_ms() -> int:
@@ -78,6 +87,7 @@ class Store:
                     f"cannot write {self.path}: read-only file (permissions)",
                     hint=f"make it writable (`chmod u+w {self.path}`), or give --db a copy of it",
                 )
+            self.created = kind == "empty" and not readonly  # this open makes the schema
             self._pragmas()
         except StoreError:
             self.conn.close()
@@ -96,6 +106,11 @@ class Store:
         # The time budget of the current call (``kgr serve`` sets it): a callable that is true once
         # the budget is spent. SQLite's progress handler stops SQL; Python loops ask check_deadline.
         self.budget: Callable[[], bool] | None = None
+        # the durations of this connection's last write transactions (BEGIN IMMEDIATE to COMMIT)
+        self.tx_ms: collections.deque[float] = collections.deque(maxlen=TX_SAMPLE)
+        self.tx_count = 0
+        self.vacuumed_pages = 0
+        self.vacuum_min_pages = VACUUM_MIN_FREE_PAGES
         self._load_extensions()
         if not readonly:
             self.migrate()
@@ -117,6 +132,10 @@ class Store:
 
     def _pragmas(self) -> None:
         c = self.conn
+        if not self.readonly and self.created:
+            # only takes effect before the first table is made (an existing file keeps its mode)
+            c.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        self.auto_vacuum = AUTO_VACUUM_MODES.get(c.execute("PRAGMA auto_vacuum").fetchone()[0], "none")
         if not self.readonly:
             mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
@@ -175,8 +194,11 @@ class Store:
     # -- transactions --------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[apsw.Connection]:
-        """A write transaction: BEGIN IMMEDIATE, COMMIT on success, ROLLBACK on error."""
+    def write(self, *, timed: bool = True) -> Iterator[apsw.Connection]:
+        """A write transaction: BEGIN IMMEDIATE, COMMIT on success, ROLLBACK on error.
+
+        Its duration joins ``tx_ms`` (``timed=False``: bookkeeping writes that would only
+        dilute the figures); after a commit that leaves many free pages, they are vacuumed."""
         if self.readonly:
             raise StoreError(f"{self.path} is open read-only")
         if not self.conn.getautocommit():
@@ -185,6 +207,7 @@ class Store:
             self.conn.execute("BEGIN IMMEDIATE")
         except (apsw.BusyError, apsw.ReadOnlyError) as exc:
             raise self._write_failed(exc) from exc
+        started = time.perf_counter()
         try:
             yield self.conn
         except BaseException as exc:
@@ -200,6 +223,95 @@ class Store:
                 if not self.conn.getautocommit():
                     self.conn.execute("ROLLBACK")
                 raise self._write_failed(exc) from exc
+            if timed:
+                self.tx_ms.append((time.perf_counter() - started) * 1000)
+                self.tx_count += 1
+            # best effort: the write is committed; free pages left now go with a later write
+            with contextlib.suppress(StoreError, apsw.Error):
+                self.incremental_vacuum()
+
+    def tx_stats(self) -> dict[str, Any]:
+        """This connection's write transactions: how many, and the last, median, mean, p95 and
+        longest duration (ms) of the last ``TX_SAMPLE``."""
+        ms = list(self.tx_ms)
+        if not ms:
+            return {
+                "count": self.tx_count,
+                "last_ms": None,
+                "median_ms": None,
+                "mean_ms": None,
+                "p95_ms": None,
+                "max_ms": None,
+            }
+        ordered = sorted(ms)
+        return {
+            "count": self.tx_count,
+            "last_ms": round(ms[-1], 2),
+            "median_ms": round(statistics.median(ordered), 2),
+            "mean_ms": round(statistics.fmean(ordered), 2),
+            "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+            "max_ms": round(ordered[-1], 2),
+        }
+
+    # -- free pages ----------------------------------------------------------
+
+    def storage(self) -> dict[str, Any]:
+        """The file's pages: size, free pages, and whether free pages are given back (auto_vacuum)."""
+        page_size, pages, free = (
+            self.scalar("PRAGMA page_size"),
+            self.scalar("PRAGMA page_count"),
+            self.scalar("PRAGMA freelist_count"),
+        )
+        return {
+            "auto_vacuum": self.auto_vacuum,
+            "page_size": page_size,
+            "page_count": pages,
+            "freelist_count": free,
+            "bytes": page_size * pages,
+            "free_bytes": page_size * free,
+        }
+
+    def incremental_vacuum(self, *, min_pages: int | None = None) -> int:
+        """Give the free pages back to the file system when at least ``min_pages`` are free
+        (default ``vacuum_min_pages``; a database with auto_vacuum=INCREMENTAL only); the number
+        of pages freed."""
+        min_pages = self.vacuum_min_pages if min_pages is None else min_pages
+        if self.readonly or self.auto_vacuum != "incremental" or not self.conn.getautocommit():
+            return 0
+        free = self.scalar("PRAGMA freelist_count")
+        if not free or free < min_pages:
+            return 0
+        try:
+            self.conn.execute("PRAGMA incremental_vacuum").fetchall()
+        except (apsw.BusyError, apsw.ReadOnlyError) as exc:
+            raise self._write_failed(exc) from exc
+        done = free - self.scalar("PRAGMA freelist_count")
+        self.vacuumed_pages += done
+        return done
+
+    def vacuum(self) -> dict[str, Any]:
+        """``kgr vacuum``: give every free page back; a database made before auto_vacuum=INCREMENTAL
+        is converted to it first (a full VACUUM: it rewrites the file, and needs as much free disk)."""
+        if self.readonly:
+            raise StoreError(f"{self.path} is open read-only")
+        before = self.storage()
+        converted = self.auto_vacuum != "incremental"
+        try:
+            if converted:
+                self.conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self.conn.execute("VACUUM")
+                self.auto_vacuum = AUTO_VACUUM_MODES.get(self.scalar("PRAGMA auto_vacuum"), "none")
+            else:
+                self.conn.execute("PRAGMA incremental_vacuum").fetchall()
+        except (apsw.BusyError, apsw.ReadOnlyError) as exc:
+            raise self._write_failed(exc) from exc
+        return {
+            "kind": "vacuum",
+            "db": str(self.path),
+            "converted": converted,
+            "before": before,
+            "after": self.storage(),
+        }
 
     def _write_failed(self, exc: apsw.Error) -> StoreError:
         """The one-line error of a write that SQLite refused: a lock held too long, or a read-only file."""

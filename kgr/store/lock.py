@@ -156,6 +156,42 @@ def writing(db_path: str | os.PathLike, *, wait_s: float = ACQUIRE_RETRY_S) -> c
     return LockedWrites(db_path, wait_s=wait_s)()
 
 
+def create_if_missing(db_path: str | os.PathLike, *, project: str | None = None, wait_s: float = 5.0) -> bool:
+    """Make an empty kgr database (the normal schema, through the normal open and migrations,
+    under the writer lock) where there is none: no file, or a 0-byte one, stamped with the
+    ``project`` id (:func:`kgr.store.root.check_project`). True when this call made it. The folder must exist and be writable: a mistyped path never creates folders.
+    Another process making it at the same time is waited for (``wait_s``)."""
+    path = Path(db_path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a database file", hint="give --db a file path, e.g. kb.sqlite")
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > 0:
+            return False
+    folder = path.parent
+    if not folder.is_dir():
+        raise StoreError(
+            f"database not found: {path}, and its folder {folder} does not exist",
+            hint="create the folder first, or give --db a path in an existing folder",
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"database not found: {path}, and its folder {folder} is not writable (cannot create it)",
+            hint="make the folder writable, or give --db a path in a writable folder",
+        )
+    try:
+        with LockedWrites(path, wait_s=wait_s)() as store:
+            if store.created:
+                from kgr.store.root import check_project
+
+                check_project(store, project)
+            return store.created
+    except WriterBusy:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size > 0:  # the writer holding the lock (kgr watch) made it meanwhile
+                return False
+        raise
+
+
 def reading(db_path: str | os.PathLike) -> Store:
     """The database opened read-only (no lock: readers never wait for the writer)."""
     return Store(db_path, readonly=True)

@@ -109,12 +109,60 @@ def test_ingest_refuses_a_database_built_from_another_root(runner, kb, tmp_path)
     assert "holds documents from" in result.stderr and "Hint: pass --root" in result.stderr
 
 
-def test_status_of_missing_database(runner, tmp_path):
-    result = runner.invoke(cli, ["status", "--db", str(tmp_path / "none.sqlite")])
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    assert result.stderr.startswith("Error: database not found")
-    assert "Hint: create it with `kgr ingest" in result.stderr
+def test_status_of_missing_database_creates_it_empty(runner, tmp_path):
+    """Seed 000 quick start: "Initialize the database and report status"."""
+    db = tmp_path / "none.sqlite"
+    result = runner.invoke(cli, ["status", "--db", str(db), "--json"], env={"KGR_PROJECT": "acme"})
+    assert result.exit_code == 0, result.stderr
+    info = records(result.stdout_bytes)[0]
+    assert db.is_file() and info["empty"] is True
+    assert info["schema_version"] == info["schema_latest"] and info["counts"]["docs"] == 0
+    assert info["project"] == "acme" and info["storage"]["auto_vacuum"] == "incremental"
+    text = runner.invoke(cli, ["status", "--db", str(db)])
+    assert text.exit_code == 0 and "empty      yes: no documents" in text.stdout
+    assert "project    acme" in text.stdout
+
+
+def test_bare_status_does_not_create_the_default_database(runner, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KGR_DB", raising=False)
+    monkeypatch.delenv("KGR_CONFIG", raising=False)
+    result = runner.invoke(cli, ["status"])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: database not found: kgr.sqlite")
+    assert "kgr status --db kgr.sqlite" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    named = runner.invoke(cli, ["status", "--json"], env={"KGR_DB": str(tmp_path / "kb.sqlite")})
+    assert named.exit_code == 0 and records(named.stdout_bytes)[0]["empty"] is True
+
+
+def test_status_in_a_missing_folder_is_a_clear_error(runner, tmp_path):
+    result = runner.invoke(cli, ["status", "--db", str(tmp_path / "nope" / "none.sqlite")])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: database not found") and "does not exist" in result.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_status_of_a_zero_byte_file_initializes_it(runner, tmp_path):
+    db = tmp_path / "zero.sqlite"
+    db.touch()
+    result = runner.invoke(cli, ["status", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert records(result.stdout_bytes)[0]["empty"] is True and db.stat().st_size > 0
+
+
+def test_status_refuses_another_applications_file(runner, tmp_path):
+    db = tmp_path / "other.sqlite"
+    db.write_bytes(b"not a database at all, just text")
+    result = runner.invoke(cli, ["status", "--db", str(db)])
+    assert result.exit_code != 0 and "not a kgr database" in result.stderr
+    assert db.read_bytes() == b"not a database at all, just text"
+
+
+def test_query_of_missing_database_still_fails_and_creates_nothing(runner, tmp_path):
+    db = tmp_path / "none.sqlite"
+    result = runner.invoke(cli, ["query", "anything", "--db", str(db)])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: database not found")
+    assert not db.exists()
 
 
 def test_usage_errors_exit_2(runner):
@@ -144,3 +192,21 @@ def test_query_tag_keeps_documents_with_every_tag(runner, kb, tmp_path):
     assert {r["path"] for r in records(tagged.stdout_bytes)} == {"guide/intro.md"}
     both = runner.invoke(cli, [*base, "--tag", "start", "--tag", "other"])
     assert both.exit_code == 0 and records(both.stdout_bytes) == []
+
+
+def test_status_after_kgr_ingest_reports_that_runs_metrics(runner, kb, tmp_path):
+    """Seed 000 section 15: "Periodic metrics: ingest rate, avg tx duration, vector count, orphaned entities"."""
+    db = tmp_path / "kb.sqlite"
+    env = {"KGR_EMBED_STUB": "1", "KGR_NORMALIZE_WORKERS": "1"}
+    ingest = runner.invoke(cli, ["ingest", str(kb), "--db", str(db), "--no-graph"], env=env)
+    assert ingest.exit_code == 0, ingest.stderr
+    result = runner.invoke(cli, ["status", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.stderr
+    info = records(result.stdout_bytes)[0]
+    m = info["metrics"]
+    assert info["empty"] is False and m["from"] == "last kgr ingest" and m["queue_depth"] == 0
+    assert m["files_done"] == 2 and m["ingest_rate"] > 0
+    assert m["transactions"]["count"] >= 2 and m["transactions"]["median_ms"] > 0
+    assert m["vector_count"] == info["counts"]["chunks"] > 0
+    text = runner.invoke(cli, ["status", "--db", str(db)]).stdout
+    assert "metrics    last kgr ingest:" in text and "transactions, last" in text

@@ -152,13 +152,16 @@ def test_a_file_that_is_not_sqlite_is_refused_and_untouched(tmp_path, kb, conten
 def test_a_zero_byte_file_is_an_empty_database(tmp_path, kb):
     db = tmp_path / "kb.sqlite"
     db.touch()
-    for args in (["status"], ["query", "widget"]):
-        proc = kgr(*args, "--db", db)
-        assert proc.returncode == 1, proc.stderr
-        error, hint = one_error(proc)
-        assert error == f"Error: {db} is empty: not a kgr database yet"
-        assert hint and "kgr ingest" in hint
+    proc = kgr("query", "widget", "--db", db)  # a read does not create the schema
+    assert proc.returncode == 1, proc.stderr
+    error, hint = one_error(proc)
+    assert error == f"Error: {db} is empty: not a kgr database yet"
+    assert hint and "kgr ingest" in hint
     assert db.stat().st_size == 0
+    proc = kgr("status", "--db", db, "--json")  # seed 000: status initializes the database
+    assert proc.returncode == 0, proc.stderr
+    assert '"empty":true' in proc.stdout.replace(" ", "")
+    assert application_id(db) == KGR_APPLICATION_ID
     proc = kgr("ingest", kb, "--db", db, "--no-embed", "--no-graph")
     assert proc.returncode == 0, proc.stderr
     assert application_id(db) == KGR_APPLICATION_ID

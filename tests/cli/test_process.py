@@ -44,11 +44,10 @@ def test_interrupt_exits_130():
 
 
 def test_traceback_flag_shows_the_traceback(tmp_path):
-    plain = subprocess.run([*KGR, "status", "--db", str(tmp_path / "x.sqlite")], capture_output=True, text=True)
+    missing = str(tmp_path / "x.sqlite")  # a read of a database that does not exist: an error
+    plain = subprocess.run([*KGR, "query", "anything", "--db", missing], capture_output=True, text=True)
     assert plain.returncode == 1 and "Traceback" not in plain.stderr
-    full = subprocess.run(
-        [*KGR, "--traceback", "status", "--db", str(tmp_path / "x.sqlite")], capture_output=True, text=True
-    )
+    full = subprocess.run([*KGR, "--traceback", "query", "anything", "--db", missing], capture_output=True, text=True)
     assert full.returncode == 1 and "Traceback" in full.stderr and "StoreError" in full.stderr
 
 

@@ -102,18 +102,37 @@ def test_stdio_kb_profile_and_a_bad_profile(built_kb):
     assert "Invalid value for '--profile'" in proc.stderr
 
 
-def test_missing_database_is_a_clear_error(tmp_path):
+def test_missing_folder_of_the_database_is_a_clear_error(tmp_path):
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "kgr", "serve", "--db", str(tmp_path / "none.sqlite")],
+        [sys.executable, "-m", "kgr", "serve", "--db", str(tmp_path / "nope" / "none.sqlite")],
         capture_output=True,
         text=True,
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 1 and proc.stdout == ""
-    assert "database not found" in proc.stderr and "Traceback" not in proc.stderr
+    assert "database not found" in proc.stderr and "does not exist" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "nope").exists()
+
+
+def test_serve_without_a_database_path_creates_nothing(tmp_path):
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("KGR_DB", "KGR_CONFIG")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kgr", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "database not found: kgr.sqlite" in proc.stderr and "--db PATH" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="needs /proc")

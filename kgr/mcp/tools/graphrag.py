@@ -202,13 +202,14 @@ class GraphragTools:
     @tool("status", profiles=("graphrag", "kb"), title="Knowledge base status")
     @boundary
     def status(self) -> dict[str, Any]:
-        """Report what the knowledge base holds (documents, chunks, entities, relations, vectors),
-        the last file ingested, the last error, and the writer's queue depth, activity and
-        ingest rate."""
+        """Report what the knowledge base holds (documents, chunks, entities, relations, vectors;
+        ``empty`` when nothing yet), its project id, the last file ingested, the last error, the
+        writer's queue depth and activity, and the metrics: ingest rate, write transaction times
+        (last, median, p95 ms), vector count, orphaned entities; the file's free pages."""
         from kgr.retrieval import status as status_mod
 
         svc = self.svc
-        info = svc.read(status_mod.status)
+        info = svc.read(status_mod.status, project=svc.cfg.project)
         info.pop("kind", None)
         info["db"] = svc.db.name
         info["root"] = svc.root.name if svc.root is not None else None
@@ -217,6 +218,8 @@ class GraphragTools:
         # and when this server is that writer, its live state (active: true)
         mine = svc.writer_status()
         info["writer"] = {**(info.get("writer") or {}), **mine}
+        info["metrics"] = status_mod.with_live_writer(info["metrics"], mine)
+        info["queue_depth"] = info["metrics"]["queue_depth"]
         info["server"] = {"kgr_version": __version__, "profile_tools": sorted(svc.tool_names)}
         return info
 
@@ -275,6 +278,7 @@ class GraphragTools:
                 targets.extend(str(m) for m in confine.glob_under(root, rel, resolved=False))
             if not targets:
                 raise OutsideRoot(confine.NOT_FOUND)
+            targets = confine.allowed_targets(root, paths, targets, svc.cfg.security.allowlist)  # seed 000 §16
         errors: list[dict] = []
         writer = svc.get_writer()
         future = writer.ingest(targets, force=not skip_if_seen, tags=clean_tags(tags), on_error=errors.append)
