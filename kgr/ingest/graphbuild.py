@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from typing import Callable, Iterable, Iterator
 
 import orjson
@@ -47,18 +48,34 @@ def mine(store: Store, *, topk: int = _GAZETTEER.mine_topk, min_freq: int = _GAZ
             "INSERT INTO gazetteer(term, type, freq, source) VALUES (?, ?, ?, ?)",
             [(t.term, t.type, t.freq, t.source) for t in terms],
         )
+        store.set_meta(GAZETTEER_STAMP, os.urandom(8).hex())
     return terms
 
 
+GAZETTEER_STAMP = "gazetteer.mined"  # changes with every mine(): the gazetteer table's version
+_GAZETTEERS: dict[tuple[str, str], object] = {}
+
+
 def load_gazetteer(store: Store):
+    """The stored gazetteer, matcher built. Built once per mined version and process: each
+    remembered memory needs it, and building it from its table took longer than extracting."""
     from kgr.stages.extract import Gazetteer, GazTerm
 
-    return Gazetteer(
+    stamp = store.get_meta(GAZETTEER_STAMP)
+    key = (str(store.path), str(stamp))
+    if stamp is not None and key in _GAZETTEERS:
+        return _GAZETTEERS[key]
+    gazetteer = Gazetteer(
         GazTerm(term, typ, freq, source)
         for term, typ, freq, source in store.query(
             "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
         )
     )
+    if stamp is not None:
+        if len(_GAZETTEERS) >= 4:
+            _GAZETTEERS.clear()
+        _GAZETTEERS[key] = gazetteer
+    return gazetteer
 
 
 # The entities a document's new graph is linked against: those something other than the

@@ -218,3 +218,16 @@ def test_recall_quality_on_remembered_facts(tmp_path, real_cfg):
     assert _r_at(on, 5) >= 0.85
     assert _mrr(on) >= _mrr(off) and _r_at(on, 1) > _r_at(off, 1)
     assert _r_at(on, 5, "multihop") > _r_at(flat, 5, "multihop")
+
+
+def test_the_gazetteer_is_built_once_per_mined_version(store, stub_cfg):
+    from kgr.ingest import graphbuild
+
+    recall.remember(store, "Dara Novak met Hugo Silva in Lyon.", stub_cfg)
+    first = graphbuild.load_gazetteer(store)
+    assert graphbuild.load_gazetteer(store) is first
+    stamp = store.get_meta(graphbuild.GAZETTEER_STAMP)
+    graphbuild.mine(store)
+    assert store.get_meta(graphbuild.GAZETTEER_STAMP) != stamp
+    again = graphbuild.load_gazetteer(store)
+    assert again is not first and set(again.terms) == set(first.terms)
