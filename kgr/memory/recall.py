@@ -625,14 +625,18 @@ def _entity_names(store: Store, ids: set[int]) -> dict[int, str]:
     return out
 
 
-# token vectors of memory texts, by model and text hash: a memory's text never changes
+# token vectors of memory texts (float16), by model and text hash: a memory's text never
+# changes. At most _TOKENS_MAX rows in all (about 40 MB), then it starts again.
 _TOKENS: dict[tuple[str, str], Any] = {}
-_TOKENS_MAX = 20_000
+_TOKENS_MAX = 50_000
+_token_rows = [0]
 
 
 def token_vectors_of(cfg) -> Callable[[list[str]], list] | None:
     """texts -> their token vectors with the configured model (the light ONNX path of the
     default model), memoised by text; None when the embedder gives no token vectors."""
+    import numpy as np
+
     from kgr.embedders import get_embedder
 
     embedder = get_embedder(cfg, purpose="query")
@@ -644,12 +648,14 @@ def token_vectors_of(cfg) -> Callable[[list[str]], list] | None:
     def tokens(texts: list[str]) -> list:
         keys = [(model, records.text_hash(t)) for t in texts]
         missing = [t for t, key in zip(texts, keys) if key not in _TOKENS]
-        if missing:
-            if len(_TOKENS) + len(missing) > _TOKENS_MAX:
-                _TOKENS.clear()
-            for t, vecs in zip(missing, fn(missing)):
-                _TOKENS[(model, records.text_hash(t))] = vecs
-        return [_TOKENS[key] for key in keys]
+        fresh = dict(zip(missing, fn(missing))) if missing else {}
+        if fresh and _token_rows[0] + sum(len(v) for v in fresh.values()) > _TOKENS_MAX:
+            _TOKENS.clear()
+            _token_rows[0] = 0
+        for t, vecs in fresh.items():
+            _TOKENS[(model, records.text_hash(t))] = vecs.astype(np.float16)
+            _token_rows[0] += len(vecs)
+        return [_TOKENS[key].astype(np.float32) if key in _TOKENS else fresh[t] for t, key in zip(texts, keys)]
 
     return tokens
 
