@@ -983,7 +983,7 @@ def import_records(store: Store, recs: Iterable[dict], cfg, *, clock: Callable[[
             # (a record without observations, or one whose entities this graph names otherwise,
             # was found by recall's graph side only through the observations it carried)
             _observe(store, path, (_meta_of(store, path) or {}).get("memory") or {})
-        embed_store(store, cfg)
+        embed_store(store, cfg, light=True)  # the light path: no torch for a few records
     return counts
 
 
