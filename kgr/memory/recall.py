@@ -33,6 +33,7 @@ remembered facts it took R@1 from 0.61 to 0.73 and MRR from 0.74 to 0.80, R@5 un
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from collections import defaultdict
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -46,6 +47,8 @@ from kgr.retrieval.entities import fts_query
 from kgr.retrieval.query import RRF_K, clamp
 from kgr.stages.link import norm
 from kgr.store import Store, dumps, loads, now_ms, vectors
+
+log = logging.getLogger("kgr.memory")
 
 PREFIX = ".memory/"
 SOURCE = "memory"
@@ -672,13 +675,21 @@ def _rerank(store: Store, q: str, cfg, scored: list, depth: int) -> tuple[list, 
     """The best ``depth`` candidates reordered by MaxSim of the query's token vectors against
     each memory's (times the memory's weight factor, as seed 003 weights its re-ranked
     scores); the rest follow in their fused order."""
-    tokens = token_vectors_of(cfg)
-    if tokens is None or depth <= 0:
+    from kgr.embedders import EmbeddingError
+
+    if depth <= 0:
         return scored, {}
     head, tail = scored[:depth], scored[depth:]
     ids = [d for *_, d in head]
     text = dict(store.query(f"SELECT id, text FROM docs WHERE id IN ({','.join('?' * len(ids))})", ids))
-    qtok, *dtoks = tokens([q, *(text[d] for d in ids)])
+    try:
+        tokens = token_vectors_of(cfg)
+        if tokens is None:
+            return scored, {}
+        qtok, *dtoks = tokens([q, *(text[d] for d in ids)])
+    except EmbeddingError as exc:  # the fused order stands: a re-rank is no reason to fail a recall
+        log.warning("kgr recall: no re-rank (%s)", exc)
+        return scored, {}
     sims = {d: maxsim(qtok, t) for d, t in zip(ids, dtoks)}
     head.sort(key=lambda s: (-sims[s[3]] * s[2]["factor"], s[3]))
     return head + tail, sims
