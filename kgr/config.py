@@ -250,6 +250,9 @@ class MemorySettings(Section):
     default_importance: float = 0.5
     consolidate_threshold: float = 0.9
     min_cosine: float = 0.2  # below this, a memory is no semantic match for a query
+    graph_depth: int = 2  # recall follows entities this many hops from those the query names
+    rerank: bool = True  # re-rank the best candidates by token-level MaxSim (late interaction)
+    rerank_depth: int = 5  # how many of the best fused candidates the re-rank reorders
     weights: MemoryWeights = field(default_factory=MemoryWeights)
 
 

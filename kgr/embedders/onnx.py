@@ -373,5 +373,26 @@ class OnnxEmbedder:
 
     embed_queries = embed_documents
 
+    def token_vectors(self, texts: list[str]) -> list[np.ndarray]:
+        """Each text's token vectors: the model's last hidden state before pooling, one
+        L2-normalised row per word piece, without the special and padding tokens (for
+        late-interaction scoring, MaxSim)."""
+        texts = as_texts(texts)
+        out: list[np.ndarray] = [no_vectors(self.native_dim)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            encodings = self._tokenizer.encode_batch([texts[i] for i in rows])
+            batch = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            }
+            (hidden,) = self._session.run(None, {k: batch[k] for k in self._inputs})
+            for j, (i, enc) in enumerate(zip(rows, encodings)):
+                keep = np.array(enc.attention_mask, dtype=bool) & ~np.array(enc.special_tokens_mask, dtype=bool)
+                out[i] = l2_normalize(np.ascontiguousarray(hidden[j][keep], dtype=np.float32))
+        return out
+
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.model!r}, dim={self.dim}, dir={str(self.export_dir)!r})"

@@ -16,7 +16,9 @@ text clears ``graph_sig``) or someone asks for it (``extract_and_link``, ``kgr v
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 from typing import Callable, Iterable, Iterator
 
 import orjson
@@ -46,18 +48,34 @@ def mine(store: Store, *, topk: int = _GAZETTEER.mine_topk, min_freq: int = _GAZ
             "INSERT INTO gazetteer(term, type, freq, source) VALUES (?, ?, ?, ?)",
             [(t.term, t.type, t.freq, t.source) for t in terms],
         )
+        store.set_meta(GAZETTEER_STAMP, os.urandom(8).hex())
     return terms
 
 
+GAZETTEER_STAMP = "gazetteer.mined"  # changes with every mine(): the gazetteer table's version
+_GAZETTEERS: dict[tuple[str, str], object] = {}
+
+
 def load_gazetteer(store: Store):
+    """The stored gazetteer, matcher built. Built once per mined version and process: each
+    remembered memory needs it, and building it from its table took longer than extracting."""
     from kgr.stages.extract import Gazetteer, GazTerm
 
-    return Gazetteer(
+    stamp = store.get_meta(GAZETTEER_STAMP)
+    key = (str(store.path), str(stamp))
+    if stamp is not None and key in _GAZETTEERS:
+        return _GAZETTEERS[key]
+    gazetteer = Gazetteer(
         GazTerm(term, typ, freq, source)
         for term, typ, freq, source in store.query(
             "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
         )
     )
+    if stamp is not None:
+        if len(_GAZETTEERS) >= 4:
+            _GAZETTEERS.clear()
+        _GAZETTEERS[key] = gazetteer
+    return gazetteer
 
 
 # The entities a document's new graph is linked against: those something other than the
@@ -119,20 +137,33 @@ def stored_votes(store: Store, pending_ids: list[int]) -> Callable[[str], tuple[
             "AND m.doc_id NOT IN (SELECT value FROM json_each(:pending))",
             {"key": key, "pending": pending},
         ):
-            feats = loads(features, {})
             typ = typ or "CONCEPT"
-            entitytypes.add_mention(counts, entitytypes.mention_features(surface, typ, source, feats, feats.get("ctx")))
+            feats, shown = _mention_votes(surface, typ, source, features)
+            entitytypes.add_mention(counts, feats)
             n += 1
             if source == "coref":
                 continue
             surfaces[surface] = surfaces.get(surface, 0) + 1
             types[typ] = types.get(typ, 0.0) + (score if score is not None else 0.5)
-            shown = entitytypes.strong_type(surface, typ, source, feats)
             if shown:
                 strong[shown] = strong.get(shown, 0) + 1
         return surfaces, types, (counts, n, strong)
 
     return votes
+
+
+@functools.lru_cache(maxsize=65536)
+def _mention_votes(surface: str, typ: str, source: str | None, features: str | None) -> tuple[tuple, str | None]:
+    """A stored mention's typing features and strong type, by its very row values: an entity many
+    documents name has its mentions read again each time one more names it (each memory
+    remembered), and working their features out again was most of that time."""
+    from kgr.stages import entitytypes
+
+    feats = loads(features, {})
+    return (
+        tuple(entitytypes.mention_features(surface, typ, source, feats, feats.get("ctx"))),
+        entitytypes.strong_type(surface, typ, source, feats),
+    )
 
 
 def stored_entities(store: Store) -> list[dict]:
@@ -211,7 +242,9 @@ REFRESH_SHARE = 0.05  # re-read the whole corpus once this share of its document
 REFRESH_ALWAYS_CHARS = 1_000_000  # below this much text, re-reading the corpus costs under a second
 
 
-def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str | None]]) -> list[tuple[str, str]]:
+def corpus_knowledge(
+    store: Store, cfg, pending: list[tuple[str, str | None, str | None]], *, incremental: bool = False
+) -> list[tuple[str, str]]:
     """What linking learns from the whole corpus: the mined gazetteer (stored in its table)
     and the aliases the documents declare, returned as (short, long) pairs.
 
@@ -219,13 +252,21 @@ def corpus_knowledge(store: Store, cfg, pending: list[tuple[str, str | None, str
     much for each saved file under ``kgr watch``. So they are recomputed in full when the
     corpus is small, when there is no gazetteer yet, or once the documents changed since the
     last full pass reach REFRESH_SHARE of the corpus; in between, the stored gazetteer is
-    kept and the changed documents' own declarations join the stored ones."""
+    kept and the changed documents' own declarations join the stored ones. ``incremental``
+    (one memory remembered: a few hundred milliseconds of re-reading every memory would be
+    most of its time) drops the small-corpus exception: the full pass then runs only when
+    there is none yet or REFRESH_SHARE of the corpus changed since the last."""
     from kgr.stages.link import learn_aliases
 
-    docs, chars = store.query("SELECT count(*), coalesce(sum(length(text)), 0) FROM docs WHERE status='ok'")[0]
+    if incremental:  # (the small-corpus exception is off: no need to read every text's length)
+        docs, chars = store.scalar("SELECT count(*) FROM docs WHERE status='ok'"), 0
+    else:
+        docs, chars = store.query("SELECT count(*), coalesce(sum(length(text)), 0) FROM docs WHERE status='ok'")[0]
     changed = int(store.get_meta("graph.changed_since_refresh", 0) or 0) + len(pending)
-    have = store.scalar("SELECT count(*) FROM gazetteer") > 0 and store.get_meta("graph.declared") is not None
-    if not have or chars <= REFRESH_ALWAYS_CHARS or changed >= max(1.0, REFRESH_SHARE * docs):
+    declared_before = store.get_meta("graph.declared") is not None
+    have = declared_before and (incremental or store.scalar("SELECT count(*) FROM gazetteer") > 0)
+    small = chars <= REFRESH_ALWAYS_CHARS and not incremental
+    if not have or small or changed >= max(1.0, REFRESH_SHARE * docs):
         gazetteer = settings_of(cfg).extract.gazetteer
         mine(store, topk=gazetteer.mine_topk, min_freq=gazetteer.min_freq)
         declared = [pair for doc in stored_docs(store) for pair in learn_aliases(doc["text"], doc.get("title"))]
@@ -296,6 +337,7 @@ def build_pending(
     on_doc: Callable[[str], None] | None = None,
     use_vectors: bool = True,
     on_error: Callable[[dict], None] | None = None,
+    incremental: bool = False,
 ) -> int:
     """Extract and link every document without a current graph; return how many got one.
     With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
@@ -314,7 +356,9 @@ def build_pending(
     from kgr.stages.extract import extractor_from_config
     from kgr.stages.link import Linker
 
-    declared = corpus_knowledge(store, cfg, [(path, title, text) for _, path, title, text, _ in pending])
+    declared = corpus_knowledge(
+        store, cfg, [(path, title, text) for _, path, title, text, _ in pending], incremental=incremental
+    )
     extractor = extractor_from_config(cfg, load_gazetteer(store))
     pending_ids = [doc_id for doc_id, *_ in pending]
     seed = seed_entities(store, pending_ids)

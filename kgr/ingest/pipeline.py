@@ -198,7 +198,7 @@ def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vec
     return build_pending(store, cfg, use_vectors=use_vectors, on_error=failed)
 
 
-def embed_store(store: Store, cfg, *, on_batch=None) -> int:
+def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=None) -> int:
     """Embed the chunks and entities that have no current vector; the model loads only if any.
 
     This works on the database, not on the embed stage's records (``kgr embed`` stamps each
@@ -206,7 +206,10 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
     (a chunk or entity whose text already has one is skipped by its hash, so an unchanged
     corpus loads no model), and an entity's text (name, type, aliases) is final only once
     every document of the run has been linked, after the records that carried it went by.
-    ``kgr embed --pending`` runs this same function."""
+    ``kgr embed --pending`` runs this same function. ``light``: the default model on the light
+    ONNX path (the same vectors, cosine >= 0.9999, without loading torch), for a few texts
+    written one at a time (a remembered memory); ``docs``: only these documents' chunks (and
+    every entity) are looked at."""
     from kgr.config import settings_of
     from kgr.store import vectors
 
@@ -216,7 +219,7 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
     def get():
         from kgr.embedders import get_embedder
 
-        return get_embedder(cfg, purpose="document")
+        return get_embedder(cfg, purpose="query" if light else "document")
 
     counts = vectors.embed_pending(
         store,
@@ -224,8 +227,9 @@ def embed_store(store: Store, cfg, *, on_batch=None) -> int:
         quantize=embed.quantize,
         batch=max(32, embed.batch_size * 8),
         on_batch=on_batch,
+        docs=docs,
     )
-    if counts["embedded"]:
+    if counts["embedded"] and not light:
         from kgr.embedders import prepare_query_path
 
         prepare_query_path(cfg)  # torch is loaded now anyway: make `kgr query` start fast

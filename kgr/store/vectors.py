@@ -169,10 +169,17 @@ def remember(store: Store, spec: VectorSpec, items: Iterable[tuple[str, np.ndarr
     )
 
 
-def pending_chunks(store: Store) -> list[tuple[int, str]]:
-    """(chunk id, text to embed) for chunks that have no vector yet."""
-    join = "LEFT JOIN vec_src v ON v.kind = 'chunk' AND v.id = c.id WHERE v.id IS NULL" if has_tables(store) else ""
-    rows = store.query(f"SELECT c.id, c.prelude, c.text FROM chunks c {join} ORDER BY c.id")
+def pending_chunks(store: Store, docs: Sequence[int] | None = None) -> list[tuple[int, str]]:
+    """(chunk id, text to embed) for chunks that have no vector yet (of the documents ``docs`` only,
+    when given: no scan of every chunk for the one memory just written)."""
+    where = ["v.id IS NULL"] if has_tables(store) else []
+    join = "LEFT JOIN vec_src v ON v.kind = 'chunk' AND v.id = c.id" if has_tables(store) else ""
+    params: tuple = ()
+    if docs is not None:
+        where.append(f"c.doc_id IN ({','.join('?' * len(docs))})")
+        params = tuple(docs)
+    cond = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = store.query(f"SELECT c.id, c.prelude, c.text FROM chunks c {join} {cond} ORDER BY c.id", params)
     return [(cid, chunk_text(prelude, text)) for cid, prelude, text in rows]
 
 
@@ -196,11 +203,13 @@ def embed_pending(
     quantize: int = 8,
     batch: int = 256,
     on_batch: Callable[[str, int], None] | None = None,
+    docs: Sequence[int] | None = None,
 ) -> dict[str, int]:
-    """Embed every chunk and entity that lacks a current vector. The model is loaded only
-    when something is pending. Returns counts: embedded (by the model), cached, stored."""
+    """Embed every chunk (of ``docs``, when given) and entity that lacks a current vector. The
+    model is loaded only when something is pending. Returns counts: embedded (by the model),
+    cached, stored."""
     counts = {"chunks": 0, "entities": 0, "embedded": 0, "cached": 0}
-    work = {CHUNK: pending_chunks(store), ENTITY: pending_entities(store)}
+    work = {CHUNK: pending_chunks(store, docs), ENTITY: pending_entities(store)}
     if not any(work.values()):
         return counts
     embedder = get_embedder()

@@ -57,7 +57,8 @@ def test_remember_then_recall_counts_accesses(mcp):
         )
     )
     assert m["created"] is True and m["importance"] == 0.9 and m["label"] == "conversation"
-    assert "Dana Kim" in {e["name"] for e in m["entities"]}
+    assert "Dana Kim" in m["entities"]  # seed 003's RememberResult: the entities' names
+    assert "Dana Kim" in {e["name"] for e in m["entity_refs"]}
     ok(mcp.call("remember", {"content": "The canteen closes at 3pm on Fridays."}))
     again = ok(mcp.call("remember", {"content": "Dana Kim runs the Friday release review."}))
     assert again["created"] is False and again["id"] == m["id"]

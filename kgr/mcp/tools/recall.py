@@ -24,6 +24,31 @@ Tags = Annotated[
 TimeMs = Annotated[int | None, Field(ge=0, description="A time in milliseconds since 1970 (UTC).")]
 
 
+def _iso(ms: int | None) -> str | None:
+    from datetime import datetime, timezone
+
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seed_shape(mem: dict[str, Any]) -> dict[str, Any]:
+    """A memory as seed 003 answers it, kgr's keys following: ``entities`` the names of the
+    entities it names (its RememberResult), ``content``, ``source`` (default "conversation"),
+    ``timestamp`` and ``last_accessed`` (ISO 8601, UTC) as in its memories table; the entities
+    with their ids and types in ``entity_refs``."""
+    refs = mem.get("entities") or []
+    return {
+        **mem,
+        "entities": [e["name"] for e in refs],
+        "entity_refs": refs,
+        "content": mem.get("text"),
+        "source": mem.get("label") or "conversation",
+        "timestamp": _iso(mem.get("created_ms")),
+        "last_accessed": _iso(mem.get("last_access_ms")),
+    }
+
+
 @toolset
 class RecallTools:
     """remember, recall, consolidate_memories, memory_history, export_memories, import_memories."""
@@ -44,12 +69,15 @@ class RecallTools:
     ) -> dict[str, Any]:
         """Store a memory. It is indexed for keyword and semantic recall, and the people, places
         and things it names become graph entities with this memory as an observation. The same
-        text twice is one memory (created: false). Returns its id and entities."""
+        text twice is one memory (created: false). Returns its id and entities (their names;
+        entity_refs has their ids and types)."""
         from kgr.memory import recall
 
         cfg = self.svc.cfg
-        return self.svc.write(
-            lambda store: recall.remember(store, content, cfg, importance=importance, tags=tags, label=source)
+        return seed_shape(
+            self.svc.write(
+                lambda store: recall.remember(store, content, cfg, importance=importance, tags=tags, label=source)
+            )
         )
 
     @tool("recall", profiles=("memory",), title="Recall memories", read_only=False, idempotent=False)
@@ -67,8 +95,9 @@ class RecallTools:
     ) -> dict[str, Any]:
         """Retrieve the memories most relevant to a query, best first: keyword and semantic
         matches fused, plus memories about entities the query names, weighted by recency,
-        importance and how often each was recalled. Each result has its text, id, score and
-        why. Counts an access for each memory returned. as_of recalls what was known then."""
+        importance and how often each was recalled, the best re-ranked by token-level
+        similarity. Each result has its content, id, score and why. Counts an access for each
+        memory returned. as_of recalls what was known then."""
         from kgr.memory import recall
 
         svc = self.svc
@@ -94,6 +123,7 @@ class RecallTools:
             for r in out["results"]:
                 r["access_count"] = (r["access_count"] or 0) + 1
                 r["last_access_ms"] = now
+        out["results"] = [seed_shape(r) for r in out["results"]]
         return out
 
     @tool(
