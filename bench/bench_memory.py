@@ -9,10 +9,12 @@ with `kgr import --format mcp-memory`. Both servers then run at once as real std
 subprocesses (`node .../server-memory/dist/index.js` with MEMORY_FILE_PATH, `kgr serve
 --profile memory --db`), each driven by the MCP Python SDK client, and every call is timed at
 the client (request, server work, JSON on the wire, the client's parsing): each call runs once
-untimed on each server, then --runs times interleaved (reference, kgr, kgr, reference, ...),
-so both see the same load of a busy machine; the table shows the medians in milliseconds and
-the speed-up. The last column is the same kgr answer computed in this process by
-kgr.memory.graph (no MCP, no JSON): the floor under the server's time.
+untimed on each server, then --runs times interleaved (each server first in turn), so all see
+the same load of a busy machine; the table shows the medians in milliseconds and the speed-up.
+Two floors under kgr's time: "floor", a third server (the same MCP SDK, stdio) that replays
+kgr's recorded pages, byte for byte, with no work but a look-up (what moving those bytes
+through MCP costs, client included), and "kgr in process", the same answer computed in this
+process by kgr.memory.graph (no MCP, no JSON on a wire).
 
 * search_nodes (rare): a word in about 0.02% of observations; both return every match.
 * search_nodes (type): an entity type, one entity in eight: the reference returns all of
@@ -38,8 +40,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
+import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / ".ci" / "node" / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
@@ -152,6 +156,9 @@ def main() -> None:
                 args=["-m", "kgr", "serve", "--profile", "memory", "--db", str(db)],
                 env={"KGR_REDACT_KEY": "bench"},
             ),
+            "floor": StdioServerParameters(
+                command=sys.executable, args=[str(Path(__file__).resolve()), "--replay", str(tmp / "pages.json")]
+            ),
         }
 
         def merge(sc: dict, more: dict, seen: set) -> None:
@@ -165,15 +172,22 @@ def main() -> None:
                     sc["relations"].append(r)
             sc["nextCursor"] = more["nextCursor"]
 
-        async def call(client, name, arguments, paged):
+        pages: dict[str, dict] = {}  # kgr's answers, page by page, for the floor server
+
+        async def call(client, name, arguments, paged, record=False):
             """One answer; with ``paged`` (kgr), every page of it, merged."""
             result = await client.call_tool(name, arguments)
             if result.is_error:
                 raise SystemExit(f"{name} {arguments}: {result.content}")
             sc = dict(result.structured_content)
+            if record:
+                pages[page_key(name, arguments)] = orjson.loads(orjson.dumps(sc))
             seen = {(r["from"], r["to"], r["relationType"]) for r in sc.get("relations", [])}
             while paged and sc.get("nextCursor"):
-                more = (await client.call_tool(name, {**arguments, "cursor": sc["nextCursor"]})).structured_content
+                more_args = {**arguments, "cursor": sc["nextCursor"]}
+                more = (await client.call_tool(name, more_args)).structured_content
+                if record:
+                    pages[page_key(name, more_args)] = dict(more)
                 merge(sc, more, seen)
             return sc
 
@@ -190,24 +204,33 @@ def main() -> None:
                 merge(sc, fn(store, *args_, cursor=sc["nextCursor"], **kw), seen)
             return sc
 
+        def arguments_of(who, arguments):
+            return {k: v for k, v in arguments.items() if k != "limit"} if who == "reference" else arguments
+
         async def measure():
-            out: dict[str, dict[str, tuple]] = {"reference": {}, "kgr": {}}
+            out: dict[str, dict[str, tuple]] = {who: {} for who in WHO}
             async with Client(servers["reference"]) as ref, Client(servers["kgr"]) as ours:
-                clients = {"reference": ref, "kgr": ours}
+                # one untimed answer from each (kgr's pages recorded for the floor server)
+                answers = {"reference": {}, "kgr": {}}
                 for label, name, arguments, whole in calls:
-                    answers, times = {}, {who: [] for who in clients}
-                    for who, client in clients.items():
-                        args_ = arguments if who == "kgr" else {k: v for k, v in arguments.items() if k != "limit"}
-                        answers[who] = (args_, await call(client, name, args_, who == "kgr" and whole))
-                    for run in range(args.runs):  # interleaved: r k k r r k ...
-                        for who in ("reference", "kgr") if run % 2 == 0 else ("kgr", "reference"):
-                            args_ = answers[who][0]
-                            t = time.perf_counter()
-                            await call(clients[who], name, args_, who == "kgr" and whole)
-                            times[who].append((time.perf_counter() - t) * 1000)
-                    for who in clients:
-                        sc = answers[who][1]
-                        out[who][label] = (statistics.median(times[who]), sc, len(sc.get("entities", [])))
+                    answers["reference"][label] = await call(ref, name, arguments_of("reference", arguments), False)
+                    answers["kgr"][label] = await call(ours, name, arguments, whole, record=True)
+                (tmp / "pages.json").write_bytes(orjson.dumps(pages))
+                async with Client(servers["floor"]) as floor:
+                    clients = {"reference": ref, "kgr": ours, "floor": floor}
+                    for label, name, arguments, whole in calls:
+                        answers["floor"] = {label: await call(floor, name, arguments, whole)}
+                        times = {who: [] for who in WHO}
+                        for run in range(args.runs):  # interleaved, each first in turn
+                            for who in WHO[run % 3 :] + WHO[: run % 3]:
+                                t = time.perf_counter()
+                                await call(
+                                    clients[who], name, arguments_of(who, arguments), who != "reference" and whole
+                                )
+                                times[who].append((time.perf_counter() - t) * 1000)
+                        for who in WHO:
+                            sc = answers[who][label]
+                            out[who][label] = (statistics.median(times[who]), sc, len(sc.get("entities", [])))
             return out
 
         results = anyio.run(measure)
@@ -223,22 +246,27 @@ def main() -> None:
                 lib[label] = statistics.median(times)
                 assert norm(sc) == norm(results["kgr"][label][1]), f"{label}: in process and kgr serve differ"
         for label, _, _, same in calls:
+            assert norm(results["floor"][label][1]) == norm(results["kgr"][label][1]), f"{label}: the replay differs"
             if same:
                 ref, ours = results["reference"][label][1], results["kgr"][label][1]
                 assert norm(ref) == norm(ours), f"{label}: kgr and the reference differ"
         print()
         print(
-            f"{'call':<28} {'reference ms':>13} {'kgr ms':>9} {'speed-up':>9}   "
-            f"{'entities (ref / kgr)':<22} {'kgr in process ms':>17}"
+            f"{'call':<28} {'reference ms':>13} {'kgr ms':>9} {'speed-up':>9}   {'entities (ref / kgr)':<22} "
+            f"{'floor ms':>9} {'speed-up':>9} {'kgr in process ms':>18}"
         )
         for label, *_ in calls:
-            r, k = results["reference"][label], results["kgr"][label]
+            r, k, f = results["reference"][label], results["kgr"][label], results["floor"][label]
             print(
-                f"{label:<28} {r[0]:>13.1f} {k[0]:>9.2f} {r[0] / k[0]:>8.1f}x   "
-                f"{f'{r[2]} / {k[2]}':<22} {lib[label]:>17.2f}"
+                f"{label:<28} {r[0]:>13.1f} {k[0]:>9.2f} {r[0] / k[0]:>8.1f}x   {f'{r[2]} / {k[2]}':<22} "
+                f"{f[0]:>9.2f} {r[0] / f[0]:>8.1f}x {lib[label]:>18.2f}"
             )
         print(
-            f"\nmedians of {args.runs} interleaved runs after one warm-up, MCP stdio client to each server; "
+            "\nfloor: the same pages (bytes) replayed by a Python MCP server (the same SDK) that has them ready, "
+            "so no kgr work: what moving them over stdio costs"
+        )
+        print(
+            f"medians of {args.runs} interleaved runs after one warm-up, MCP stdio client to each server; "
             f"{counts['entities']} entities, {counts['observations']} observations, {counts['relations']} relations"
         )
         print(
@@ -249,6 +277,43 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def page_key(name: str, arguments: dict) -> str:
+    return orjson.dumps([name, arguments], option=orjson.OPT_SORT_KEYS).decode()
+
+
+def replay(path: str) -> None:
+    """The floor server: kgr's recorded pages, served as kgr serves them (structured content and
+    its compact JSON as text) by the MCP SDK over stdio, with no work but a dictionary look-up."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import CallToolResult, TextContent
+
+    recorded = orjson.loads(Path(path).read_bytes())
+    server = MCPServer(name="replay")
+
+    def answer(name: str, **arguments: Any) -> CallToolResult:
+        sc = recorded[page_key(name, {k: v for k, v in arguments.items() if v is not None})]
+        return CallToolResult(content=[TextContent(type="text", text=orjson.dumps(sc).decode())], structured_content=sc)
+
+    @server.tool(name="read_graph", structured_output=True)
+    def read_graph(limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        return answer("read_graph", limit=limit, cursor=cursor)
+
+    @server.tool(name="search_nodes", structured_output=True)
+    def search_nodes(query: str, limit: int | None = None, cursor: str | None = None) -> dict[str, Any]:
+        return answer("search_nodes", query=query, limit=limit, cursor=cursor)
+
+    @server.tool(name="open_nodes", structured_output=True)
+    def open_nodes(names: list[str]) -> dict[str, Any]:
+        return answer("open_nodes", names=names)
+
+    server.run("stdio")
+
+
+WHO = ["reference", "kgr", "floor"]
+
 if __name__ == "__main__":
-    os.environ.setdefault("KGR_REDACT_KEY", "bench")
-    main()
+    if sys.argv[1:2] == ["--replay"]:
+        replay(sys.argv[2])
+    else:
+        os.environ.setdefault("KGR_REDACT_KEY", "bench")
+        main()

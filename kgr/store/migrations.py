@@ -364,6 +364,13 @@ CREATE INDEX IF NOT EXISTS idx_docs_partial ON docs(path)
   WHERE json_extract(meta, '$.partial') IS NOT NULL;
 """
 
+# The memory profile's pages (read_graph) walk the memory entities in insertion order from a
+# cursor: this index holds them alone, in id order, so a page reads only its own rows (the key
+# index would sort every memory entity for each page)
+M009_MEMORY_PAGES = """
+CREATE INDEX IF NOT EXISTS idx_entities_memory_pages ON entities(id) WHERE key >= 'memory:' AND key < 'memory;';
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
@@ -371,6 +378,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m005_title_mentions", M005_TITLE_MENTIONS),
     ("m006_application_id", M006_APPLICATION_ID),
     ("m007_partial_docs", M007_PARTIAL_DOCS),
+    ("m009_memory_pages", M009_MEMORY_PAGES),
 ]
 
 LATEST = len(MIGRATIONS)
