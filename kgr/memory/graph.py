@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import weakref
 from typing import Any, Iterable, Iterator, Sequence
 
 import orjson
@@ -75,9 +76,16 @@ def _icontains(text: str | None, needle_lower: str | None) -> int:
     return int(needle_lower in text.lower())
 
 
+# Connections that have kgr_icontains: registering a function again would expire every
+# statement the connection has prepared (SQLite re-prepares them all on their next use).
+_HAVE_FUNCTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
 def ensure_functions(conn) -> None:
-    """Register ``kgr_icontains(text, lowered_query)`` on an apsw connection (cheap; call before a search)."""
-    conn.createscalarfunction("kgr_icontains", _icontains, 2, deterministic=True)
+    """Register ``kgr_icontains(text, lowered_query)`` on an apsw connection, once (call before a search)."""
+    if conn not in _HAVE_FUNCTIONS:
+        conn.createscalarfunction("kgr_icontains", _icontains, 2, deterministic=True)
+        _HAVE_FUNCTIONS.add(conn)
 
 
 def _match_sql(column: str) -> tuple[str, int]:
