@@ -89,8 +89,9 @@ class MemoryTools:
             ) from None
 
     def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> Any:
-        """A page that fits the byte budget whole: fewer entities, never a cut list (as
-        :meth:`Service.reply`: a whole graph is read in many pages, each in as few passes as can be)."""
+        """A page that fits the byte budget whole: fewer entities, never a cut list, as the SDK's
+        result made by :meth:`Service.reply` (a whole graph is read in many pages, each in as few
+        passes as can be; the tools' ``dict`` annotation still gives their output schema)."""
         return self.svc.reply(self.svc.read(fn, *args, max_bytes=self.svc.max_result_bytes - 1000, **kwargs))
 
     # -- writes -------------------------------------------------------------------------------
