@@ -32,6 +32,8 @@ reference stores it dangling), and two entities of one name in one call make one
 from __future__ import annotations
 
 import contextlib
+import itertools
+import weakref
 from typing import Any, Iterable, Iterator, Sequence
 
 import orjson
@@ -74,9 +76,16 @@ def _icontains(text: str | None, needle_lower: str | None) -> int:
     return int(needle_lower in text.lower())
 
 
+# Connections that have kgr_icontains: registering a function again would expire every
+# statement the connection has prepared (SQLite re-prepares them all on their next use).
+_HAVE_FUNCTIONS: weakref.WeakSet = weakref.WeakSet()
+
+
 def ensure_functions(conn) -> None:
-    """Register ``kgr_icontains(text, lowered_query)`` on an apsw connection (cheap; call before a search)."""
-    conn.createscalarfunction("kgr_icontains", _icontains, 2, deterministic=True)
+    """Register ``kgr_icontains(text, lowered_query)`` on an apsw connection, once (call before a search)."""
+    if conn not in _HAVE_FUNCTIONS:
+        conn.createscalarfunction("kgr_icontains", _icontains, 2, deterministic=True)
+        _HAVE_FUNCTIONS.add(conn)
 
 
 def _match_sql(column: str) -> tuple[str, int]:
@@ -85,11 +94,12 @@ def _match_sql(column: str) -> tuple[str, int]:
     SQLite's lower() folds ASCII only, which is exact for an ASCII query except where a
     text holds one of :data:`_FOLDS_TO_ASCII`; those rows (and every row, for a non-ASCII
     query) are checked in Python with str.lower (Unicode's default case mapping, as
-    JavaScript's)."""
+    JavaScript's). CASE, not AND/OR: SQLite computes both sides of an AND whose value is
+    used, and the Python check is the costly side."""
     folds = " OR ".join(f"instr({column}, '{c}')" for c in _FOLDS_TO_ASCII)
     return (
-        f"(CASE WHEN ?1 THEN instr(lower({column}), ?2) > 0 OR (({folds}) AND kgr_icontains({column}, ?2)) "
-        f"ELSE kgr_icontains({column}, ?2) END)"
+        f"(CASE WHEN NOT ?1 THEN kgr_icontains({column}, ?2) WHEN instr(lower({column}), ?2) > 0 THEN 1 "
+        f"WHEN {folds} THEN kgr_icontains({column}, ?2) ELSE 0 END)"
     ), 0
 
 
@@ -109,59 +119,113 @@ def _observations(store: Store, ids: Sequence[int], at: int) -> dict[int, list[s
     return out
 
 
-def _relations_touching(store: Store, ids: Sequence[int], *, from_only: bool = False) -> list[dict]:
-    """The memory relations with an end (or, with from_only, the start) among ``ids``, by insertion."""
-    found: dict[int, tuple[str, str, str]] = {}
-    ends = ("r.src_id",) if from_only else ("r.src_id", "r.dst_id")
-    for i in range(0, len(ids), _CHUNK):
-        part = list(ids[i : i + _CHUNK])
-        marks = ",".join("?" * len(part))
-        for end in ends:  # one indexed lookup per end (an OR of the two is slower)
-            for rid, a, b, rel in store.conn.execute(
-                "SELECT r.id, a.name, b.name, r.rel FROM relations r JOIN entities a ON a.id = r.src_id "
-                f"JOIN entities b ON b.id = r.dst_id WHERE {end} IN ({marks}) AND r.origin = 'manual' "
-                "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;'",
-                part,
-            ):
-                found[rid] = (a, b, rel)
-    return [{"from": a, "to": b, "relationType": rel} for _, (a, b, rel) in sorted(found.items())]
+# The JSON of entities and relations is written by SQLite (json_quote, json_group_array,
+# json_object) and parsed once per page by orjson: no Python work per observation. ?1 is a
+# JSON array of entity ids (one cached statement whatever their number), ?2 the time of the read.
+_ENTITY_JSON = (
+    """SELECT e.id, '{"name":' || json_quote(e.name) || ',"entityType":' || json_quote(e.type) """
+    """|| ',"observations":' || (SELECT json_group_array(o.content ORDER BY o.id) FROM observations o """
+    """WHERE o.entity_id = e.id AND (o.valid_until_ms IS NULL OR o.valid_until_ms > ?2)) || '}' """
+    "FROM entities e WHERE e.id IN (SELECT value FROM json_each(?1))"
+)
+_RELATION_JSON = (
+    "SELECT r.id, r.src_id, r.dst_id, json_object('from', a.name, 'to', b.name, 'relationType', r.rel) "
+    "FROM relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
+    "WHERE r.{end} IN (SELECT value FROM json_each(?1)) AND r.origin = 'manual' "
+    "AND a.key >= 'memory:' AND a.key < 'memory;' AND b.key >= 'memory:' AND b.key < 'memory;'"
+)
+# Entities whose JSON is written by the first query of a page with a byte budget; the next
+# ones ask for as many as the bytes left should hold, so a page the budget ends early computes
+# few entities it does not return.
+_PAGE_CHUNK = 100
+
+
+def _nbytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    return "[" + ",".join(map(str, ids)) + "]"
+
+
+def _relations_touching(store: Store, ids: Sequence[int], *, from_only: bool = False) -> list[tuple[int, int, str]]:
+    """(from id, to id, JSON) of the memory relations with an end (with from_only, the start)
+    among ``ids``, by insertion."""
+    found: dict[int, tuple[int, int, str]] = {}
+    for i in range(0, len(ids), MAX_LIMIT):
+        part = _ids(ids[i : i + MAX_LIMIT])
+        for end in ("src_id",) if from_only else ("src_id", "dst_id"):  # one indexed lookup per end
+            for rid, src, dst, text in store.conn.execute(_RELATION_JSON.format(end=end), (part,)):
+                found[rid] = (src, dst, text)
+    return [found[rid] for rid in sorted(found)]
 
 
 def _graph(
     store: Store,
-    rows: list[tuple[int, str, str]],
+    rows: Iterator[tuple[int, str, str]],
     *,
+    limit: int,
     names_only: bool,
     from_only: bool,
     at: int,
     max_bytes: int | None = None,
-) -> tuple[dict[str, Any], int]:
-    """The page of ``rows`` and how many of them it holds: with ``max_bytes``, the longest
-    prefix whose JSON fits (at least one entity), so a page is shortened, never cut inside."""
+) -> tuple[dict[str, Any], str | None]:
+    """A page of the entities ``rows`` yields (id, name, type; in id order, drawn only as far as
+    needed) and the cursor after it (None after the last): up to ``limit`` of them and, with
+    ``max_bytes``, the longest prefix whose JSON fits (at least one entity), so a page is
+    shortened, never cut inside."""
     if names_only:
-        names = [name for _, name, _ in rows]
+        got = list(itertools.islice(rows, limit + 1))
+        names = [name for _, name, _ in got[:limit]]
         keep = len(names) if max_bytes is None else _fits([len(orjson.dumps(n)) + 1 for n in names], max_bytes)
-        return {"names": names[:keep]}, keep
-    ids = [r[0] for r in rows]
-    obs = _observations(store, ids, at)
-    entities = [{"name": name, "entityType": typ, "observations": obs[eid]} for eid, name, typ in rows]
+        return {"names": names[:keep]}, _cursor(got, keep, limit)
+    # the entities' JSON, a chunk at a time, until their JSON alone passes the budget: no entity
+    # after that one can be on the page; each chunk is sized from the bytes an entity took so far
+    ids: list[int] = []
+    texts: list[str] = []
+    sizes: list[int] = []
+    total = 0
+    more = False
+    while True:
+        want = limit - len(ids)
+        if max_bytes is not None:
+            want = min(want, (max_bytes - total) * len(ids) // total + 2 if ids else _PAGE_CHUNK)
+        part = [r[0] for r in itertools.islice(rows, want)]
+        if not part:
+            break
+        got = dict(store.conn.execute(_ENTITY_JSON, (_ids(part), at)))
+        for eid in part:
+            ids.append(eid)
+            texts.append(got[eid])
+            sizes.append(_nbytes(got[eid]) + 1)
+            total += sizes[-1]
+        if max_bytes is not None and total > max_bytes:
+            more = True
+            break
+        if len(ids) == limit:
+            more = next(rows, None) is not None
+            break
     relations = _relations_touching(store, ids, from_only=from_only)
-    keep = len(rows)
-    if max_bytes is not None:
-        if len(orjson.dumps({"entities": entities, "relations": relations})) > max_bytes:
-            # each entity's share: its JSON and that of the relations it is the first end of on
-            # this page (a relation comes with the first of its ends that is kept)
-            per = [len(orjson.dumps(e)) + 1 for e in entities]
-            index = {name: i for i, (_, name, _) in enumerate(rows)}
-            for r in relations:
-                ends = [index[x] for x in ((r["from"],) if from_only else (r["from"], r["to"])) if x in index]
-                if ends:
-                    per[min(ends)] += len(orjson.dumps(r)) + 1
-            keep = _fits(per, max_bytes - 40)  # 40: the object around the two lists
-            kept = {name for _, name, _ in rows[:keep]}
-            entities = entities[:keep]
-            relations = [r for r in relations if r["from"] in kept or (not from_only and r["to"] in kept)]
-    return {"entities": entities, "relations": relations}, keep
+    rel_sizes = [_nbytes(t) + 1 for _, _, t in relations]
+    keep = len(texts)
+    # {"entities":[...],"relations":[...]}: 30 bytes around the two lists, one comma fewer than items in each
+    if max_bytes is not None and 30 + max(total - 1, 0) + max(sum(rel_sizes) - 1, 0) > max_bytes:
+        # each entity's share: its JSON and that of the relations it is the first end of on
+        # this page (a relation comes with the first of its ends that is kept)
+        per = list(sizes)
+        index = {eid: i for i, eid in enumerate(ids)}
+        for (src, dst, _), size in zip(relations, rel_sizes):
+            ends = [index[x] for x in ((src,) if from_only else (src, dst)) if x in index]
+            if ends:
+                per[min(ends)] += size
+        keep = _fits(per, max_bytes - 40)  # 40: the object around the two lists
+        kept = set(ids[:keep])
+        relations = [r for r in relations if r[0] in kept or (not from_only and r[1] in kept)]
+    out = {
+        "entities": orjson.loads("[" + ",".join(texts[:keep]) + "]"),
+        "relations": orjson.loads("[" + ",".join(t for _, _, t in relations) + "]"),
+    }
+    return out, (str(ids[keep - 1]) if keep < len(ids) or more else None)
 
 
 def _fits(sizes: Sequence[int], budget: int) -> int:
@@ -189,8 +253,8 @@ def _page_args(limit: int | None, cursor: str | None) -> tuple[int, int]:
     return limit, after
 
 
-def _paged(rows: list[tuple[int, str, str]], limit: int, kept: int) -> str | None:
-    """The cursor after the ``kept`` first of ``rows`` (fetched with one more than ``limit``)."""
+def _cursor(rows: list[tuple[int, str, str]], kept: int, limit: int) -> str | None:
+    """The cursor after the ``kept`` first of ``rows`` (drawn with one more than ``limit``)."""
     if kept < min(len(rows), limit) or len(rows) > limit:
         return str(rows[kept - 1][0])
     return None
@@ -214,11 +278,15 @@ def read_graph(
     with _read(store):
         at = now_ms()
         rows = store.conn.execute(
-            f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
+            f"SELECT e.id, e.name, e.type FROM {_in_order(store)} WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
             (after, limit + 1),
-        ).fetchall()
-        out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=True, at=at, max_bytes=max_bytes)
-        nxt = _paged(rows, limit, kept)
+        )
+        try:
+            out, nxt = _graph(
+                store, rows, limit=limit, names_only=names_only, from_only=True, at=at, max_bytes=max_bytes
+            )
+        finally:
+            rows.close()  # a page draws only the rows it needs
     out["nextCursor"] = nxt
     return out
 
@@ -250,33 +318,51 @@ def search_nodes(
         )
         if ascii_q and len(needle) >= 3 and _has_trigram(store):
             # candidates from the trigram indexes (ASCII case folding) and the rows they cannot
-            # fold, each checked exactly
+            # fold, merged in id order, each checked exactly, until the page is full: the
+            # entity index streams its matches in order, so a page of a type shared by
+            # thousands reads the page, not them all (CROSS JOIN: the candidates drive)
             sql = (
-                f"SELECT e.id, e.name, e.type FROM entities e WHERE e.id IN ("
-                f"SELECT rowid FROM entities_trigram WHERE entities_trigram MATCH ?6 "
-                f"UNION SELECT entity_id FROM entities_folding "
+                f"SELECT e.id, e.name, e.type FROM ("
+                f"SELECT rowid AS id FROM entities_trigram WHERE entities_trigram MATCH ?6 AND rowid > ?3 "
+                f"UNION SELECT entity_id FROM entities_folding WHERE entity_id > ?3 "
                 f"UNION SELECT o.entity_id FROM observations o WHERE o.id IN ("
                 f"SELECT rowid FROM observations_trigram WHERE observations_trigram MATCH ?6 "
-                f"UNION ALL SELECT observation_id FROM observations_folding)) "
-                f"AND {IN_MEMORY} AND e.id > ?3 AND {exact} ORDER BY e.id LIMIT ?5"
+                f"UNION ALL SELECT observation_id FROM observations_folding) AND o.entity_id > ?3 ORDER BY 1"
+                f") AS c CROSS JOIN entities e ON e.id = c.id WHERE {IN_MEMORY} AND {exact} ORDER BY c.id LIMIT ?5"
             )
             params += ('"' + needle.replace('"', '""') + '"',)
         else:
             sql = (
-                f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
+                f"SELECT e.id, e.name, e.type FROM {_in_order(store)} WHERE {IN_MEMORY} AND e.id > ?3 AND {exact} "
                 f"ORDER BY e.id LIMIT ?5"
             )
-        rows = store.conn.execute(sql, params).fetchall()
-        out, kept = _graph(store, rows[:limit], names_only=names_only, from_only=False, at=at, max_bytes=max_bytes)
-        nxt = _paged(rows, limit, kept)
+        rows = store.conn.execute(sql, params)
+        try:
+            out, nxt = _graph(
+                store, rows, limit=limit, names_only=names_only, from_only=False, at=at, max_bytes=max_bytes
+            )
+        finally:
+            rows.close()  # a page draws only the rows it needs
     out["nextCursor"] = nxt
     return out
+
+
+def _in_order(store: Store) -> str:
+    """The memory entities, to walk in id order: through migration m009_memory_pages's index (the
+    planner would rather sort the key index), or by id on a database opened read-only before it."""
+    if _has(store, "idx_entities_memory_pages"):
+        return "entities e INDEXED BY idx_entities_memory_pages"
+    return "entities e NOT INDEXED"
+
+
+def _has(store: Store, name: str) -> bool:
+    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
 def _has_trigram(store: Store) -> bool:
     """Whether the database has migration m002_memory's index (a read-only open of an older
     database does not migrate it: search then scans)."""
-    return store.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'entities_folding'").fetchone() is not None
+    return _has(store, "entities_folding")
 
 
 def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
@@ -292,7 +378,7 @@ def open_nodes(store: Store, names: Sequence[str]) -> dict[str, Any]:
                 f"SELECT e.id, e.name, e.type FROM entities e WHERE e.key IN ({','.join('?' * len(part))})", part
             ).fetchall()
         rows.sort()
-        return _graph(store, rows, names_only=False, from_only=False, at=at)[0]
+        return _graph(store, iter(rows), limit=max(len(rows), 1), names_only=False, from_only=False, at=at)[0]
 
 
 @contextlib.contextmanager
@@ -561,7 +647,8 @@ def jsonl_lines(store: Store) -> Iterator[str]:
         after = 0
         while True:
             rows = store.conn.execute(
-                f"SELECT e.id, e.name, e.type FROM entities e WHERE {IN_MEMORY} AND e.id > ? ORDER BY e.id LIMIT ?",
+                f"SELECT e.id, e.name, e.type FROM {_in_order(store)} WHERE {IN_MEMORY} AND e.id > ? "
+                "ORDER BY e.id LIMIT ?",
                 (after, _CHUNK),
             ).fetchall()
             if not rows:

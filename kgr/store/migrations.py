@@ -380,6 +380,14 @@ INSERT OR IGNORE INTO doc_tags(doc_id, tag, origin)
   WHERE json_type(d.meta, '$.tags') = 'array' AND j.type = 'text' AND trim(j.value) != '';
 """
 
+
+# The memory profile's pages (read_graph) walk the memory entities in insertion order from a
+# cursor: this index holds them alone, in id order, so a page reads only its own rows (the key
+# index would sort every memory entity for each page)
+M009_MEMORY_PAGES = """
+CREATE INDEX IF NOT EXISTS idx_entities_memory_pages ON entities(id) WHERE key >= 'memory:' AND key < 'memory;';
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m004_authoring", M004_AUTHORING),
@@ -388,6 +396,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m006_application_id", M006_APPLICATION_ID),
     ("m007_partial_docs", M007_PARTIAL_DOCS),
     ("m008_doc_tags", M008_DOC_TAGS),
+    ("m009_memory_pages", M009_MEMORY_PAGES),
 ]
 
 LATEST = len(MIGRATIONS)

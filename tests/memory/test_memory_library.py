@@ -246,3 +246,39 @@ def test_pages_within_a_byte_budget_are_shortened_and_still_cover_everything(sto
                 break
         assert names == [f"n{i:02}" for i in range(40)] and pages > 3, fn
         assert rels == {(f"n{i:02}", f"n{(i + 3) % 40:02}") for i in range(40)}, fn
+
+
+def test_pages_are_the_same_without_the_memory_pages_index(store):
+    """Migration m009_memory_pages's index walks the memory entities in id order; a database
+    opened read-only before it walks them by id: the same pages, among extracted entities too."""
+    for i in range(30):
+        memory.create_entities(store, [ent(f"m{i:02}", "note" if i % 3 else "task", obs=[f"o{i}", "x" * (i * 7)])])
+        store.execute(
+            "INSERT INTO entities(key, name, type, norm, origin) VALUES (?, ?, 'note', ?, 'extracted')",
+            (f"note:e{i}", f"e{i}", f"e{i}"),
+        )
+    memory.create_relations(store, [rel(f"m{i:02}", f"m{(i * 7) % 30:02}") for i in range(30) if i % 4])
+
+    def every_page():
+        out = {}
+        for fn, args in ((memory.read_graph, ()), (memory.search_nodes, ("note",)), (memory.search_nodes, ("o",))):
+            for n, kw in enumerate(({"limit": 7}, {"limit": 1000, "max_bytes": 600}, {"limit": 4, "names_only": True})):
+                pages, cursor = [], None
+                while True:
+                    pages.append(fn(store, *args, cursor=cursor, **kw))
+                    cursor = pages[-1]["nextCursor"]
+                    if cursor is None:
+                        break
+                out[fn.__name__, args, n] = pages
+        return out
+
+    assert store.scalar("SELECT 1 FROM sqlite_master WHERE name = 'idx_entities_memory_pages'") == 1
+    indexed = every_page()
+    store.execute("DROP INDEX idx_entities_memory_pages")
+    assert every_page() == indexed
+    for n in range(2):  # every memory entity once, in order, over pages of 7 or of 600 bytes
+        pages = indexed["read_graph", (), n]
+        assert [e["name"] for p in pages for e in p["entities"]] == [f"m{i:02}" for i in range(30)]
+        assert len(pages) == (5 if n == 0 else len(pages)) and len(pages) > 2
+    tasks = [e["name"] for p in indexed["search_nodes", ("note",), 0] for e in p["entities"]]
+    assert tasks == [f"m{i:02}" for i in range(30) if i % 3]

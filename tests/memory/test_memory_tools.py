@@ -118,6 +118,33 @@ def test_a_page_too_large_for_the_byte_budget_is_shortened_not_cut(memory_servic
     assert in_memory(memory_server, go) == [f"n{i:02}" for i in range(60)]
 
 
+def test_read_answers_carry_their_compact_json_as_text_and_no_host_path(memory_service, memory_server):
+    """The read tools' text is the JSON of their structured content (compact, as kgr writes it),
+    and host paths in what they return are scrubbed, as in every tool."""
+    import json
+
+    host = str(memory_service.db)
+
+    async def go(c):
+        await c.call_tool(
+            "create_entities",
+            {"entities": [{"name": "A", "entityType": "t", "observations": [f"kept at {host}", 'plain ü "q"']}]},
+        )
+        return [
+            await c.call_tool("read_graph", {}),
+            await c.call_tool("search_nodes", {"query": "plain"}),
+            await c.call_tool("open_nodes", {"names": ["A"]}),
+        ]
+
+    for result in in_memory(memory_server, go):
+        sc = result.structured_content
+        assert json.loads(result.content[0].text) == sc
+        assert result.content[0].text == json.dumps(sc, ensure_ascii=False, separators=(",", ":"))
+        (entity,) = sc["entities"]
+        assert entity["observations"][1] == 'plain ü "q"'
+        assert host not in result.content[0].text and str(memory_service.db.parent) not in entity["observations"][0]
+
+
 def test_writes_go_through_the_servers_writer_when_it_has_one(tmp_path):
     """A server started with a knowledge root owns the database's writer: memory writes are its jobs."""
     from kgr import config

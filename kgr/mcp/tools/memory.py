@@ -99,9 +99,11 @@ class MemoryTools:
                 hint="call read_graph later to see it",
             ) from None
 
-    def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """A page that fits the byte budget whole: fewer entities, never a cut list."""
-        return self.svc.read(fn, *args, max_bytes=self.svc.max_result_bytes - 1000, **kwargs)
+    def read_page(self, fn: Callable[..., dict], *args: Any, **kwargs: Any) -> Any:
+        """A page that fits the byte budget whole: fewer entities, never a cut list, as the SDK's
+        result made by :meth:`Service.reply` (a whole graph is read in many pages, each in as few
+        passes as can be; the tools' ``dict`` annotation still gives their output schema)."""
+        return self.svc.reply(self.svc.read(fn, *args, max_bytes=self.svc.max_result_bytes - 1000, **kwargs))
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -216,7 +218,7 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Open specific nodes in the knowledge graph by their names: those entities and the
         relations touching them."""
-        return self.svc.read(memory.open_nodes, names)
+        return self.svc.reply(self.svc.read(memory.open_nodes, names))
 
     # -- the graph page --------------------------------------------------------------------------
 
