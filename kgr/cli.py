@@ -1660,31 +1660,56 @@ def _export_formats() -> list[str]:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=click.Path(allow_dash=True),
     default="-",
-    help="Write to FILE instead of stdout.",
+    help="Write to FILE instead of stdout (neo4j: the directory to write its files into).",
 )
 @click.option("--type", "types", multiple=True, help="Only entities of this type (repeatable, or comma-separated).")
 @click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
 @config_option
 def export_cmd(db, fmt, output, types, rels, config_path):
-    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz), Mermaid or mcp-memory.
+    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz), Mermaid, mcp-memory,
+    neo4j-admin import CSV files (neo4j) or a Cypher script for Neo4j and Memgraph (cypher).
 
     \b
     Example:
         kgr export --format graphml --db kb.sqlite -o kb.graphml
         kgr export --format mermaid --db kb.sqlite --type SERVICE,TEAM --rel owned_by
+        kgr export --format neo4j --db kb.sqlite -o kb-neo4j/
+        kgr export --format cypher --db kb.sqlite -o kb.cypher
     """
+    import shutil
+    from pathlib import Path
+
     from kgr import export as export_mod
+    from kgr.errors import UsageError
     from kgr.store.lock import reading
 
     def split(values):
         return {v.strip() for value in values for v in value.split(",") if v.strip()} or None
 
+    directory = export_mod.FORMATS[fmt].directory
+    if directory and output == "-":
+        raise UsageError(f"--format {fmt} writes several files", hint="name a directory for them with -o DIR")
+    if not directory and os.path.isdir(output):
+        raise UsageError(f"{output} is a directory", hint=f"--format {fmt} writes one file: name it with -o FILE")
+    if directory and os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output)):
+        raise UsageError(f"{output} exists and is not an empty directory", hint="name a new or empty directory")
     with reading(resolve_db(db, config_path)) as store:
         if output == "-":
             counts = export_mod.export(store, fmt, sys.stdout, types=split(types), rels=split(rels))
             sys.stdout.flush()
+        elif directory:
+            tmp = f"{output.rstrip(os.sep) or output}.tmp{os.getpid()}"
+            os.makedirs(tmp)
+            try:
+                counts = export_mod.export(store, fmt, Path(tmp), types=split(types), rels=split(rels))
+                if os.path.isdir(output):
+                    os.rmdir(output)  # empty, checked above
+                os.replace(tmp, output)
+            finally:
+                if os.path.exists(tmp):
+                    shutil.rmtree(tmp)
         else:
             tmp = f"{output}.tmp{os.getpid()}"
             try:
