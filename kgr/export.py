@@ -331,8 +331,8 @@ _CHUNK_COLUMNS = [
     ("ord:int", "c.ord"),
     ("section", "c.section"),
     ("headings:string[]", "c.headings"),
-    ("start:int", "c.start"),
-    ("end:int", 'c."end"'),
+    ("startOffset:int", "c.start"),  # not `start`/`end`: END is a Cypher keyword some engines refuse as a name
+    ("endOffset:int", 'c."end"'),
     ("tokens:int", "c.tokens"),
     ("text", "c.text"),
 ]
@@ -342,8 +342,8 @@ _MENTION_COLUMNS = [
     (":END_ID(Entity)", "m.entity_id"),
     ("kgrId:long", "m.id"),
     ("surface", "m.surface"),
-    ("start:int", "m.start"),
-    ("end:int", 'm."end"'),
+    ("startOffset:int", "m.start"),
+    ("endOffset:int", 'm."end"'),
     ("score:double", "m.score"),
     ("source", "m.source"),
     ("linkScore:double", "m.link_score"),
