@@ -1668,8 +1668,11 @@ def _export_formats() -> list[str]:
 @click.option("--rel", "rels", multiple=True, help="Only relations of this kind (repeatable, or comma-separated).")
 @config_option
 def export_cmd(db, fmt, output, types, rels, config_path):
-    """Write the knowledge graph as GraphML (Gephi, networkx), DOT (Graphviz), Mermaid, mcp-memory,
-    neo4j-admin import CSV files (neo4j) or a Cypher script for Neo4j and Memgraph (cypher).
+    """Write the knowledge graph as GraphML, DOT, Mermaid, mcp-memory, Neo4j import CSV or a Cypher script.
+
+    graphml for Gephi and networkx, dot for Graphviz, mermaid for Markdown; neo4j writes neo4j-admin
+    import CSV files and import.sh into the directory -o names; cypher is UNWIND ... MERGE batches
+    that Neo4j and Memgraph run.
 
     \b
     Example:

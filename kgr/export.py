@@ -438,7 +438,7 @@ def _relation_rows(graph: GraphSource) -> Iterator[dict]:
             "origin": row[6],
             "evidencePaths": [e[0] for e in evidence],
             "evidenceSentences": [e[1] or "" for e in evidence],
-            "evidenceChunks": [e[2] for e in evidence if e[2] is not None],
+            "evidenceChunks": [e[2] if e[2] is not None else -1 for e in evidence],  # arrays hold no nulls
             "evidenceConfidences": [e[3] if e[3] is not None else 0.0 for e in evidence],
         }
 

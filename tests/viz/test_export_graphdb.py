@@ -516,3 +516,50 @@ def test_cypher_batches_and_streams(built_kb, monkeypatch):
         if re.search(r"MERGE \(a\)-\[r:", tail):
             rows += len(values)
     assert rows == counts["nodes"] + counts["edges"]
+
+
+class _CountingSink:
+    """A text stream that keeps only the number of characters written to it."""
+
+    def __init__(self):
+        self.chars = 0
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        return len(text)
+
+
+def test_export_streams(tmp_path, monkeypatch):
+    """Memory stays far below the size of what is written: rows go out as the cursors give them
+    (the Cypher script holds one batch; smaller batches here keep the test fast)."""
+    import tracemalloc
+
+    monkeypatch.setattr(export, "CYPHER_BATCH", 100)
+    db = tmp_path / "big.sqlite"
+    n = 5000
+    with Store(db) as store, store.write() as conn:
+        conn.executemany(
+            "INSERT INTO entities(id, key, name, type, norm, aliases, description, origin) "
+            "VALUES (?, ?, ?, 'THING', ?, '[\"x\"]', ?, 'manual')",
+            ((i, f"k{i}", f"thing {i}", f"k{i}", "word " * 100) for i in range(1, n + 1)),
+        )
+        conn.executemany(
+            "INSERT INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, 'next', 0.5)",
+            ((i, i + 1) for i in range(1, n)),
+        )
+    with Store(db, readonly=True) as store:
+        sink = _CountingSink()
+        tracemalloc.start()
+        try:
+            counts = export.export(store, "cypher", sink)
+            cypher_peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.reset_peak()
+            (tmp_path / "neo").mkdir()
+            export.export(store, "neo4j", tmp_path / "neo")
+            neo4j_peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    written = sum(p.stat().st_size for p in (tmp_path / "neo").iterdir())
+    assert counts == {"nodes": n, "edges": n - 1} and sink.chars > 2_500_000 and written > 2_500_000
+    assert cypher_peak < sink.chars / 4, (cypher_peak, sink.chars)
+    assert neo4j_peak < written / 4, (neo4j_peak, written)
