@@ -1723,7 +1723,8 @@ def export_cmd(db, fmt, output, types, rels, config_path):
                 if os.path.exists(tmp):
                     os.unlink(tmp)
     where = "" if output == "-" else f" to {output}"
-    warn(f"exported {counts['nodes']} entities and {counts['edges']} relations as {fmt}{where}")
+    more = "".join(f", {counts[k]} {k}" for k in ("documents", "chunks", "mentions") if counts.get(k))
+    warn(f"exported {counts['nodes']} entities and {counts['edges']} relations{more} as {fmt}{where}")
 
 
 IMPORT_FORMATS = {"mcp-memory": "the reference MCP memory server's memory.jsonl (entities, observations, relations)"}

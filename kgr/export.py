@@ -511,7 +511,7 @@ def relation_file_name(rel: str) -> str:
 @exporter(
     "neo4j",
     suffix="",
-    help="neo4j-admin import CSV files with typed headers, into the directory -o names (also Memgraph)",
+    help="neo4j-admin import CSV files with typed headers and import.sh, into the directory -o names",
     directory=True,
 )
 def write_neo4j(graph: GraphSource, out_dir: Path) -> None:

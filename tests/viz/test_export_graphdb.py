@@ -563,3 +563,31 @@ def test_export_streams(tmp_path, monkeypatch):
     assert counts == {"nodes": n, "edges": n - 1} and sink.chars > 2_500_000 and written > 2_500_000
     assert cypher_peak < sink.chars / 4, (cypher_peak, sink.chars)
     assert neo4j_peak < written / 4, (neo4j_peak, written)
+
+
+def test_neo4j_type_and_rel_filters(tmp_path, built_kb):
+    """--rel keeps one relation file; --type keeps those entities and only mentions of them."""
+    db = built_kb[0]
+    with Store(db, readonly=True) as store:
+        rel, n_rel = store.query("SELECT rel, count(*) FROM relations GROUP BY rel ORDER BY count(*) DESC LIMIT 1")[0]
+        type_, n_type = store.query("SELECT type, count(*) FROM entities GROUP BY type ORDER BY count(*) DESC LIMIT 1")[
+            0
+        ]
+        n_mentions = store.scalar(
+            "SELECT count(*) FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE e.type = ?", (type_,)
+        )
+    result = CliRunner().invoke(
+        cli, ["export", "--format", "neo4j", "--db", str(db), "-o", str(tmp_path / "r"), "--rel", rel]
+    )
+    assert result.exit_code == 0, result.output
+    files = read_import(tmp_path / "r")
+    assert [p.name for k, g, p in files if k == "relationships" and g is None] == [export.relation_file_name(rel)]
+    with open(tmp_path / "r" / export.relation_file_name(rel), encoding="utf-8", newline="") as f:
+        assert sum(1 for _ in csv.reader(f)) == n_rel + 1
+    result = CliRunner().invoke(
+        cli, ["export", "--format", "neo4j", "--db", str(db), "-o", str(tmp_path / "t"), "--type", type_]
+    )
+    assert result.exit_code == 0, result.output
+    for name, n in (("entities.csv", n_type), ("mentions.csv", n_mentions)):
+        with open(tmp_path / "t" / name, encoding="utf-8", newline="") as f:
+            assert sum(1 for _ in csv.reader(f)) == n + 1, name
