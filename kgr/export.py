@@ -439,7 +439,8 @@ def _relation_rows(graph: GraphSource) -> Iterator[dict]:
             "evidencePaths": [e[0] for e in evidence],
             "evidenceSentences": [e[1] or "" for e in evidence],
             "evidenceChunks": [e[2] if e[2] is not None else -1 for e in evidence],  # arrays hold no nulls
-            "evidenceConfidences": [e[3] if e[3] is not None else 0.0 for e in evidence],
+            # floats only: Neo4j stores no list that mixes integers and floats
+            "evidenceConfidences": [float(e[3]) if e[3] is not None else 0.0 for e in evidence],
         }
 
 
@@ -600,7 +601,9 @@ def cypher_literal(value: object) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else "null"
+        if value != value or value in (float("inf"), float("-inf")):
+            return "null"
+        return repr(value).replace("e+", "e")  # openCypher's exponent takes a minus sign, never a plus
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(cypher_literal(v) for v in value) + "]"
     out = []
