@@ -8,7 +8,8 @@ one (mcp-memory JSONL, Neo4j bulk CSV) is one function in this module or another
     def write_myformat(graph: GraphSource, out: TextIO) -> None: ...
 
 Writers stream: nodes and edges are read from one read transaction (a consistent
-snapshot even while `kgr ingest` writes) and written as they come.
+snapshot even while `kgr ingest` writes) and written as they come. A format registered with
+``directory=True`` (neo4j: several CSV files) gets an existing directory instead of a stream.
 """
 
 from __future__ import annotations
@@ -585,6 +586,7 @@ def write_neo4j(graph: GraphSource, out_dir: Path) -> None:
         f"  --array-delimiter=U+001F \\\n  {args}\n",
         encoding="utf-8",
     )
+    (out_dir / "import.sh").chmod(0o755)
 
 
 # -- Cypher (Neo4j and Memgraph) --
