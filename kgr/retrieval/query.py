@@ -26,7 +26,11 @@ Modes:
   nothing to its own document. ``gate`` (``weights.evidence``) can make what the graph adds
   depend on the chunk's direct evidence. The best fused result keeps first place
   (``weights.pin``): the graph adds what the question's direct evidence leads to, it does not
-  overrule that evidence.
+  overrule that evidence. Then placement (:func:`_place`, ``weights.place``): the pages whose
+  subject the question names, and the pages a placed page leads to by a linked mention of their
+  subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
+  placed next to the page that leads to them rather than scored against keyword matches, when
+  the link is strong enough; each result's ``placed_by`` says which link placed it.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
