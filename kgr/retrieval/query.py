@@ -745,25 +745,26 @@ def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tu
     return out
 
 
-def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()) -> dict[int, float]:
+def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()) -> dict[int, int]:
     """Of these chunks, the first chunks of pages whose title the question contains word for word
-    (a trailing qualifier aside): chunk -> how much of the question's words the title is, at most 1.
-    A raw string, the weakest of links: only pages already found for the question are read."""
+    (a trailing qualifier aside), but not as part of a longer title or of one of ``names``:
+    chunk -> its document. A raw string, the weakest of links: only pages already found for the
+    question are read."""
     ids = list(chunk_ids)
     if not ids:
         return {}
     qwords = f" {' '.join(tokens(q))} "
     rows = store.query(
-        f"SELECT c.id, d.title FROM chunks c JOIN docs d ON d.id = c.doc_id WHERE c.id IN ({','.join('?' * len(ids))}) "
-        "AND c.ord = 0",
+        f"SELECT c.id, d.title, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
+        f"WHERE c.id IN ({','.join('?' * len(ids))}) AND c.ord = 0",
         ids,
     )
     # "Virginia" is not what "Johnnycake, West Virginia" names: a title inside a longer name or title found is left out
-    found = [" ".join(tokens(QUALIFIER.sub("", t or "") or t or "")) for _cid, t in rows]
+    found = [" ".join(tokens(QUALIFIER.sub("", t or "") or t or "")) for _cid, t, _doc in rows]
     longer = [w for w in (*found, *(" ".join(tokens(n)) for n in names)) if f" {w} " in qwords]
     longer = [w for w in longer if len(w) > 3]
-    out: dict[int, float] = {}
-    for cid, title in rows:
+    out: dict[int, int] = {}
+    for cid, title, doc_id in rows:
         title = (title or "").strip()
         words = " ".join(tokens(QUALIFIER.sub("", title) or title))
         if (
@@ -771,7 +772,7 @@ def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str]
             and f" {words} " in qwords
             and not any(len(w) > len(words) and f" {words} " in f" {w} " for w in longer)
         ):
-            out[cid] = 1.0
+            out[cid] = doc_id
     return out
 
 
@@ -795,7 +796,8 @@ def _place(
     rounds, every page placed in the round before (and the best result, when it is about what
     the question names) leads on: to the pages whose subject is an entity it names by a linked
     mention ("page P names X; X is the subject of this page"); the ``place_per_page`` of them
-    nearest to the question are placed after the pages of that round. A link's strength is the
+    nearest to the question are placed right after the page that leads to them, behind placed
+    pages of stronger links (a page the question names comes before one a page names). A link's strength is the
     product of what it rests on, each at most 1: how the entity is named (a name the question
     contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
     page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
@@ -805,6 +807,7 @@ def _place(
     head: list[Candidate] = [top]
     taken = {top.chunk_id}
     docs: dict[int, int] = {top.chunk_id: store.scalar("SELECT doc_id FROM chunks WHERE id = ?", (top.chunk_id,))}
+    placed_docs = {docs[top.chunk_id]}  # a page is placed once, by one of its chunks
     sims: dict[int, float] = {cid: c.cosine for cid, c in cands.items() if c.cosine is not None}
 
     def nearness(cids: list[int]) -> dict[int, float]:
@@ -813,15 +816,15 @@ def _place(
             sims.update(vectors.similarities(store, vectors.CHUNK, qvec, missing, in_memory=in_memory))
         return {cid: sims.get(cid, cands[cid].score if cid in cands else 0.0) for cid in cids}
 
-    def place(cid: int, doc_id: int | None, link: dict, after: int | None = None) -> Candidate:
+    def place(cid: int, doc_id: int, link: dict, after: int | None = None) -> Candidate:
         c = cands.get(cid)
         if c is None:
             c = cands[cid] = Candidate(cid)
             c.cosine = sims.get(cid)
         c.placed = link
         taken.add(cid)
-        if doc_id is not None:
-            docs[cid] = doc_id
+        docs[cid] = doc_id
+        placed_docs.add(doc_id)
         if after is None:
             head.append(c)
         else:  # right after the page that leads to it (and what it led to before), behind stronger placed pages
@@ -856,7 +859,7 @@ def _place(
     strength: dict[int, float] = {}
     leaders: list[Candidate] = []
     # round 0: the question names X, X is the subject of this page; or the question contains the page's title
-    found: dict[int, tuple[float, int | None, int | None]] = {}  # chunk -> (strength, doc, entity)
+    found: dict[int, tuple[float, int, int | None]] = {}  # chunk -> (strength, doc, entity or None: its title)
     full = (
         {
             eid: tokens(name) == tokens(named[eid])
@@ -875,9 +878,9 @@ def _place(
             if st > found.get(cid, (0.0,))[0]:
                 found[cid] = (st, doc_id, eid)
     window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
-    for cid, st in _titled(store, window, q, list(named.values())).items():
-        if RAW_LINK * st > found.get(cid, (0.0,))[0]:
-            found[cid] = (RAW_LINK * st, None, None)
+    for cid, doc_id in _titled(store, window, q, list(named.values())).items():
+        if RAW_LINK > found.get(cid, (0.0,))[0]:
+            found[cid] = (RAW_LINK, doc_id, None)
     if allowed is not None:
         found = {cid: f for cid, f in found.items() if cid in allowed}
     near = nearness(list(found))
@@ -893,10 +896,9 @@ def _place(
     if own >= weights.place:
         leaders.append(top)
         strength[top.chunk_id] = own
-    found = {cid: f for cid, f in found.items() if f[1] is None or f[1] != docs[top.chunk_id]}
     for cid in sorted(found, key=lambda x: (-near[x], x)):
         st, doc_id, eid = found[cid]
-        if cid in taken or st < weights.place:
+        if cid in taken or doc_id in placed_docs or st < weights.place:
             continue
         link = {"round": 0, "entity": eid, "from": None, "strength": round(st, 3)}
         leaders.append(place(cid, doc_id, link))
@@ -931,7 +933,7 @@ def _place(
                     if (
                         st >= weights.place
                         and cid not in taken
-                        and doc_id != docs.get(lead)
+                        and doc_id not in placed_docs
                         and (allowed is None or cid in allowed)
                         and st > options[lead].get(cid, (0.0,))[0]
                     ):
@@ -943,9 +945,9 @@ def _place(
             for cid in sorted(options.get(lead, {}), key=lambda x: (-near[x], x)):
                 if picked >= weights.place_per_page:
                     break
-                if cid in taken:
-                    continue
                 st, doc_id, eid = options[lead][cid]
+                if cid in taken or doc_id in placed_docs:
+                    continue
                 link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3)}
                 nxt.append(place(cid, doc_id, link, lead))
                 strength[cid] = st
