@@ -211,6 +211,11 @@ class RetrievalWeights(Section):
     cosine_spread: float = 0.08  # zscore: least spread of a vector list's cosines (a flat list is not stretched)
     min_confidence: float = 0.5  # graph mode: edges below this confidence are not followed
     evidence: float = 0.0  # graph mode: how much of the graph's addition to a chunk depends on its direct evidence
+    # Graph mode placement: a page whose subject the question names, or a page that a placed page names (a linked
+    # mention), is placed next to the page that leads to it when the link's strength reaches ``place`` (0: off).
+    place: float = 0.6
+    place_rounds: int = 2  # rounds of "the placed page names X, X is the subject of the next page" (3-4 hop questions)
+    place_per_page: int = 1  # pages one placed page may lead to, the nearest to the question first
     graph: float | None = None
 
     def __post_init__(self) -> None:

@@ -26,7 +26,11 @@ Modes:
   nothing to its own document. ``gate`` (``weights.evidence``) can make what the graph adds
   depend on the chunk's direct evidence. The best fused result keeps first place
   (``weights.pin``): the graph adds what the question's direct evidence leads to, it does not
-  overrule that evidence.
+  overrule that evidence. Then placement (:func:`_place`, ``weights.place``): the pages whose
+  subject the question names, and the pages a placed page leads to by a linked mention of their
+  subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
+  placed next to the page that leads to them rather than scored against keyword matches, when
+  the link is strong enough; each result's ``placed_by`` says which link placed it.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -68,6 +72,9 @@ REL_WEIGHTS = {
 }
 MAX_K, MAX_HOPS, MAX_NODES = 200, 4, 2000
 SNIPPET_CHARS = 240
+ALIAS_LINK = 0.5  # placement: the question names an entity by one of its aliases, against its name
+RAW_LINK = 0.7  # placement: a page's title found word for word in the question, against an entity the question names
+SAME_NAME = 0.9  # placement: a page about another entity of the same name (another type), against the entity itself
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -90,6 +97,7 @@ class Candidate:
     via: list[dict] = field(default_factory=list)  # edges that reached it
     entities: set[int] = field(default_factory=set)
     score: float = 0.0
+    placed: dict | None = None  # the link that placed it (see _place)
 
 
 def clamp(value: int, low: int, high: int, name: str) -> int:
@@ -333,11 +341,14 @@ def hybrid_query(
     if allowed is not None:  # the graph may have reached chunks of other documents
         cands = {cid: c for cid, c in cands.items() if cid in allowed}
     _score(cands, mode, weights, qvec is not None)
-    ranked = _rank(cands, mode, weights, k)
-    if mode == "graph" and not any(c.hop for c in ranked):
+    ranked = _rank(cands, mode, weights, len(cands))
+    if mode == "graph" and not any(c.hop for c in ranked[:k]):
         # the graph brought nothing into the results: they are the hybrid ranking
         _score(cands, "hybrid", weights, qvec is not None)
-        ranked = _rank(cands, "hybrid", weights, k)
+        ranked = _rank(cands, "hybrid", weights, len(cands))
+    if mode == "graph" and weights.place > 0 and ranked:
+        ranked = _place(store, ranked, cands, named, q, qvec, weights, allowed, vectors_in_memory)
+    ranked = ranked[:k]
     results = _describe(store, ranked, reached)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
     return {
@@ -630,7 +641,7 @@ def _reach_chunks(
     about_pairs: set[tuple[int, int]] = set()
     for i in range(0, len(ids), 400):
         part = ids[i : i + 400]
-        for eid, cid, title_len, title, doc_id in store.query(_title_mentions_sql(len(part)), part):
+        for eid, cid, title_len, title, doc_id, _surface in store.query(_title_mentions_sql(len(part)), part):
             if home and reached[eid]["parent"] is None and home.get(eid) == doc_id:
                 continue
             # a page is about an entity when the entity is (most of) its title: "Ledger Service",
@@ -654,10 +665,303 @@ def _reach_chunks(
                 credit(eid, cid, False)
 
 
+def _subjects(store: Store, chunk_ids: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """The subject of each chunk's page: chunk -> (entity, share), the entity whose linked in-title
+    mention covers the most of the title (a trailing qualifier aside), when it covers at least
+    ``ABOUT_SHARE`` of it; ``share`` is how much it covers."""
+    out: dict[int, tuple[int, float]] = {}
+    ids = list(chunk_ids)
+    for i in range(0, len(ids), 400):
+        part = ids[i : i + 400]
+        for cid, eid, _len, surface, title in store.query(
+            f"SELECT m.chunk_id, m.entity_id, max(length(m.surface)), m.surface, d.title FROM mentions m "
+            f"JOIN docs d ON d.id = m.doc_id JOIN entities e ON e.id = m.entity_id "
+            f"WHERE m.chunk_id IN ({','.join('?' * len(part))}) AND json_extract(m.features, '$.in_title') "
+            f"AND m.source != 'coref' AND e.status = 'active' GROUP BY m.chunk_id, m.entity_id",
+            part,
+        ):
+            share = _title_share(surface, title)
+            if share >= ABOUT_SHARE and share > out.get(cid, (0, 0.0))[1]:
+                out[cid] = (eid, share)
+    return out
+
+
+def _title_share(surface: str | None, title: str | None) -> float:
+    """How much of the title the mention covers, a trailing qualifier aside: "Hardcase" of
+    "Hardcase (1972 film)" covers all of it, "1972" (inside the qualifier) nothing."""
+    title = (title or "").strip()
+    core = QUALIFIER.sub("", title) or title
+    if not surface or surface.lower() not in core.lower():
+        return 0.0
+    return min(1.0, len(surface) / max(1, len(core)))
+
+
+def _outermost(named: dict[int, str]) -> dict[int, str]:
+    """The names the question contains that are not part of a longer one it contains: in "School
+    On Fire" the question names the film, not fire."""
+    words = {eid: f" {' '.join(tokens(name))} " for eid, name in named.items()}
+    return {
+        eid: name
+        for eid, name in named.items()
+        if not any(len(w) > len(words[eid]) and words[eid] in w for w in words.values())
+    }
+
+
+def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tuple[int, int, float, bool]]]:
+    """The pages about each entity: entity -> [(chunk, doc, share, same)] (see :func:`_subjects`).
+    An entity of the same name under another type counts too (``same`` False): the linker keeps
+    "Curtis Bernhardt" the PERSON and "Curtis Bernhardt" the title term apart, the page is one."""
+    out: dict[int, list[tuple[int, int, float, bool]]] = defaultdict(list)
+    ids = sorted(set(entity_ids))
+    if not ids:
+        return out
+    norm_of: dict[int, str] = {}
+    for i in range(0, len(ids), 400):
+        part = ids[i : i + 400]
+        norm_of.update(store.query(f"SELECT id, norm FROM entities WHERE id IN ({','.join('?' * len(part))})", part))
+    by_norm: dict[str, set[int]] = defaultdict(set)
+    norms = sorted(set(norm_of.values()))
+    for i in range(0, len(norms), 400):
+        part = norms[i : i + 400]
+        for eid, norm in store.query(
+            f"SELECT id, norm FROM entities WHERE norm IN ({','.join('?' * len(part))}) AND status = 'active'", part
+        ):
+            by_norm[norm].add(eid)
+    every = sorted({e for group in by_norm.values() for e in group} | set(ids))
+    pages: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+    for i in range(0, len(every), 400):
+        part = every[i : i + 400]
+        for eid, cid, _len, title, doc_id, surface in store.query(_title_mentions_sql(len(part)), part):
+            share = _title_share(surface, title)
+            if share >= ABOUT_SHARE:
+                pages[eid].append((cid, doc_id, share))
+    for eid in ids:
+        seen: set[int] = set()
+        for other in sorted(by_norm.get(norm_of.get(eid, ""), set()) | {eid}, key=lambda e: (e != eid, e)):
+            for cid, doc_id, share in pages.get(other, []):
+                if cid not in seen:
+                    seen.add(cid)
+                    out[eid].append((cid, doc_id, share, other == eid))
+    return out
+
+
+def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()) -> dict[int, int]:
+    """Of these chunks, the first chunks of pages whose title the question contains word for word
+    (a trailing qualifier aside), but not as part of a longer title or of one of ``names``:
+    chunk -> its document. A raw string, the weakest of links: only pages already found for the
+    question are read."""
+    ids = list(chunk_ids)
+    if not ids:
+        return {}
+    qwords = f" {' '.join(tokens(q))} "
+    rows = store.query(
+        f"SELECT c.id, d.title, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
+        f"WHERE c.id IN ({','.join('?' * len(ids))}) AND c.ord = 0",
+        ids,
+    )
+    # "Virginia" is not what "Johnnycake, West Virginia" names: a title inside a longer name or title found is left out
+    found = [" ".join(tokens(QUALIFIER.sub("", t or "") or t or "")) for _cid, t, _doc in rows]
+    longer = [w for w in (*found, *(" ".join(tokens(n)) for n in names)) if f" {w} " in qwords]
+    longer = [w for w in longer if len(w) > 3]
+    out: dict[int, int] = {}
+    for cid, title, doc_id in rows:
+        title = (title or "").strip()
+        words = " ".join(tokens(QUALIFIER.sub("", title) or title))
+        if (
+            len(words) >= 3
+            and f" {words} " in qwords
+            and not any(len(w) > len(words) and f" {words} " in f" {w} " for w in longer)
+        ):
+            out[cid] = doc_id
+    return out
+
+
+def _place(
+    store: Store,
+    ranked: list[Candidate],
+    cands: dict[int, Candidate],
+    named: dict[int, str],
+    q: str,
+    qvec,
+    weights: Weights,
+    allowed: set[int] | None,
+    in_memory: bool,
+) -> list[Candidate]:
+    """Place the pages the question leads to by its entities next to what leads to them, instead of
+    scoring them against keyword matches.
+
+    Round 0, after the best result: the pages whose subject is an entity the question names
+    ("question names X; X is the subject of this page"), and, weaker, the pages found for the
+    question whose title it contains word for word (a raw string). Then, for ``place_rounds``
+    rounds, every page placed in the round before (and the best result, when it is about what
+    the question names) leads on: to the pages whose subject is an entity it names by a linked
+    mention ("page P names X; X is the subject of this page"); the ``place_per_page`` of them
+    nearest to the question are placed right after the page that leads to them, behind placed
+    pages of stronger links (a page the question names comes before one a page names). A link's strength is the
+    product of what it rests on, each at most 1: how the entity is named (a name the question
+    contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
+    page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
+    same name), and the strength of the page that led to it. A link weaker than ``place`` places
+    nothing: its page keeps the rank its score gives it. Returns the new order."""
+    top = ranked[0]
+    head: list[Candidate] = [top]
+    taken = {top.chunk_id}
+    docs: dict[int, int] = {top.chunk_id: store.scalar("SELECT doc_id FROM chunks WHERE id = ?", (top.chunk_id,))}
+    placed_docs = {docs[top.chunk_id]}  # a page is placed once, by one of its chunks
+    sims: dict[int, float] = {cid: c.cosine for cid, c in cands.items() if c.cosine is not None}
+
+    def nearness(cids: list[int]) -> dict[int, float]:
+        missing = [cid for cid in cids if cid not in sims]
+        if missing and qvec is not None:
+            sims.update(vectors.similarities(store, vectors.CHUNK, qvec, missing, in_memory=in_memory))
+        return {cid: sims.get(cid, cands[cid].score if cid in cands else 0.0) for cid in cids}
+
+    def place(cid: int, doc_id: int, link: dict, after: int | None = None) -> Candidate:
+        c = cands.get(cid)
+        if c is None:
+            c = cands[cid] = Candidate(cid)
+            c.cosine = sims.get(cid)
+        c.placed = link
+        taken.add(cid)
+        docs[cid] = doc_id
+        placed_docs.add(doc_id)
+        if after is None:
+            head.append(c)
+        else:  # right after the page that leads to it (and what it led to before), behind stronger placed pages
+            at = next(i for i, h in enumerate(head) if h.chunk_id == after) + 1
+            while (
+                at < len(head)
+                and head[at].placed
+                and (head[at].placed["from"] == after or head[at].placed["strength"] >= link["strength"])
+            ):
+                at += 1
+            head.insert(at, c)
+        return c
+
+    n_docs = max(1, store.scalar("SELECT max(id) FROM docs") or 1)
+    spread: dict[int, float] = {}
+
+    def specific(entity_ids: Sequence[int]) -> None:
+        """A name most documents mention is a poor link (HippoRAG's node specificity): 1 - the share
+        of the documents that mention it."""
+        ids = sorted({e for e in entity_ids if e not in spread})
+        for i in range(0, len(ids), 400):
+            part = ids[i : i + 400]
+            spread.update({e: 1.0 for e in part})
+            for eid, df in store.query(
+                f"SELECT entity_id, count(DISTINCT doc_id) FROM mentions WHERE entity_id IN ({','.join('?' * len(part))}) "
+                "GROUP BY entity_id",
+                part,
+            ):
+                spread[eid] = max(0.0, 1.0 - df / n_docs)
+
+    named = _outermost(named)
+    strength: dict[int, float] = {}
+    leaders: list[Candidate] = []
+    # round 0: the question names X, X is the subject of this page; or the question contains the page's title
+    found: dict[int, tuple[float, int, int | None]] = {}  # chunk -> (strength, doc, entity or None: its title)
+    full = (
+        {
+            eid: tokens(name) == tokens(named[eid])
+            for eid, name in store.query(
+                f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(named))})", list(named)
+            )
+        }
+        if named
+        else {}
+    )
+    specific(list(named))
+    for eid, rows in _subject_pages(store, list(named)).items():
+        for cid, doc_id, share, same in rows:
+            # an alias ("Ledger" of "Ledger Service") is a weaker name than the entity's own
+            st = share * (1.0 if same else SAME_NAME) * (1.0 if full.get(eid) else ALIAS_LINK) * spread[eid]
+            if st > found.get(cid, (0.0,))[0]:
+                found[cid] = (st, doc_id, eid)
+    window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
+    for cid, doc_id in _titled(store, window, q, list(named.values())).items():
+        if RAW_LINK > found.get(cid, (0.0,))[0]:
+            found[cid] = (RAW_LINK, doc_id, None)
+    if allowed is not None:
+        found = {cid: f for cid, f in found.items() if cid in allowed}
+    near = nearness(list(found))
+    # one page for each entity (the nearest to the question): a name with many pages does not fill the head
+    best_of: dict[int, int] = {}
+    for cid, (_st, _doc, eid) in found.items():
+        if eid is not None and (eid not in best_of or (-near[cid], cid) < (-near[best_of[eid]], best_of[eid])):
+            best_of[eid] = cid
+    found = {cid: f for cid, f in found.items() if f[2] is None or best_of[f[2]] == cid or cid == top.chunk_id}
+    # the best result is about what the question names (its page is, when it is a later chunk of it): it leads
+    # on from its own place
+    own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)
+    if own >= weights.place:
+        leaders.append(top)
+        strength[top.chunk_id] = own
+    for cid in sorted(found, key=lambda x: (-near[x], x)):
+        st, doc_id, eid = found[cid]
+        if cid in taken or doc_id in placed_docs or st < weights.place:
+            continue
+        link = {"round": 0, "entity": eid, "from": None, "strength": round(st, 3)}
+        leaders.append(place(cid, doc_id, link))
+        strength[cid] = st
+    for rnd in range(1, weights.place_rounds + 1):
+        if not leaders:
+            break
+        ids = [c.chunk_id for c in leaders]
+        missing = [cid for cid in ids if cid not in docs]
+        if missing:
+            docs.update(
+                store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(missing))})", missing)
+            )
+        own = _subjects(store, ids)
+        named_by: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        for cid, eid, link in store.query(
+            f"SELECT m.chunk_id, m.entity_id, max(coalesce(m.link_score, 1.0)) FROM mentions m "
+            f"JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id IN ({','.join('?' * len(ids))}) "
+            f"AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
+            f"GROUP BY m.chunk_id, m.entity_id",
+            ids,
+        ):
+            if own.get(cid, (None,))[0] != eid:
+                named_by[cid].append((eid, float(link)))
+        pages = _subject_pages(store, [e for lst in named_by.values() for e, _ in lst])
+        specific(list(pages))
+        options: dict[int, dict[int, tuple[float, int, int]]] = defaultdict(dict)
+        for lead in ids:
+            for eid, link in named_by.get(lead, []):
+                for cid, doc_id, share, same in pages.get(eid, []):
+                    st = strength[lead] * link * share * (1.0 if same else SAME_NAME) * spread[eid]
+                    if (
+                        st >= weights.place
+                        and cid not in taken
+                        and doc_id not in placed_docs
+                        and (allowed is None or cid in allowed)
+                        and st > options[lead].get(cid, (0.0,))[0]
+                    ):
+                        options[lead][cid] = (st, doc_id, eid)
+        near = nearness(sorted({cid for opts in options.values() for cid in opts}))
+        nxt: list[Candidate] = []
+        for lead in ids:
+            picked = 0
+            for cid in sorted(options.get(lead, {}), key=lambda x: (-near[x], x)):
+                if picked >= weights.place_per_page:
+                    break
+                st, doc_id, eid = options[lead][cid]
+                if cid in taken or doc_id in placed_docs:
+                    continue
+                link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3)}
+                nxt.append(place(cid, doc_id, link, lead))
+                strength[cid] = st
+                picked += 1
+        leaders = nxt
+    if len(head) == 1:
+        return ranked
+    return head + [c for c in ranked if c.chunk_id not in taken]
+
+
 def _title_mentions_sql(n: int) -> str:
     """The in-title mentions of n entities, per chunk (the partial index idx_mentions_in_title serves it)."""
     return (
-        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title, m.doc_id FROM mentions m "
+        f"SELECT m.entity_id, m.chunk_id, max(length(m.surface)), d.title, m.doc_id, m.surface FROM mentions m "
         f"JOIN docs d ON d.id = m.doc_id "
         f"WHERE m.entity_id IN ({','.join('?' * n)}) AND json_extract(m.features, '$.in_title') "
         f"AND m.source != 'coref' GROUP BY m.entity_id, m.chunk_id"
@@ -717,11 +1021,25 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
     ):
         if len(ents[cid]) < 12:
             ents[cid].append({"id": eid, "name": name, "type": typ})
+    want = {*reached, *(c.placed["entity"] for c in ranked if c.placed and c.placed["entity"] is not None)}
     names = (
-        dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(reached))})", list(reached)))
-        if reached
+        dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(want))})", sorted(want)))
+        if want
         else {}
     )
+    leads = sorted({c.placed["from"] for c in ranked if c.placed and c.placed["from"] is not None})
+    lead_rows = {
+        r[0]: r[1:]
+        for r in (
+            store.query(
+                f"SELECT c.id, d.path, d.title FROM chunks c JOIN docs d ON d.id = c.doc_id "
+                f"WHERE c.id IN ({','.join('?' * len(leads))})",
+                leads,
+            )
+            if leads
+            else []
+        )
+    }
     out = []
     for rank, c in enumerate(ranked, 1):
         row = rows.get(c.chunk_id)
@@ -751,7 +1069,8 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
                 },
                 "entities": ents.get(c.chunk_id, []),
                 "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
-                "why": _why(c, names, reached),
+                "placed_by": _placed_by(c.placed, names, lead_rows),
+                "why": _why(c, names, reached, lead_rows),
             }
         )
     return out
@@ -763,8 +1082,41 @@ def snippet(text: str) -> str:
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict]) -> str:
+def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tuple]) -> dict | None:
+    """The link that placed a result (see :func:`_place`), for a person to read: who names the
+    entity (the question, or the page that leads to this one) and that the entity is this page's subject."""
+    if placed is None:
+        return None
+    if placed["entity"] is None:  # a raw string: the page's title
+        return {
+            "link": "question contains this page's title",
+            "entity": None,
+            "named_by": None,
+            "round": placed["round"],
+            "strength": placed["strength"],
+        }
+    name = names.get(placed["entity"], f"entity {placed['entity']}")
+    lead = placed["from"]
+    if lead is None:
+        names_it = f"question names {name}"
+        by = None
+    else:
+        path, title = leads.get(lead, (None, None))
+        names_it = f"page {title or path or lead} names {name}"
+        by = {"chunk_id": lead, "path": path, "title": title}
+    return {
+        "link": f"{names_it}; {name} is the subject of this page",
+        "entity": {"id": placed["entity"], "name": name},
+        "named_by": by,  # None: the question itself
+        "round": placed["round"],
+        "strength": placed["strength"],
+    }
+
+
+def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict], leads: dict[int, tuple] | None = None) -> str:
     parts = []
+    if c.placed is not None:
+        parts.append("placed: " + _placed_by(c.placed, names, leads or {})["link"])
     if c.bm25_rank:
         parts.append(f"keyword match #{c.bm25_rank}")
     if c.vector_rank:
