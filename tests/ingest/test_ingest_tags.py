@@ -65,8 +65,7 @@ def test_the_migration_backfills_front_matter_tags(tmp_path):
 
     root, store = build(tmp_path)
     pipeline.sync_paths(store, root, None, config=kb_config(), graph=False)
-    number = [name for name, _ in migrations.MIGRATIONS].index("m008_doc_tags") + 1
-    assert number == len(migrations.MIGRATIONS) or number > 7
+    assert "m008_doc_tags" in [name for name, _ in migrations.MIGRATIONS]
     with store.write() as conn:  # the database as it was before m008, then m008 on it
         conn.execute("DROP TABLE doc_tags")
         conn.execute(migrations.M008_DOC_TAGS)
