@@ -23,6 +23,7 @@ filesystem they share (the same path on each).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Iterable, Iterator
 
 NORMALIZE_SHARD = 32  # files per normalize + chunk task
@@ -72,8 +73,9 @@ class RayEngine:
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(_import_paths())}}
             ray.init(**kwargs)
             self.started = True
-        self.workers = max(1, int(ray.available_resources().get("CPU", 1)))
+        self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote: dict[Callable, Any] = {}
+        self.waited = 0.0  # seconds the writer spent waiting for results (bench/bench_ray.py)
 
     def _task(self, fn: Callable):
         if fn not in self._remote:
@@ -92,12 +94,23 @@ class RayEngine:
             for shard in shards:
                 inflight.append(task.remote(shard, *refs))
                 if len(inflight) >= window:
-                    yield ray.get(inflight.pop(0))
+                    yield self._next(inflight)
             while inflight:
-                yield ray.get(inflight.pop(0))
+                yield self._next(inflight)
         finally:
             for ref in inflight:  # ^C, or the writer stopped reading: stop the cluster work
                 ray.cancel(ref, force=True)
+
+    def _next(self, inflight: list):
+        """The oldest task's result, taken off ``inflight`` only once it is here (so that ^C
+        while waiting for it cancels it too)."""
+        began = time.perf_counter()
+        try:
+            result = self.ray.get(inflight[0])
+        finally:
+            self.waited += time.perf_counter() - began
+        inflight.pop(0)
+        return result
 
     def close(self) -> None:
         if self.started:

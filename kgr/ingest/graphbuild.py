@@ -393,7 +393,9 @@ def build_pending(
         from kgr.ingest import engine as engines
 
         stamp = f"{store.path}:{store.get_meta(GAZETTEER_STAMP)}"
-        terms = store.query("SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term")  # as load_gazetteer
+        terms = store.query(
+            "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
+        )  # as load_gazetteer
         extracted = engine.map(engines.extract_shard, batches(), settings_of(cfg), terms, stamp)
     rows = iter(pending)
     for results in extracted:
