@@ -61,21 +61,28 @@ class RayEngine:
 
             raise ConfigError("--engine ray needs Ray: pip install 'kgr[ray]'") from exc
         self.ray = ray
-        self.max_retries = max_retries
-        self.started = False
+        self.address, self.num_cpus, self.max_retries = address, num_cpus, max_retries
+        self.started = False  # a Ray this engine started (and stops on close)
+        self.workers = 0  # the cluster's CPUs, once connected
+        self._remote: dict[Callable, Any] = {}
+        self.waited = 0.0  # seconds the writer spent waiting for results (bench/bench_ray.py)
+
+    def connect(self) -> None:
+        """Join the cluster (or start a local one) on first use: an ingest with nothing to
+        parse, extract or embed starts no Ray at all."""
+        ray = self.ray
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if address:
-                kwargs["address"] = address
-            elif num_cpus:
-                kwargs["num_cpus"] = num_cpus
-            # the workers import kgr from where this process does
+            if self.address:
+                kwargs["address"] = self.address
+            elif self.num_cpus:
+                kwargs["num_cpus"] = self.num_cpus
+            # the workers import kgr from where this process does (on other machines kgr is
+            # installed with the same version)
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(_import_paths())}}
             ray.init(**kwargs)
             self.started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self._remote: dict[Callable, Any] = {}
-        self.waited = 0.0  # seconds the writer spent waiting for results (bench/bench_ray.py)
 
     def _task(self, fn: Callable):
         if fn not in self._remote:
@@ -86,6 +93,8 @@ class RayEngine:
         """``fn(shard, *shared)`` for each shard as a task, yielded in order; ``shared`` goes
         into the object store once. At most twice as many shards as workers are in flight."""
         ray = self.ray
+        if not self.workers:
+            self.connect()
         task = self._task(fn)
         refs = [ray.put(s) for s in shared]
         window = 2 * self.workers
