@@ -151,3 +151,26 @@ def test_cli_engine_ray_on_a_running_cluster(examples, tmp_path, cluster):
     assert again.returncode == 0 and f'"unchanged":{docs}' in again.stdout.replace(" ", ""), again.stdout
     bad = subprocess.run([*cmd, "--address", cluster], env=env, capture_output=True, text=True)
     assert bad.returncode != 0 and "--address needs --engine ray" in bad.stderr
+
+
+def test_a_worker_that_dies_costs_a_retry_of_its_shard(tmp_path, cluster):
+    """Item 1: a worker process that dies mid-shard is Ray's to retry; the writer gets each
+    shard's results whole, once, in order."""
+    from kgr.ingest.engine import RayEngine
+
+    marker = str(tmp_path / "died")
+
+    def work(shard: int, marker: str) -> list[int]:
+        import os
+
+        if shard == 2 and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker process dies, as an out-of-memory kill would end it
+        return [shard * 10 + i for i in range(shard)]
+
+    engine = RayEngine()
+    try:
+        assert list(engine.map(work, [1, 2, 3], marker)) == [[10], [20, 21], [30, 31, 32]]
+    finally:
+        engine.close()
+    assert os.path.exists(marker), "the shard never failed: nothing was retried"
