@@ -1275,9 +1275,23 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @graph_option
 @embed_option
 @null_option
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the per-document work (normalize, chunk, extract, embed) runs: this process, or Ray tasks "
+    "(pip install 'kgr[ray]'); this process writes either way, and the database is the same.",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="With --engine ray: the Ray cluster to use (e.g. auto, or ray://host:10001); "
+    "by default a local one is started for the run.",
+)
 @json_option
 @config_option
-def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config_path):
+def ingest(paths, db, root, prune, progress, graph, embed, null, engine, address, as_json, config_path):
     """Normalize, chunk, load, extract, link and embed files in one process.
 
     The same stage functions as the filters, chained without serialization: changed
@@ -1291,7 +1305,9 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
     Example:
         kgr ingest examples/ --db kb.sqlite
         find examples -name '*.md' -print0 | kgr ingest -0 - --root examples --db kb.sqlite
+        kgr ingest docs/ --db kb.sqlite --engine ray --address auto
     """
+    from kgr.ingest import engine as engines
     from kgr.ingest import pipeline
     from kgr.store.lock import writing
 
@@ -1302,19 +1318,26 @@ def ingest(paths, db, root, prune, progress, graph, embed, null, as_json, config
     show = sys.stderr.isatty() if progress is None else progress
     path = resolve_db(db, config_path)
     # One writer process per database: refused at once while `kgr watch` (or another ingest) runs.
+    if address and engine != "ray":
+        raise click.UsageError("--address needs --engine ray")
     with writing(path) as store:
-        summary = pipeline.ingest(
-            paths,
-            store,
-            root=root,
-            config=cfg,
-            prune=prune,
-            progress=show,
-            graph=graph,
-            embed=embed,
-            on_error=lambda r: warn(error_line(r)),
-            on_partial=lambda r: warn(partial_line(r)),
-        )
+        runner = engines.make(engine, address)
+        try:
+            summary = pipeline.ingest(
+                paths,
+                store,
+                root=root,
+                config=cfg,
+                prune=prune,
+                progress=show,
+                graph=graph,
+                embed=embed,
+                on_error=lambda r: warn(error_line(r)),
+                on_partial=lambda r: warn(partial_line(r)),
+                engine=runner,
+            )
+        finally:
+            runner.close()
         pipeline.record_run(store, summary)  # for status: this run's rate and transaction times
     if as_json:
         emit([summary.as_dict()])

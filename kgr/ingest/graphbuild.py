@@ -338,23 +338,28 @@ def build_pending(
     use_vectors: bool = True,
     on_error: Callable[[dict], None] | None = None,
     incremental: bool = False,
+    engine=None,
 ) -> int:
     """Extract and link every document without a current graph; return how many got one.
     With ``use_vectors``, the linker scores fuzzy candidates by the stored entity vectors.
     A document that cannot be extracted is recorded as failed (see the module docstring)
     and reported to ``on_error`` as an error record; the others go on.
 
-    Each document's stored records go through :func:`graph_records`, the functions behind
-    ``kgr extract`` and ``kgr link``; what they learn from the corpus is passed in: the
+    Each document's stored records go through :func:`extract_batch` then ``link``, the functions behind
+    ``kgr extract`` and ``kgr link`` (as :func:`graph_records` chains them); what they learn from the corpus is passed in: the
     extractor carries the mined gazetteer, the linker the entities, votes and vectors of the
-    rest of the graph and the aliases every document declares."""
+    rest of the graph and the aliases every document declares.
+
+    ``engine`` (kgr.ingest.engine; this process by default) runs the extract stage over
+    batches of PARSE_BATCH documents; linking and writing stay here, document by document in
+    path order, whatever order the batches were extracted in."""
     pending = store.query(
         "SELECT id, path, title, text, hash FROM docs WHERE status='ok' AND graph_sig IS NULL ORDER BY path"
     )
     if not pending:
         return 0
     from kgr.stages.extract import extractor_from_config
-    from kgr.stages.link import Linker
+    from kgr.stages.link import Linker, link
 
     declared = corpus_knowledge(
         store, cfg, [(path, title, text) for _, path, title, text, _ in pending], incremental=incremental
@@ -377,19 +382,31 @@ def build_pending(
     for short, long in declared:
         linker.declare(short, long)
     built = 0
-    for at in range(0, len(pending), PARSE_BATCH):
-        batch = pending[at : at + PARSE_BATCH]
-        parsed, failed = parse_batch(extractor, [{"path": p, "title": t, "text": x or ""} for _, p, t, x, _ in batch])
-        for doc_id, path, title, text, hash_ in batch:
-            # One document at a time through the stages, so that a failure is that document's
+
+    def batches() -> Iterator[list[list[dict]]]:
+        for at in range(0, len(pending), PARSE_BATCH):
+            yield [stored_records(store, *row) for row in pending[at : at + PARSE_BATCH]]
+
+    if engine is None or engine.name == "local":
+        extracted = (extract_batch(extractor, batch) for batch in batches())
+    else:
+        from kgr.ingest import engine as engines
+
+        stamp = f"{store.path}:{store.get_meta(GAZETTEER_STAMP)}"
+        terms = store.query(
+            "SELECT term, type, freq, source FROM gazetteer ORDER BY freq DESC, term"
+        )  # as load_gazetteer
+        extracted = engine.map(engines.extract_shard, batches(), settings_of(cfg), terms, stamp)
+    rows = iter(pending)
+    for results in extracted:
+        for (doc_id, path, *_), (recs, failure) in zip(rows, results):
+            # One document at a time through linking, so that a failure is that document's
             # alone: the error is recorded (GRAPH_FAILED) and the next document goes on.
             try:
-                if path in failed:
-                    raise ExtractionFailed(failed[path])
+                if failure is not None:
+                    raise ExtractionFailed(failure)
                 linked = []
-                for rec in graph_records(
-                    stored_records(store, doc_id, path, title, text, hash_), extractor, linker, parsed=parsed
-                ):
+                for rec in link(iter(recs), linker=linker):
                     if rec["kind"] == records.ERROR:
                         raise ExtractionFailed(rec["message"])
                     if rec["kind"] in DERIVED:
@@ -410,6 +427,33 @@ def build_pending(
             if on_doc:
                 on_doc(path)
     return built
+
+
+def extract_batch(extractor, docs: list[list[dict]]) -> list[tuple[list[dict], str | None]]:
+    """``kgr extract`` over a batch of documents (each its doc record, then its chunk records),
+    their blocks through spaCy in one stream (:func:`parse_batch`): for each document, (the
+    extract stage's records, None), or ([], why its extraction failed)."""
+    from kgr.stages.extract import extract
+
+    parsed, failed = parse_batch(extractor, [recs[0] for recs in docs])
+    out: list[tuple[list[dict], str | None]] = []
+    for recs in docs:
+        path = recs[0]["path"]
+        if path in failed:
+            out.append(([], failed[path]))
+            continue
+        try:
+            got = []
+            for rec in extract(recs, extractor=extractor, parsed=parsed):
+                if rec["kind"] == records.ERROR:
+                    raise ExtractionFailed(rec["message"])
+                got.append(rec)
+            out.append((got, None))
+        except ExtractionFailed as exc:
+            out.append(([], str(exc)))
+        except Exception as exc:  # noqa: BLE001 - recorded and reported by the writer
+            out.append(([], _message(exc)))
+    return out
 
 
 DERIVED = (records.ENTITY, records.MENTION, records.RELATION)  # what extract and link add to a document's records

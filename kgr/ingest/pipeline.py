@@ -82,9 +82,13 @@ def ingest(
     graph: bool = True,
     embed: bool = True,
     on_partial: Callable[[dict], None] | None = None,
+    engine=None,
 ) -> IngestSummary:
     """``on_error`` is called with each error record; ``on_partial`` with each doc record
-    stored but not whole (``meta.partial``), counted in ``summary.partial``."""
+    stored but not whole (``meta.partial``), counted in ``summary.partial``. ``engine``
+    (kgr.ingest.engine: this process by default, or Ray) runs the per-document work
+    (normalize + chunk, extract, embed); this process stays the one writer, loading the
+    results in the order it would have made them itself."""
     from kgr import config as config_mod
     from kgr.stages import normalize as norm
 
@@ -125,7 +129,9 @@ def ingest(
     # 1. normalize -> chunk -> load, the changed files only
     load_summary = LoadSummary()
     if changed:
-        load_summary = _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, partial)
+        load_summary = _normalize_chunk_load(
+            changed, store, cfg, root_path, errors, progress, on_error, partial, engine=engine
+        )
     else:
         for err in errors:
             if on_error:
@@ -139,10 +145,10 @@ def ingest(
     # 2. extract -> link -> store, every document without a current graph: a second pass,
     # since linking reads what is mined from the whole corpus, this run's documents included
     if graph:
-        summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed)
+        summary.extracted = _build_graph(store, cfg, summary, on_error, use_vectors=embed, engine=engine)
     # 3. embed what has no vector for its current text, entities with their final names
     if embed:
-        summary.embedded = embed_store(store, cfg)
+        summary.embedded = embed_store(store, cfg, engine=engine)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -186,7 +192,7 @@ def _allowed_files(found: list, paths: list, root: Path, allowlist, errors: list
     return kept
 
 
-def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vectors: bool = True) -> int:
+def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vectors: bool = True, engine=None) -> int:
     """build_pending, counting the documents whose extraction failed into ``summary``."""
     from kgr.ingest.graphbuild import build_pending
 
@@ -195,10 +201,10 @@ def _build_graph(store: Store, cfg, summary: IngestSummary, on_error, *, use_vec
         if on_error:
             on_error(rec)
 
-    return build_pending(store, cfg, use_vectors=use_vectors, on_error=failed)
+    return build_pending(store, cfg, use_vectors=use_vectors, on_error=failed, engine=engine)
 
 
-def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=None) -> int:
+def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=None, engine=None) -> int:
     """Embed the chunks and entities that have no current vector; the model loads only if any.
 
     This works on the database, not on the embed stage's records (``kgr embed`` stamps each
@@ -209,7 +215,8 @@ def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=N
     ``kgr embed --pending`` runs this same function. ``light``: the default model on the light
     ONNX path (the same vectors, cosine >= 0.9999, without loading torch), for a few texts
     written one at a time (a remembered memory); ``docs``: only these documents' chunks (and
-    every entity) are looked at."""
+    every entity) are looked at; ``engine``: where the texts are embedded (kgr.ingest.engine),
+    this process by default."""
     from kgr.config import settings_of
     from kgr.store import vectors
 
@@ -221,6 +228,13 @@ def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=N
 
         return get_embedder(cfg, purpose="query" if light else "document")
 
+    embed_many = None
+    if engine is not None and engine.name != "local" and not light:
+        from kgr.ingest import engine as engines
+
+        def embed_many(batches):
+            return engine.map(engines.embed_shard, batches, cfg)
+
     counts = vectors.embed_pending(
         store,
         get,
@@ -228,6 +242,7 @@ def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=N
         batch=max(32, embed.batch_size * 8),
         on_batch=on_batch,
         docs=docs,
+        embed_many=embed_many,
     )
     if counts["embedded"] and not light:
         from kgr.embedders import prepare_query_path
@@ -257,10 +272,14 @@ def _changed(f, known: dict, touched: list) -> bool:
     return True
 
 
-def _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_error, on_partial) -> LoadSummary:
+def _normalize_chunk_load(
+    changed, store, cfg, root_path, errors, progress, on_error, on_partial, *, engine=None
+) -> LoadSummary:
     """``kgr normalize | kgr chunk | kgr load`` over the changed files: the stage generators
     chained, each record handed on as it is made; the progress bar and the error and partial
-    callbacks watch the stream between them."""
+    callbacks watch the stream between them. Another ``engine`` runs normalize and chunk over
+    shards of the files; their records come back shard by shard in file order, as one
+    process makes them."""
     from kgr.stages import chunk as chunking
     from kgr.stages import normalize as norm
 
@@ -283,8 +302,26 @@ def _normalize_chunk_load(changed, store, cfg, root_path, errors, progress, on_e
                 on_error(rec)
             yield rec
 
-    docs = report(norm.normalize_files(changed, options=options, root=str(root_path)))
-    stream = notify(chunking.chunk(docs, **chunking.options_from_config(cfg)))
+    chunk_options = chunking.options_from_config(cfg)
+    if engine is None or engine.name == "local":
+        docs = report(norm.normalize_files(changed, options=options, root=str(root_path)))
+        stream = notify(chunking.chunk(docs, **chunk_options))
+    else:
+        import dataclasses
+
+        from kgr.ingest import engine as engines
+        from kgr.stages.redact import default_key
+
+        if options.redact and options.redact_key is None:  # this machine's key, not each worker's
+            options = dataclasses.replace(options, redact_key=default_key())
+        parts = engine.map(
+            engines.normalize_chunk_shard,
+            engines.shards(changed, engines.NORMALIZE_SHARD),
+            options,
+            str(root_path),
+            chunk_options,
+        )
+        stream = notify(report(rec for part in parts for rec in part))
     try:
         return load(stream, store)
     finally:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -204,10 +204,12 @@ def embed_pending(
     batch: int = 256,
     on_batch: Callable[[str, int], None] | None = None,
     docs: Sequence[int] | None = None,
+    embed_many: Callable[[Iterable[list[str]]], Iterable[Sequence[np.ndarray]]] | None = None,
 ) -> dict[str, int]:
     """Embed every chunk (of ``docs``, when given) and entity that lacks a current vector. The
     model is loaded only when something is pending. Returns counts: embedded (by the model),
-    cached, stored."""
+    cached, stored. ``embed_many`` maps the batches of texts to their vectors, in order
+    (elsewhere: on Ray workers); by default the embedder embeds them here, one batch at a time."""
     counts = {"chunks": 0, "entities": 0, "embedded": 0, "cached": 0}
     work = {CHUNK: pending_chunks(store, docs), ENTITY: pending_entities(store)}
     if not any(work.values()):
@@ -215,16 +217,22 @@ def embed_pending(
     embedder = get_embedder()
     spec = VectorSpec(embedder.model, int(embedder.dim), quantize)
     ensure_tables(store, spec)
-    for kind, items in work.items():
+
+    def plan(items: list) -> Iterator[tuple]:  # each batch, its hashes, those cached, those to embed
         for i in range(0, len(items), batch):
             part = items[i : i + batch]
             hashes = [text_hash(t) for _, t in part]
             have = cached(store, spec, hashes)
-            missing = [(h, t) for h, (_, t) in zip(hashes, part) if h not in have]
-            fresh: dict[str, np.ndarray] = {}
-            if missing:
-                vecs = embedder.embed_documents([t for _, t in missing])  # outside any transaction
-                fresh = {h: v for (h, _), v in zip(missing, vecs)}
+            yield part, hashes, have, [(h, t) for h, (_, t) in zip(hashes, part) if h not in have]
+
+    for kind, items in work.items():
+        if embed_many is None:  # batch after batch: the cache is read after the batch before was stored
+            steps = ((*p, embedder.embed_documents([t for _, t in p[3]]) if p[3] else []) for p in plan(items))
+        else:  # the cache is read up front, so a text repeated across batches may be embedded twice
+            planned = list(plan(items))
+            steps = ((*p, v) for p, v in zip(planned, _spread(embed_many, [[t for _, t in p[3]] for p in planned])))
+        for part, hashes, have, missing, vecs in steps:
+            fresh: dict[str, np.ndarray] = dict(zip((h for h, _ in missing), vecs))  # outside any transaction
             counts["embedded"] += len(missing)
             counts["cached"] += len(part) - len(missing)
             with store.write():
@@ -234,6 +242,13 @@ def embed_pending(
             if on_batch:
                 on_batch(kind, len(part))
     return counts
+
+
+def _spread(embed_many, batches: list[list[str]]) -> Iterator[Sequence[np.ndarray]]:
+    """``embed_many`` over the non-empty batches, an empty answer for each empty one, in order."""
+    answers = iter(embed_many(b for b in batches if b))
+    for b in batches:
+        yield next(answers) if b else []
 
 
 def decode(blob: bytes, spec: VectorSpec) -> np.ndarray:
