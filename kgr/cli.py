@@ -1119,6 +1119,17 @@ golden_folders_option = click.option(
 )
 
 
+def weights_out_option(own: str):
+    """The --out option of a `kgr train` command; ``own`` is the file kgr ships."""
+    ext = own.rsplit(".", 1)[-1]
+    return click.option(
+        "--out",
+        required=True,
+        type=click.Path(dir_okay=False),
+        help=f"Where to write the weights (.{ext}); kgr's own are {own}.",
+    )
+
+
 @cli.group(name="train")
 def train_group():
     """Train kgr's learned models from annotated folders (the format of a golden corpus)."""
@@ -1126,12 +1137,7 @@ def train_group():
 
 @train_group.command(name="relations")
 @golden_folders_option
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Where to write the weights (.npz); kgr's own are kgr/stages/models/relations.npz.",
-)
+@weights_out_option("kgr/stages/models/relations.npz")
 @click.option("--C", "c", type=float, default=None, help="Inverse regularisation strength (default: the module's).")
 @json_option
 @config_option
@@ -1165,12 +1171,7 @@ def train_relations(goldens, out, c, as_json, config_path):
 
 @train_group.command(name="types")
 @golden_folders_option
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Where to write the weights (.json); kgr's own are kgr/stages/models/types.json.",
-)
+@weights_out_option("kgr/stages/models/types.json")
 def train_types(goldens, out):
     """Fit the entity-type model on annotated folders and write its weights.
 
