@@ -309,18 +309,20 @@ class Service:
         (scrubbed, fitted to the byte budget, in text and structured content), in fewer passes: a
         result with no host path or secret in its JSON (a string holding one holds its escaped
         form: escaping is per character) is not walked string by string, and the text is its
-        compact JSON (the SDK writes it indented, in two more passes over the result)."""
+        compact JSON (the SDK writes it indented, in two more passes over the result), the one
+        serialisation that also measured it when nothing had to be scrubbed or cut."""
         from mcp_types import CallToolResult, TextContent
 
         self.scrub("")  # the hidden strings, computed once
+        result.setdefault("truncated", False)
         data = orjson.dumps(result, default=str)
         if any(orjson.dumps(h)[1:-1] in data for h in self._hidden or ()):
             result = self.scrub_all(result)
-        result = self.fit(result)
-        return CallToolResult(
-            content=[TextContent(type="text", text=orjson.dumps(result, default=str).decode())],
-            structured_content=result,
-        )
+            data = orjson.dumps(result, default=str)
+        if len(data) > self.max_result_bytes:
+            result = self.fit(result)
+            data = orjson.dumps(result, default=str)
+        return CallToolResult(content=[TextContent(type="text", text=data.decode())], structured_content=result)
 
     def fit(self, result: dict[str, Any]) -> dict[str, Any]:
         """``result`` within the byte budget: its longest lists are halved until it fits."""
