@@ -114,8 +114,13 @@ def test_examples_same_database_on_ray(examples, tmp_path, cluster):
     assert counts["relations"] > 0 and counts["chunk_vec"] == counts["chunks"]
 
 
-def test_powershell_slice_same_database_on_ray(shared, tmp_path, cluster):
-    """Item 2: a slice of the PowerShell corpus (20 files; 1,000 with KGR_SLOW=1), table by table."""
+def test_powershell_slice_same_database_on_ray(shared, tmp_path, cluster, monkeypatch):
+    """Item 2: a slice of the PowerShell corpus (20 files; 1,000 with KGR_SLOW=1), table by table,
+    in batches of eight documents, so both engines cross batch boundaries (a shared loop once gave
+    every document after the first batch the records of the one before it, on both engines)."""
+    from kgr.ingest import graphbuild
+
+    monkeypatch.setattr(graphbuild, "PARSE_BATCH", 8)
     corpus = shared / "corpora" / "powershell-docs"
     if not corpus.is_dir():
         pytest.skip(f"needs the PowerShell corpus at {corpus}")
@@ -129,6 +134,14 @@ def test_powershell_slice_same_database_on_ray(shared, tmp_path, cluster):
     local, other = ingest_both(src, tmp_path, cluster)
     counts = assert_same(local, other)
     assert counts["docs"] == len(picked) and counts["mentions"] > 0
+    store = Store(local)
+    try:  # each document's mentions are its own
+        texts = dict(store.query("SELECT id, text FROM docs"))
+        for doc_id, surface in store.query("SELECT doc_id, surface FROM mentions"):
+            assert surface in texts[doc_id], (doc_id, surface)
+        assert store.scalar("SELECT count(DISTINCT doc_id) FROM mentions") >= 0.9 * len(picked)
+    finally:
+        store.close()
 
 
 def test_cli_engine_ray_on_a_running_cluster(examples, tmp_path, cluster):
