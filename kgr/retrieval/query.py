@@ -303,8 +303,10 @@ def hybrid_query(
     lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     fuse(cands, lists, weights)
 
-    named = _named_entities(store, q) if mode == "graph" and cands else {}
-    if mode == "graph" and cands and weights.feedback:
+    # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
+    graph = mode == "graph" and bool(cands) and _has_entities(store)
+    named = _named_entities(store, q) if graph else {}
+    if graph and weights.feedback:
         more = _feedback(
             store,
             q,
@@ -327,7 +329,7 @@ def hybrid_query(
     reached: dict[int, dict] = {}
     edges: list[dict] = []
     truncated = False
-    if mode == "graph" and cands:
+    if graph:
         home: dict[int, int] = {}
         seeds = _seed_entities(store, named, qvec, cands, weights, home)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
@@ -340,13 +342,14 @@ def hybrid_query(
 
     if allowed is not None:  # the graph may have reached chunks of other documents
         cands = {cid: c for cid, c in cands.items() if cid in allowed}
-    _score(cands, mode, weights, qvec is not None)
-    ranked = _rank(cands, mode, weights, len(cands))
-    if mode == "graph" and not any(c.hop for c in ranked[:k]):
+    scoring = mode if mode != "graph" or graph else "hybrid"
+    _score(cands, scoring, weights, qvec is not None)
+    ranked = _rank(cands, scoring, weights, len(cands))
+    if graph and not any(c.hop for c in ranked[:k]):
         # the graph brought nothing into the results: they are the hybrid ranking
         _score(cands, "hybrid", weights, qvec is not None)
         ranked = _rank(cands, "hybrid", weights, len(cands))
-    if mode == "graph" and weights.place > 0 and ranked:
+    if graph and weights.place > 0 and ranked:
         ranked = _place(store, ranked, cands, named, q, qvec, weights, allowed, vectors_in_memory)
     ranked = ranked[:k]
     results = _describe(store, ranked, reached)
@@ -410,6 +413,11 @@ def _feedback(
         for rank, cid in enumerate(ranking, 1):
             cand(cid).rrf += weight / (RRF_K + rank)
     return lists
+
+
+def _has_entities(store: Store) -> bool:
+    """Whether the database has an active entity (a graph to walk)."""
+    return store.scalar("SELECT EXISTS (SELECT 1 FROM entities WHERE status = 'active')") == 1
 
 
 def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:

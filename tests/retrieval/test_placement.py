@@ -152,3 +152,32 @@ def test_each_result_says_which_link_placed_it(tmp_path):
         assert by["town.md"]["placed_by"]["named_by"]["path"] == "person.md"
         assert by["town.md"]["placed_by"]["strength"] < placed["strength"]  # strength wanes along the chain
         assert by["film.md"]["placed_by"] is None  # the best result is there on its own evidence
+
+
+def test_graph_mode_on_a_database_with_no_entities_is_hybrid_at_hybrids_cost(tmp_path, monkeypatch):
+    from kgr.retrieval import query as query_mod
+
+    store = Store(tmp_path / "plain.sqlite")
+    with store:
+        for p, (title, text) in PAGES.items():
+            load(_records(p, title, text), store)
+        for i, text in enumerate(NOISE):
+            load(_records(f"noise{i}.md", f"Festival report {i}", text), store)
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+
+        def embed(text):
+            return fake._vec(text)
+
+        hybrid = hybrid_query(store, QUESTION, k=8, mode="hybrid", embed_query=embed)
+
+        def no_graph(*_a, **_k):
+            raise AssertionError("graph work on a database with no entities")
+
+        for name in ("_named_entities", "_seed_entities", "_expand", "_reach_chunks", "_place", "_feedback"):
+            monkeypatch.setattr(query_mod, name, no_graph)
+        graph = hybrid_query(store, QUESTION, k=8, mode="graph", embed_query=embed)
+        assert graph["mode"] == "graph"
+        assert [(r["chunk_id"], r["score"]) for r in graph["results"]] == [
+            (r["chunk_id"], r["score"]) for r in hybrid["results"]
+        ]
