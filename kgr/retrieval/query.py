@@ -75,6 +75,7 @@ SNIPPET_CHARS = 240
 ALIAS_LINK = 0.5  # placement: the question names an entity by one of its aliases, against its name
 RAW_LINK = 0.7  # placement: a page's title found word for word in the question, against an entity the question names
 SAME_NAME = 0.9  # placement: a page about another entity of the same name (another type), against the entity itself
+COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower case ("what time"), against a name
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -440,18 +441,43 @@ def _named_entities(store: Store, q: str) -> dict[int, str]:
     match = fts_query(_content_words(q))
     if not match:
         return named
-    qwords = f" {' '.join(tokens(q))} "
+    qwords = _forms(q)
     for eid, name, aliases in store.query(
         "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
         "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
         (match,),
     ):
         for name_ in (name, *loads(aliases, [])):
-            words = " ".join(tokens(name_))
-            if len(words) >= 3 and f" {words} " in qwords:
+            if any(len(w) >= 3 and f" {w} " in qw for w in _forms(name_, padded=False) for qw in qwords):
                 named[eid] = name_
                 break
     return named
+
+
+def _forms(text: str, *, padded: bool = True) -> tuple[str, ...]:
+    """The text's words as one string, CamelCase split and not ("McQuade" is written "Mcquade" in a
+    title-cased question: "mc quade" and "mcquade"), padded with spaces for a word-for-word search."""
+    forms = dict.fromkeys(" ".join(tokens(t)) for t in (text, text.lower()))
+    return tuple(f" {f} " for f in forms) if padded else tuple(forms)
+
+
+def _written_as_name(q: str, name: str) -> bool:
+    """Whether the question writes ``name`` as a name: some occurrence has a capital letter, or the
+    question has none to tell by (all lower case). "What time does ..." does not name "Time", nor
+    "the body of water" "Water"; "the Renaissance" names it."""
+    if not any(ch.isupper() for ch in q[1:]) or not any(ch.isupper() for ch in name):
+        return True
+    want = tokens(name.lower())
+    if not want:
+        return True
+    words = [(m.group(0), tuple(tokens(m.group(0).lower()))) for m in re.finditer(r"\w+", q)]
+    flat: list[tuple[str, int]] = [(t, i) for i, (_w, ts) in enumerate(words) for t in ts]
+    for start in range(len(flat) - len(want) + 1):
+        if [t for t, _ in flat[start : start + len(want)]] == want:
+            span = {i for _t, i in flat[start : start + len(want)]}
+            if any(ch.isupper() for i in span for ch in words[i][0]):
+                return True
+    return False
 
 
 def _seed_entities(
@@ -707,7 +733,7 @@ def _title_share(surface: str | None, title: str | None) -> float:
 def _outermost(named: dict[int, str]) -> dict[int, str]:
     """The names the question contains that are not part of a longer one it contains: in "School
     On Fire" the question names the film, not fire."""
-    words = {eid: f" {' '.join(tokens(name))} " for eid, name in named.items()}
+    words = {eid: f" {' '.join(tokens(name.lower()))} " for eid, name in named.items()}
     return {
         eid: name
         for eid, name in named.items()
@@ -753,35 +779,50 @@ def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tu
     return out
 
 
-def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()) -> dict[int, int]:
+def _titled(
+    store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()
+) -> tuple[dict[int, tuple[int, str]], list[str]]:
     """Of these chunks, the first chunks of pages whose title the question contains word for word
     (a trailing qualifier aside), but not as part of a longer title or of one of ``names``:
-    chunk -> its document. A raw string, the weakest of links: only pages already found for the
-    question are read."""
+    chunk -> (its document, the title). A raw string, the weakest of links: only pages already
+    found for the question are read. Also returns the words of every title of these pages that
+    the question contains (a name inside one of them is part of that title, not named alone)."""
     ids = list(chunk_ids)
     if not ids:
-        return {}
-    qwords = f" {' '.join(tokens(q))} "
+        return {}, []
+    qwords = f" {' '.join(tokens(q.lower()))} "
     rows = store.query(
         f"SELECT c.id, d.title, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
         f"WHERE c.id IN ({','.join('?' * len(ids))}) AND c.ord = 0",
         ids,
     )
     # "Virginia" is not what "Johnnycake, West Virginia" names: a title inside a longer name or title found is left out
-    found = [" ".join(tokens(QUALIFIER.sub("", t or "") or t or "")) for _cid, t, _doc in rows]
-    longer = [w for w in (*found, *(" ".join(tokens(n)) for n in names)) if f" {w} " in qwords]
+    found = [" ".join(tokens((QUALIFIER.sub("", t or "") or t or "").lower())) for _cid, t, _doc in rows]
+    titles = [w for w in found if len(w) >= 3 and f" {w} " in qwords]
+    longer = [w for w in (*titles, *(" ".join(tokens(n.lower())) for n in names)) if f" {w} " in qwords]
     longer = [w for w in longer if len(w) > 3]
-    out: dict[int, int] = {}
+    out: dict[int, tuple[int, str]] = {}
     for cid, title, doc_id in rows:
         title = (title or "").strip()
-        words = " ".join(tokens(QUALIFIER.sub("", title) or title))
+        core = QUALIFIER.sub("", title) or title
+        words = " ".join(tokens(core.lower()))
         if (
             len(words) >= 3
             and f" {words} " in qwords
             and not any(len(w) > len(words) and f" {words} " in f" {w} " for w in longer)
         ):
-            out[cid] = doc_id
-    return out
+            out[cid] = (doc_id, core)
+    return out, titles
+
+
+def _inside_titles(named: dict[int, str], titles: Sequence[str]) -> dict[int, str]:
+    """The names that are not part of a longer title the question contains: in "Flute Sonata in C
+    major, BWV 1033" the question names the sonata of that page, not the flute sonata."""
+    return {
+        eid: name
+        for eid, name in named.items()
+        if not any(len(t) > len(w) and f" {w} " in f" {t} " for w in [" ".join(tokens(name.lower()))] for t in titles)
+    }
 
 
 def _place(
@@ -864,13 +905,16 @@ def _place(
                 spread[eid] = max(0.0, 1.0 - df / n_docs)
 
     named = _outermost(named)
+    window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
+    titled, titles = _titled(store, window, q, list(named.values()))
+    named = _inside_titles(named, titles)
     strength: dict[int, float] = {}
     leaders: list[Candidate] = []
     # round 0: the question names X, X is the subject of this page; or the question contains the page's title
     found: dict[int, tuple[float, int, int | None]] = {}  # chunk -> (strength, doc, entity or None: its title)
     full = (
         {
-            eid: tokens(name) == tokens(named[eid])
+            eid: tokens(name.lower()) == tokens(named[eid].lower())
             for eid, name in store.query(
                 f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(named))})", list(named)
             )
@@ -879,16 +923,19 @@ def _place(
         else {}
     )
     specific(list(named))
+    as_name = {eid: _written_as_name(q, name) for eid, name in named.items()}
     for eid, rows in _subject_pages(store, list(named)).items():
         for cid, doc_id, share, same in rows:
             # an alias ("Ledger" of "Ledger Service") is a weaker name than the entity's own
             st = share * (1.0 if same else SAME_NAME) * (1.0 if full.get(eid) else ALIAS_LINK) * spread[eid]
+            if not as_name[eid]:  # "what time", "the body of water": a common noun, not a name
+                st *= COMMON_NOUN
             if st > found.get(cid, (0.0,))[0]:
                 found[cid] = (st, doc_id, eid)
-    window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
-    for cid, doc_id in _titled(store, window, q, list(named.values())).items():
-        if RAW_LINK > found.get(cid, (0.0,))[0]:
-            found[cid] = (RAW_LINK, doc_id, None)
+    for cid, (doc_id, title) in titled.items():
+        st = RAW_LINK * (1.0 if _written_as_name(q, title) else COMMON_NOUN)
+        if st > found.get(cid, (0.0,))[0]:
+            found[cid] = (st, doc_id, None)
     if allowed is not None:
         found = {cid: f for cid, f in found.items() if cid in allowed}
     near = nearness(list(found))
