@@ -216,6 +216,9 @@ class RetrievalWeights(Section):
     place: float = 0.6
     place_rounds: int = 2  # rounds of "the placed page names X, X is the subject of the next page" (3-4 hop questions)
     place_per_page: int = 1  # pages one placed page may lead to, the nearest to the question first
+    # a page placed by the question's naming its subject with at least this strength goes before the best result
+    # when that result is not about anything the question names (0: never)
+    place_first: float = 0.95
     graph: float | None = None
 
     def __post_init__(self) -> None:

@@ -76,6 +76,8 @@ ALIAS_LINK = 0.5  # placement: the question names an entity by one of its aliase
 RAW_LINK = 0.7  # placement: a page's title found word for word in the question, against an entity the question names
 SAME_NAME = 0.9  # placement: a page about another entity of the same name (another type), against the entity itself
 COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower case ("what time"), against a name
+APPOSITION = re.compile(r",\s[^,]*$")  # "George Grey, 2nd Earl of Kent": the title's head names the subject
+APPOSITION_SHARE = 0.9
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -727,7 +729,11 @@ def _title_share(surface: str | None, title: str | None) -> float:
     core = QUALIFIER.sub("", title) or title
     if not surface or surface.lower() not in core.lower():
         return 0.0
-    return min(1.0, len(surface) / max(1, len(core)))
+    share = min(1.0, len(surface) / max(1, len(core)))
+    head = APPOSITION.sub("", core)
+    if APPOSITION_SHARE and head != core and head.lower().startswith(surface.lower()):
+        share = max(share, APPOSITION_SHARE * min(1.0, len(surface) / max(1, len(head))))
+    return share
 
 
 def _outermost(named: dict[int, str]) -> dict[int, str]:
@@ -947,10 +953,10 @@ def _place(
     found = {cid: f for cid, f in found.items() if f[2] is None or best_of[f[2]] == cid or cid == top.chunk_id}
     # the best result is about what the question names (its page is, when it is a later chunk of it): it leads
     # on from its own place
-    own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)
-    if own >= weights.place:
+    top_own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)
+    if top_own >= weights.place:
         leaders.append(top)
-        strength[top.chunk_id] = own
+        strength[top.chunk_id] = top_own
     for cid in sorted(found, key=lambda x: (-near[x], x)):
         st, doc_id, eid = found[cid]
         if cid in taken or doc_id in placed_docs or st < weights.place:
@@ -1010,6 +1016,12 @@ def _place(
         leaders = nxt
     if len(head) == 1:
         return ranked
+    if weights.place_first and top_own < weights.place:
+        # the best result is not about anything the question names, and a page is whose subject the
+        # question names by its full name: that page competes for first place, and takes it
+        first = [c for c in head[1:] if c.placed["round"] == 0 and c.placed["strength"] >= weights.place_first]
+        if first:
+            head = first + [c for c in head if c not in first]
     return head + [c for c in ranked if c.chunk_id not in taken]
 
 
