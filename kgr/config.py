@@ -219,6 +219,7 @@ class RetrievalWeights(Section):
     # a page placed by the question's naming its subject with at least this strength goes before the best result
     # when that result is not about anything the question names (0: never)
     place_first: float = 0.95
+    place_context: bool = True
     graph: float | None = None
 
     def __post_init__(self) -> None:

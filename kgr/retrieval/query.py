@@ -78,6 +78,8 @@ SAME_NAME = 0.9  # placement: a page about another entity of the same name (anot
 COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower case ("what time"), against a name
 APPOSITION = re.compile(r",\s[^,]*$")  # "George Grey, 2nd Earl of Kent": the title's head names the subject
 APPOSITION_SHARE = 0.9
+STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
+CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -974,16 +976,31 @@ def _place(
                 store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(missing))})", missing)
             )
         own = _subjects(store, ids)
+        lead_titles = dict(
+            store.query(
+                f"SELECT c.id, d.title FROM chunks c JOIN docs d ON d.id = c.doc_id "
+                f"WHERE c.id IN ({','.join('?' * len(ids))})",
+                ids,
+            )
+        )
         named_by: dict[int, list[tuple[int, float]]] = defaultdict(list)
-        for cid, eid, link in store.query(
-            f"SELECT m.chunk_id, m.entity_id, max(coalesce(m.link_score, 1.0)) FROM mentions m "
+        spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        for cid, eid, link, start, end, name in store.query(
+            f'SELECT m.chunk_id, m.entity_id, coalesce(m.link_score, 1.0), m.start, m."end", e.name FROM mentions m '
             f"JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id IN ({','.join('?' * len(ids))}) "
             f"AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
-            f"GROUP BY m.chunk_id, m.entity_id",
+            f"ORDER BY m.chunk_id, m.entity_id",
             ids,
         ):
-            if own.get(cid, (None,))[0] != eid:
+            if own.get(cid, (None,))[0] == eid or _part_of_title(name, lead_titles.get(cid)):
+                continue  # the page's own subject, or a part of its name ("Van Helsing" on "Abraham Van Helsing")
+            if (cid, eid) not in spans:
                 named_by[cid].append((eid, float(link)))
+            else:
+                i = next(i for i, (e, _) in enumerate(named_by[cid]) if e == eid)
+                named_by[cid][i] = (eid, max(named_by[cid][i][1], float(link)))
+            spans[(cid, eid)].append((start, end))
+        asks = _asked_for(store, ids, spans, q) if weights.place_context else {}
         pages = _subject_pages(store, [e for lst in named_by.values() for e, _ in lst])
         specific(list(pages))
         options: dict[int, dict[int, tuple[float, int, int]]] = defaultdict(dict)
@@ -1003,7 +1020,8 @@ def _place(
         nxt: list[Candidate] = []
         for lead in ids:
             picked = 0
-            for cid in sorted(options.get(lead, {}), key=lambda x: (-near[x], x)):
+            opts = options.get(lead, {})
+            for cid in sorted(opts, key=lambda x: (-asks.get((lead, opts[x][2]), 0), -near[x], x)):
                 if picked >= weights.place_per_page:
                     break
                 st, doc_id, eid = options[lead][cid]
@@ -1023,6 +1041,45 @@ def _place(
         if first:
             head = first + [c for c in head if c not in first]
     return head + [c for c in ranked if c.chunk_id not in taken]
+
+
+def _part_of_title(name: str | None, title: str | None) -> bool:
+    """Whether the name is a shorter part of the page's title: "Van Helsing" on "Abraham Van Helsing"."""
+    words = " ".join(tokens((name or "").lower()))
+    core = " ".join(tokens((QUALIFIER.sub("", title or "") or title or "").lower()))
+    return bool(words) and len(words) < len(core) and f" {words} " in f" {core} "
+
+
+def _stems(text: str) -> set[str]:
+    """The words' first STEM letters ("directed", "director" -> "direc"), of words of four letters or more."""
+    return {w[:STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
+
+
+def _asked_for(
+    store: Store, ids: Sequence[int], spans: dict[tuple[int, int], list[tuple[int, int]]], q: str
+) -> dict[tuple[int, int], int]:
+    """For each (page, entity) it names: how many of the question's lower-case content words (the relation it
+    asks through: "director", "born", "composer") the page writes just before the mention ("directed by
+    John Guillermin", "composed by ..."). Names are left out: they say which page, not which link."""
+    asked = _stems(" ".join(w for w in re.findall(r"\w+", q) if w.islower() and w not in _stop_words()))
+    if not asked:
+        return {}
+    texts = {
+        cid: (text, start)
+        for cid, text, start in store.query(
+            f"SELECT id, text, start FROM chunks WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+        )
+    }
+    out: dict[tuple[int, int], int] = {}
+    for (cid, eid), where in spans.items():
+        text, base = texts.get(cid, ("", 0))
+        best = 0
+        for start, _end in where:
+            before = text[max(0, start - base - CONTEXT_CHARS) : max(0, start - base)]
+            best = max(best, len(_stems(before) & asked))
+        if best:
+            out[(cid, eid)] = best
+    return out
 
 
 def _title_mentions_sql(n: int) -> str:
