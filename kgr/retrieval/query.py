@@ -78,6 +78,7 @@ SAME_NAME = 0.9  # placement: a page about another entity of the same name (anot
 COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower case ("what time"), against a name
 APPOSITION = re.compile(r",\s[^,]*$")  # "George Grey, 2nd Earl of Kent": the title's head names the subject
 APPOSITION_SHARE = 0.9
+TITLE_WINDOW = 30  # placement: the best results whose titles are read for a raw title link
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
@@ -913,7 +914,7 @@ def _place(
                 spread[eid] = max(0.0, 1.0 - df / n_docs)
 
     named = _outermost(named)
-    window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
+    window = [c.chunk_id for c in ranked[: max(TITLE_WINDOW, weights.seed_chunks)]]
     titled, titles = _titled(store, window, q, list(named.values()))
     named = _inside_titles(named, titles)
     strength: dict[int, float] = {}
