@@ -181,3 +181,149 @@ def test_graph_mode_on_a_database_with_no_entities_is_hybrid_at_hybrids_cost(tmp
         assert [(r["chunk_id"], r["score"]) for r in graph["results"]] == [
             (r["chunk_id"], r["score"]) for r in hybrid["results"]
         ]
+
+
+def _wiki(path: Path, pages: dict[str, tuple[str, str]], names: dict[int, str], links: dict[tuple[str, int], float]):
+    """A small wiki: page path -> (title, text); each entity's page is the one whose title is its name (an
+    in-title mention); ``links``: (page, entity) -> linking score of the page's mention of it, written at
+    the name's first place in the page's text."""
+    store = Store(path)
+    for p, (title, text) in pages.items():
+        body = f"# {title}\n\n{text}"
+        load(
+            [
+                {
+                    "kind": "doc",
+                    "path": p,
+                    "hash": hashlib.sha256(body.encode()).hexdigest(),
+                    "title": title,
+                    "text": body,
+                },
+                {
+                    "kind": "chunk",
+                    "doc": p,
+                    "ord": 0,
+                    "text": body,
+                    "prelude": p,
+                    "hash": "0",
+                    "start": 0,
+                    "end": len(body),
+                },
+            ],
+            store,
+        )
+    with store.write() as conn:
+        for eid, name in names.items():
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'PERSON', ?, '[]')",
+                (eid, f"PERSON:{name.lower()}", name, name.lower()),
+            )
+        chunk = dict(conn.execute("SELECT d.path, c.id FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall())
+        docs = dict(conn.execute("SELECT path, id FROM docs").fetchall())
+
+        def mention(page: str, eid: int, in_title: bool, score: float) -> None:
+            body = f"# {pages[page][0]}\n\n{pages[page][1]}"
+            at = body.find(names[eid]) if in_title else body.find(names[eid], len(pages[page][0]) + 2)
+            assert at >= 0, (page, names[eid])
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
+                "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?, ?)",
+                (
+                    eid,
+                    docs[page],
+                    chunk[page],
+                    at,
+                    at + len(names[eid]),
+                    names[eid],
+                    score,
+                    f'{{"in_title": {str(in_title).lower()}}}',
+                ),
+            )
+
+        for p, (title, _text) in pages.items():
+            for eid, name in names.items():
+                if name == title:
+                    mention(p, eid, True, 1.0)
+        for (page, eid), score in links.items():
+            mention(page, eid, False, score)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    return store, (lambda text: fake._vec(text))
+
+
+CREW = {
+    "film.md": ("Orrin Vale", "Orrin Vale is a drama directed by Petra Quist. It was written by Ada Brun."),
+    "director.md": ("Petra Quist", "Petra Quist grew up in Dunmere and studied painting."),
+    # the writer's page shares more words with the question than the director's
+    "writer.md": ("Ada Brun", "Ada Brun was born where the director of the festival was born, in spring."),
+}
+CREW.update({f"noise{i}.md": (f"Festival report {i}", text) for i, text in enumerate(NOISE)})
+CREW_NAMES = {1: "Orrin Vale", 2: "Petra Quist", 3: "Ada Brun"}
+CREW_LINKS = {("film.md", 2): 0.95, ("film.md", 3): 0.95}
+
+
+def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_path):
+    store, embed = _wiki(tmp_path / "crew.sqlite", CREW, CREW_NAMES, CREW_LINKS)
+    with store:
+        q = "Where was the director of Orrin Vale born?"
+
+        def placed(**w):
+            res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(**w))
+            return {r["path"]: r["placed_by"] for r in res["results"] if r["placed_by"]}
+
+        # "directed by Petra Quist" answers "the director of": her page is placed, not the writer's
+        with_context = placed()
+        assert "director.md" in with_context and "writer.md" not in with_context, with_context
+        assert with_context["director.md"]["named_by"]["path"] == "film.md"
+        # without reading the words before the mention, the page nearest to the question (the writer's) is placed
+        nearest = placed(place_context=False)
+        assert "writer.md" in nearest and "director.md" not in nearest, nearest
+
+
+def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(tmp_path):
+    pages = {"person.md": ("Petra Quist", "She grew up in Dunmere.")}
+    # reports that use the question's words and name Petra Quist in passing (no linked mention)
+    for i in range(20):
+        text = f"Petra Quist spoke at the festival; the director of the festival was born in spring, film number {i}"
+        pages[f"report{i}.md"] = (f"Festival report {i}", text)
+    store, embed = _wiki(tmp_path / "first.sqlite", pages, {1: "Petra Quist"}, {})
+    with store:
+        q = "Where did Petra Quist, the director of the festival born in spring, grow up?"
+        plain = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(place_first=0))
+        assert plain["results"][0]["path"].startswith("report"), [r["path"] for r in plain["results"]]
+        assert plain["results"][1]["path"] == "person.md"  # placed, but below the best keyword match
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert res["results"][0]["path"] == "person.md"
+        link = res["results"][0]["placed_by"]["link"]
+        assert link == "question names Petra Quist; Petra Quist is the subject of this page"
+        assert res["results"][1]["path"] == plain["results"][0]["path"]  # the best direct match comes next
+        # a name the question writes in lower case is a common noun: nothing goes first for it
+        low = hybrid_query(
+            store,
+            q.replace("Petra Quist", "petra quist").replace("Where", "WHERE"),
+            k=5,
+            mode="graph",
+            embed_query=embed,
+        )
+        assert low["results"][0]["path"].startswith("report")
+
+
+def test_how_the_question_writes_a_name():
+    from kgr.retrieval.query import _forms, _inside_titles, _part_of_title, _title_share, _written_as_name
+
+    # a title-cased question writes "McQuade" as "Mcquade": the name is still found word for word
+    assert set(_forms("Lone Wolf McQuade", padded=False)) & set(_forms("Lone Wolf Mcquade", padded=False))
+    # lower case is a common noun, unless the question has no capitals to tell by
+    assert not _written_as_name("What time does Indiana stop selling it?", "Time")
+    assert not _written_as_name("Which is the body of water by Boston?", "Water")
+    assert _written_as_name("When did the Renaissance begin?", "Renaissance")
+    assert _written_as_name("what time does the state stop selling it?", "Time")
+    # a name inside a longer title the question contains is part of that title
+    kept = _inside_titles({1: "Flute Sonata", 2: "Carl Bach"}, ["flute sonata in c major bwv 1033"])
+    assert kept == {2: "Carl Bach"}
+    assert _part_of_title("Van Helsing", "Abraham Van Helsing") and not _part_of_title(
+        "Abraham Van Helsing", "Abraham Van Helsing"
+    )
+    # a comma apposition after the title's head does not hide whose page it is; the head must be covered
+    assert _title_share("George Grey", "George Grey, 2nd Earl of Kent") >= 0.85
+    assert _title_share("Kent", "George Grey, 2nd Earl of Kent") < 0.5
