@@ -280,13 +280,17 @@ def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_
         assert "writer.md" in nearest and "director.md" not in nearest, nearest
 
 
-def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(tmp_path):
-    pages = {"person.md": ("Petra Quist", "She grew up in Dunmere.")}
+def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(
+    tmp_path, monkeypatch
+):
+    from kgr.retrieval import query as query_mod
+
+    pages = {"person.md": ("Petra Quist", "She grew up in Dunmere."), "town.md": ("Dunmere", "A harbour town.")}
     # reports that use the question's words and name Petra Quist in passing (no linked mention)
     for i in range(20):
         text = f"Petra Quist spoke at the festival; the director of the festival was born in spring, film number {i}"
         pages[f"report{i}.md"] = (f"Festival report {i}", text)
-    store, embed = _wiki(tmp_path / "first.sqlite", pages, {1: "Petra Quist"}, {})
+    store, embed = _wiki(tmp_path / "first.sqlite", pages, {1: "Petra Quist", 2: "Dunmere"}, {("person.md", 2): 1.0})
     with store:
         q = "Where did Petra Quist, the director of the festival born in spring, grow up?"
         plain = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(place_first=0))
@@ -296,7 +300,12 @@ def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_ab
         assert res["results"][0]["path"] == "person.md"
         link = res["results"][0]["placed_by"]["link"]
         assert link == "question names Petra Quist; Petra Quist is the subject of this page"
-        assert res["results"][1]["path"] == plain["results"][0]["path"]  # the best direct match comes next
+        # the page it leads to by a strong link goes with it, then the best direct match
+        assert res["results"][1]["path"] == "town.md"
+        assert res["results"][2]["path"] == plain["results"][0]["path"]
+        monkeypatch.setattr(query_mod, "CHAIN_FIRST", 1.0)  # the first page alone goes first
+        alone = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert [r["path"] for r in alone["results"][:2]] == ["person.md", plain["results"][0]["path"]]
         # a name the question writes in lower case is a common noun: nothing goes first for it
         low = hybrid_query(
             store,
