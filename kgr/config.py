@@ -219,6 +219,8 @@ class RetrievalWeights(Section):
     # a page placed by the question's naming its subject with at least this strength goes before the best result
     # when that result is not about anything the question names (0: never)
     place_first: float = 0.95
+    # of the pages a placed page leads to, first the one it names right after the question's relation word
+    # ("directed by X" for "the director of"), then the nearest to the question
     place_context: bool = True
     graph: float | None = None
 

@@ -30,7 +30,10 @@ Modes:
   subject the question names, and the pages a placed page leads to by a linked mention of their
   subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
   placed next to the page that leads to them rather than scored against keyword matches, when
-  the link is strong enough; each result's ``placed_by`` says which link placed it.
+  the link is strong enough; each result's ``placed_by`` says which link placed it. A page the
+  question names in full goes first when the best result is about nothing the question names
+  (``weights.place_first``); a name the question writes in lower case ("what time") is a common
+  noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -855,13 +858,18 @@ def _place(
     rounds, every page placed in the round before (and the best result, when it is about what
     the question names) leads on: to the pages whose subject is an entity it names by a linked
     mention ("page P names X; X is the subject of this page"); the ``place_per_page`` of them
-    nearest to the question are placed right after the page that leads to them, behind placed
+    nearest to the question (after those it names right after the question's relation word: "directed by
+    X" for "the director of", ``place_context``) are placed right after the page that leads to them, behind placed
     pages of stronger links (a page the question names comes before one a page names). A link's strength is the
     product of what it rests on, each at most 1: how the entity is named (a name the question
     contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
     page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
-    same name), and the strength of the page that led to it. A link weaker than ``place`` places
-    nothing: its page keeps the rank its score gives it. Returns the new order."""
+    same name), and the strength of the page that led to it; a name or title the question writes
+    in lower case counts ``COMMON_NOUN`` of it. A link weaker than ``place`` places nothing: its
+    page keeps the rank its score gives it. When the best result is about nothing the question
+    names, the pages placed by a link of at least ``place_first`` (the question names the page's
+    subject in full) go before it, with the pages they lead to by links of at least
+    ``CHAIN_FIRST``. Returns the new order."""
     top = ranked[0]
     head: list[Candidate] = [top]
     taken = {top.chunk_id}
