@@ -197,7 +197,7 @@ class RetrievalWeights(Section):
     semantic: float = 0.75
     hop: float = 0.3
     rel: float = 0.05
-    cosine_share: float = 0.2  # inside "semantic": cosine similarity vs the fused direct score (which has it already)
+    cosine_share: float = 0.0  # inside "semantic": cosine similarity vs the fused direct score (which has it already)
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
