@@ -951,7 +951,7 @@ def _place(
             if st > found.get(cid, (0.0,))[0]:
                 found[cid] = (st, doc_id, eid)
     for cid, (doc_id, title) in titled.items():
-        st = RAW_LINK * (1.0 if _written_as_name(q, title) else COMMON_NOUN)
+        st = RAW_LINK * (1.0 if _written_as_name(q, title) else COMMON_NOUN) * _title_spread(store, title, n_docs)
         if st > found.get(cid, (0.0,))[0]:
             found[cid] = (st, doc_id, None)
     if allowed is not None:
@@ -1058,6 +1058,20 @@ def _place(
         if first:
             head = first + [c for c in head if c not in first]
     return head + [c for c in ranked if c.chunk_id not in taken]
+
+
+def _title_spread(store: Store, title: str, n_docs: int) -> float:
+    """A title most documents write is a poor link, as a name most of them mention is (the project's name
+    on its README): 1 - the share of the documents whose text has the title's words as a phrase."""
+    words = re.findall(r"\w+", title, flags=re.UNICODE)
+    if not words:
+        return 0.0
+    phrase = '"' + " ".join(words).replace('"', '""') + '"'
+    df = store.scalar(
+        "SELECT count(DISTINCT c.doc_id) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ?",
+        (phrase,),
+    )
+    return max(0.0, 1.0 - (df or 0) / max(1, n_docs))
 
 
 def _part_of_title(name: str | None, title: str | None) -> bool:

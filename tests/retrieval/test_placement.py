@@ -336,3 +336,27 @@ def test_how_the_question_writes_a_name():
     # a comma apposition after the title's head does not hide whose page it is; the head must be covered
     assert _title_share("George Grey", "George Grey, 2nd Earl of Kent") >= 0.85
     assert _title_share("Kent", "George Grey, 2nd Earl of Kent") < 0.5
+
+
+def test_a_title_most_pages_write_places_nothing(tmp_path):
+    def build(name: str, every_page: bool):
+        pages = {"home.md": ("Orrel", "A toolkit for tide tables."), "other.md": ("Brannock", "Another toolkit.")}
+        for i in range(20):
+            where = "Orrel" if every_page or i < 2 else "the toolkit"
+            pages[f"note{i}.md"] = (f"Note {i}", f"The tide rule {i} of {where} applies to the harbour gauge.")
+        # the title is no entity's name: a raw string, the weakest of links (one entity so there is a graph)
+        return _wiki(tmp_path / name, pages, {1: "Brannock"}, {})
+
+    q = "How does the tide rule apply to the harbour gauge in Orrel?"
+    store, embed = build("rare.sqlite", every_page=False)
+    with store:
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        by = {r["path"]: r for r in res["results"]}
+        assert by["home.md"]["placed_by"]["link"] == "question contains this page's title"
+    # every page writes the title: it says nothing about which page the question asks for
+    store, embed = build("common.sqlite", every_page=True)
+    with store:
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert all(r["placed_by"] is None for r in res["results"]), [
+            (r["path"], r["placed_by"]) for r in res["results"]
+        ]
