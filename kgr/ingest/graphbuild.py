@@ -399,7 +399,9 @@ def build_pending(
         extracted = engine.map(engines.extract_shard, batches(), settings_of(cfg), terms, stamp)
     rows = iter(pending)
     for results in extracted:
-        for (doc_id, path, *_), (recs, failure) in zip(rows, results):
+        # results first: zip() takes from its first iterator before it finds the second one
+        # exhausted, and a row taken so would be lost, shifting every later batch by one document
+        for (recs, failure), (doc_id, path, *_) in zip(results, rows):
             # One document at a time through linking, so that a failure is that document's
             # alone: the error is recorded (GRAPH_FAILED) and the next document goes on.
             try:

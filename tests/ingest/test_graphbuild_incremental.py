@@ -58,3 +58,20 @@ def test_a_small_corpus_is_always_read_whole(tmp_path, monkeypatch):
         write(root, 1, "changed")
         ingest([str(root)], store, config=config.load(None), embed=False)
     assert len(mined) == 2
+
+
+def test_every_batch_of_documents_gets_its_own_graph(tmp_path, monkeypatch):
+    # three batches: each document's mentions are its own, after every batch boundary too
+    monkeypatch.setattr(graphbuild, "PARSE_BATCH", 2)
+    root = tmp_path / "kb"
+    root.mkdir()
+    for i in range(7):
+        (root / f"p{i}.md").write_text(f"# Page {i}\n\nThe Quartz Relay {i} forwards events to Basin Ledger {i}.\n")
+    with Store(tmp_path / "kb.sqlite") as store:
+        ingest([str(root)], store, config=config.load(None), embed=False)
+        docs = store.query("SELECT id, text FROM docs ORDER BY path")
+        assert len(docs) == 7
+        for doc_id, text in docs:
+            surfaces = [r[0] for r in store.query("SELECT surface FROM mentions WHERE doc_id = ?", (doc_id,))]
+            assert surfaces, f"document {doc_id} has no mentions"
+            assert all(s in text for s in surfaces), (doc_id, surfaces)
