@@ -82,6 +82,7 @@ COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower ca
 APPOSITION = re.compile(r",\s[^,]*$")  # "George Grey, 2nd Earl of Kent": the title's head names the subject
 APPOSITION_SHARE = 0.9
 TITLE_WINDOW = 30  # placement: the best results whose titles are read for a raw title link
+FIRST_DIRECT = 10  # placement: a page goes first only when the question's own words or vector find it this high
 CHAIN_FIRST = 0.85  # placement: a page led to from a page placed first, by a link this strong, goes with it
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
@@ -1047,7 +1048,13 @@ def _place(
     if weights.place_first and top_own < weights.place:
         # the best result is not about anything the question names, and a page is whose subject the
         # question names by its full name: that page competes for first place, and takes it
-        first = [c for c in head[1:] if c.placed["round"] == 0 and c.placed["strength"] >= weights.place_first]
+        first = [
+            c
+            for c in head[1:]
+            if c.placed["round"] == 0
+            and c.placed["strength"] >= weights.place_first
+            and min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1) <= FIRST_DIRECT
+        ]
         if first and CHAIN_FIRST < 1:
             # and so do the pages they lead to by a strong link, each after the page that leads to it
             ids = {c.chunk_id for c in first}

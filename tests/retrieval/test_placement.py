@@ -303,6 +303,10 @@ def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_ab
         # the page it leads to by a strong link goes with it, then the best direct match
         assert res["results"][1]["path"] == "town.md"
         assert res["results"][2]["path"] == plain["results"][0]["path"]
+        monkeypatch.setattr(query_mod, "FIRST_DIRECT", 0)  # no direct evidence is enough: it stays below
+        below = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert below["results"][0]["path"] == plain["results"][0]["path"]
+        monkeypatch.setattr(query_mod, "FIRST_DIRECT", 10)
         monkeypatch.setattr(query_mod, "CHAIN_FIRST", 1.0)  # the first page alone goes first
         alone = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
         assert [r["path"] for r in alone["results"][:2]] == ["person.md", plain["results"][0]["path"]]
