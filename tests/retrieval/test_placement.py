@@ -286,10 +286,13 @@ def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_ab
     from kgr.retrieval import query as query_mod
 
     pages = {"person.md": ("Petra Quist", "She grew up in Dunmere."), "town.md": ("Dunmere", "A harbour town.")}
-    # reports that use the question's words and name Petra Quist in passing (no linked mention)
-    for i in range(20):
+    # reports that use the question's words and name Petra Quist in passing (no linked mention), and pages
+    # that do neither
+    for i in range(8):
         text = f"Petra Quist spoke at the festival; the director of the festival was born in spring, film number {i}"
         pages[f"report{i}.md"] = (f"Festival report {i}", text)
+    for i in range(20):
+        pages[f"weather{i}.md"] = (f"Weather {i}", f"Rain on day {i}.")
     store, embed = _wiki(tmp_path / "first.sqlite", pages, {1: "Petra Quist", 2: "Dunmere"}, {("person.md", 2): 1.0})
     with store:
         q = "Where did Petra Quist, the director of the festival born in spring, grow up?"
