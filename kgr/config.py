@@ -216,6 +216,12 @@ class RetrievalWeights(Section):
     place: float = 0.6
     place_rounds: int = 2  # rounds of "the placed page names X, X is the subject of the next page" (3-4 hop questions)
     place_per_page: int = 1  # pages one placed page may lead to, the nearest to the question first
+    # a page placed by the question's naming its subject with at least this strength goes before the best result
+    # when that result is not about anything the question names (0: never)
+    place_first: float = 0.95
+    # of the pages a placed page leads to, first the one it names right after the question's relation word
+    # ("directed by X" for "the director of"), then the nearest to the question
+    place_context: bool = True
     graph: float | None = None
 
     def __post_init__(self) -> None:

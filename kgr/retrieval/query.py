@@ -30,7 +30,10 @@ Modes:
   subject the question names, and the pages a placed page leads to by a linked mention of their
   subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
   placed next to the page that leads to them rather than scored against keyword matches, when
-  the link is strong enough; each result's ``placed_by`` says which link placed it.
+  the link is strong enough; each result's ``placed_by`` says which link placed it. A page the
+  question names in full goes first when the best result is about nothing the question names
+  (``weights.place_first``); a name the question writes in lower case ("what time") is a common
+  noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -75,6 +78,14 @@ SNIPPET_CHARS = 240
 ALIAS_LINK = 0.5  # placement: the question names an entity by one of its aliases, against its name
 RAW_LINK = 0.7  # placement: a page's title found word for word in the question, against an entity the question names
 SAME_NAME = 0.9  # placement: a page about another entity of the same name (another type), against the entity itself
+COMMON_NOUN = 0.5  # placement: the question writes an entity's name in lower case ("what time"), against a name
+APPOSITION = re.compile(r",\s[^,]*$")  # "George Grey, 2nd Earl of Kent": the title's head names the subject
+APPOSITION_SHARE = 0.9
+TITLE_WINDOW = 30  # placement: the best results whose titles are read for a raw title link
+FIRST_DIRECT = 10  # placement: a page goes first only when the question's own words or vector find it this high
+CHAIN_FIRST = 0.85  # placement: a page led to from a page placed first, by a link this strong, goes with it
+STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
+CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -303,8 +314,10 @@ def hybrid_query(
     lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     fuse(cands, lists, weights)
 
-    named = _named_entities(store, q) if mode == "graph" and cands else {}
-    if mode == "graph" and cands and weights.feedback:
+    # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
+    graph = mode == "graph" and bool(cands) and _has_entities(store)
+    named = _named_entities(store, q) if graph else {}
+    if graph and weights.feedback:
         more = _feedback(
             store,
             q,
@@ -327,7 +340,7 @@ def hybrid_query(
     reached: dict[int, dict] = {}
     edges: list[dict] = []
     truncated = False
-    if mode == "graph" and cands:
+    if graph:
         home: dict[int, int] = {}
         seeds = _seed_entities(store, named, qvec, cands, weights, home)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
@@ -340,13 +353,14 @@ def hybrid_query(
 
     if allowed is not None:  # the graph may have reached chunks of other documents
         cands = {cid: c for cid, c in cands.items() if cid in allowed}
-    _score(cands, mode, weights, qvec is not None)
-    ranked = _rank(cands, mode, weights, len(cands))
-    if mode == "graph" and not any(c.hop for c in ranked[:k]):
+    scoring = mode if mode != "graph" or graph else "hybrid"
+    _score(cands, scoring, weights, qvec is not None)
+    ranked = _rank(cands, scoring, weights, len(cands))
+    if graph and not any(c.hop for c in ranked[:k]):
         # the graph brought nothing into the results: they are the hybrid ranking
         _score(cands, "hybrid", weights, qvec is not None)
         ranked = _rank(cands, "hybrid", weights, len(cands))
-    if mode == "graph" and weights.place > 0 and ranked:
+    if graph and weights.place > 0 and ranked:
         ranked = _place(store, ranked, cands, named, q, qvec, weights, allowed, vectors_in_memory)
     ranked = ranked[:k]
     results = _describe(store, ranked, reached)
@@ -412,6 +426,11 @@ def _feedback(
     return lists
 
 
+def _has_entities(store: Store) -> bool:
+    """Whether the database has an active entity (a graph to walk)."""
+    return store.scalar("SELECT EXISTS (SELECT 1 FROM entities WHERE status = 'active')") == 1
+
+
 def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
     """Whether the chunk's page is about one of the entities: its name covers most of the
     title, a trailing qualifier aside ("Hardcase (1972 film)" is the page of Hardcase)."""
@@ -432,18 +451,43 @@ def _named_entities(store: Store, q: str) -> dict[int, str]:
     match = fts_query(_content_words(q))
     if not match:
         return named
-    qwords = f" {' '.join(tokens(q))} "
+    qwords = _forms(q)
     for eid, name, aliases in store.query(
         "SELECT e.id, e.name, e.aliases FROM entities_fts f JOIN entities e ON e.id = f.rowid "
         "WHERE entities_fts MATCH ? AND e.status = 'active' ORDER BY bm25(entities_fts) LIMIT 200",
         (match,),
     ):
         for name_ in (name, *loads(aliases, [])):
-            words = " ".join(tokens(name_))
-            if len(words) >= 3 and f" {words} " in qwords:
+            if any(len(w) >= 3 and f" {w} " in qw for w in _forms(name_, padded=False) for qw in qwords):
                 named[eid] = name_
                 break
     return named
+
+
+def _forms(text: str, *, padded: bool = True) -> tuple[str, ...]:
+    """The text's words as one string, CamelCase split and not ("McQuade" is written "Mcquade" in a
+    title-cased question: "mc quade" and "mcquade"), padded with spaces for a word-for-word search."""
+    forms = dict.fromkeys(" ".join(tokens(t)) for t in (text, text.lower()))
+    return tuple(f" {f} " for f in forms) if padded else tuple(forms)
+
+
+def _written_as_name(q: str, name: str) -> bool:
+    """Whether the question writes ``name`` as a name: some occurrence has a capital letter, or the
+    question has none to tell by (all lower case). "What time does ..." does not name "Time", nor
+    "the body of water" "Water"; "the Renaissance" names it."""
+    if not any(ch.isupper() for ch in q[1:]) or not any(ch.isupper() for ch in name):
+        return True
+    want = tokens(name.lower())
+    if not want:
+        return True
+    words = [(m.group(0), tuple(tokens(m.group(0).lower()))) for m in re.finditer(r"\w+", q)]
+    flat: list[tuple[str, int]] = [(t, i) for i, (_w, ts) in enumerate(words) for t in ts]
+    for start in range(len(flat) - len(want) + 1):
+        if [t for t, _ in flat[start : start + len(want)]] == want:
+            span = {i for _t, i in flat[start : start + len(want)]}
+            if any(ch.isupper() for i in span for ch in words[i][0]):
+                return True
+    return False
 
 
 def _seed_entities(
@@ -693,13 +737,17 @@ def _title_share(surface: str | None, title: str | None) -> float:
     core = QUALIFIER.sub("", title) or title
     if not surface or surface.lower() not in core.lower():
         return 0.0
-    return min(1.0, len(surface) / max(1, len(core)))
+    share = min(1.0, len(surface) / max(1, len(core)))
+    head = APPOSITION.sub("", core)
+    if APPOSITION_SHARE and head != core and head.lower().startswith(surface.lower()):
+        share = max(share, APPOSITION_SHARE * min(1.0, len(surface) / max(1, len(head))))
+    return share
 
 
 def _outermost(named: dict[int, str]) -> dict[int, str]:
     """The names the question contains that are not part of a longer one it contains: in "School
     On Fire" the question names the film, not fire."""
-    words = {eid: f" {' '.join(tokens(name))} " for eid, name in named.items()}
+    words = {eid: f" {' '.join(tokens(name.lower()))} " for eid, name in named.items()}
     return {
         eid: name
         for eid, name in named.items()
@@ -745,35 +793,50 @@ def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tu
     return out
 
 
-def _titled(store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()) -> dict[int, int]:
+def _titled(
+    store: Store, chunk_ids: Sequence[int], q: str, names: Sequence[str] = ()
+) -> tuple[dict[int, tuple[int, str]], list[str]]:
     """Of these chunks, the first chunks of pages whose title the question contains word for word
     (a trailing qualifier aside), but not as part of a longer title or of one of ``names``:
-    chunk -> its document. A raw string, the weakest of links: only pages already found for the
-    question are read."""
+    chunk -> (its document, the title). A raw string, the weakest of links: only pages already
+    found for the question are read. Also returns the words of every title of these pages that
+    the question contains (a name inside one of them is part of that title, not named alone)."""
     ids = list(chunk_ids)
     if not ids:
-        return {}
-    qwords = f" {' '.join(tokens(q))} "
+        return {}, []
+    qwords = f" {' '.join(tokens(q.lower()))} "
     rows = store.query(
         f"SELECT c.id, d.title, c.doc_id FROM chunks c JOIN docs d ON d.id = c.doc_id "
         f"WHERE c.id IN ({','.join('?' * len(ids))}) AND c.ord = 0",
         ids,
     )
     # "Virginia" is not what "Johnnycake, West Virginia" names: a title inside a longer name or title found is left out
-    found = [" ".join(tokens(QUALIFIER.sub("", t or "") or t or "")) for _cid, t, _doc in rows]
-    longer = [w for w in (*found, *(" ".join(tokens(n)) for n in names)) if f" {w} " in qwords]
+    found = [" ".join(tokens((QUALIFIER.sub("", t or "") or t or "").lower())) for _cid, t, _doc in rows]
+    titles = [w for w in found if len(w) >= 3 and f" {w} " in qwords]
+    longer = [w for w in (*titles, *(" ".join(tokens(n.lower())) for n in names)) if f" {w} " in qwords]
     longer = [w for w in longer if len(w) > 3]
-    out: dict[int, int] = {}
+    out: dict[int, tuple[int, str]] = {}
     for cid, title, doc_id in rows:
         title = (title or "").strip()
-        words = " ".join(tokens(QUALIFIER.sub("", title) or title))
+        core = QUALIFIER.sub("", title) or title
+        words = " ".join(tokens(core.lower()))
         if (
             len(words) >= 3
             and f" {words} " in qwords
             and not any(len(w) > len(words) and f" {words} " in f" {w} " for w in longer)
         ):
-            out[cid] = doc_id
-    return out
+            out[cid] = (doc_id, core)
+    return out, titles
+
+
+def _inside_titles(named: dict[int, str], titles: Sequence[str]) -> dict[int, str]:
+    """The names that are not part of a longer title the question contains: in "Flute Sonata in C
+    major, BWV 1033" the question names the sonata of that page, not the flute sonata."""
+    return {
+        eid: name
+        for eid, name in named.items()
+        if not any(len(t) > len(w) and f" {w} " in f" {t} " for w in [" ".join(tokens(name.lower()))] for t in titles)
+    }
 
 
 def _place(
@@ -796,13 +859,18 @@ def _place(
     rounds, every page placed in the round before (and the best result, when it is about what
     the question names) leads on: to the pages whose subject is an entity it names by a linked
     mention ("page P names X; X is the subject of this page"); the ``place_per_page`` of them
-    nearest to the question are placed right after the page that leads to them, behind placed
+    nearest to the question (after those it names right after the question's relation word: "directed by
+    X" for "the director of", ``place_context``) are placed right after the page that leads to them, behind placed
     pages of stronger links (a page the question names comes before one a page names). A link's strength is the
     product of what it rests on, each at most 1: how the entity is named (a name the question
     contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
     page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
-    same name), and the strength of the page that led to it. A link weaker than ``place`` places
-    nothing: its page keeps the rank its score gives it. Returns the new order."""
+    same name), and the strength of the page that led to it; a name or title the question writes
+    in lower case counts ``COMMON_NOUN`` of it. A link weaker than ``place`` places nothing: its
+    page keeps the rank its score gives it. When the best result is about nothing the question
+    names, the pages placed by a link of at least ``place_first`` (the question names the page's
+    subject in full) go before it, with the pages they lead to by links of at least
+    ``CHAIN_FIRST``. Returns the new order."""
     top = ranked[0]
     head: list[Candidate] = [top]
     taken = {top.chunk_id}
@@ -856,13 +924,16 @@ def _place(
                 spread[eid] = max(0.0, 1.0 - df / n_docs)
 
     named = _outermost(named)
+    window = [c.chunk_id for c in ranked[: max(TITLE_WINDOW, weights.seed_chunks)]]
+    titled, titles = _titled(store, window, q, list(named.values()))
+    named = _inside_titles(named, titles)
     strength: dict[int, float] = {}
     leaders: list[Candidate] = []
     # round 0: the question names X, X is the subject of this page; or the question contains the page's title
     found: dict[int, tuple[float, int, int | None]] = {}  # chunk -> (strength, doc, entity or None: its title)
     full = (
         {
-            eid: tokens(name) == tokens(named[eid])
+            eid: tokens(name.lower()) == tokens(named[eid].lower())
             for eid, name in store.query(
                 f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(named))})", list(named)
             )
@@ -871,16 +942,19 @@ def _place(
         else {}
     )
     specific(list(named))
+    as_name = {eid: _written_as_name(q, name) for eid, name in named.items()}
     for eid, rows in _subject_pages(store, list(named)).items():
         for cid, doc_id, share, same in rows:
             # an alias ("Ledger" of "Ledger Service") is a weaker name than the entity's own
             st = share * (1.0 if same else SAME_NAME) * (1.0 if full.get(eid) else ALIAS_LINK) * spread[eid]
+            if not as_name[eid]:  # "what time", "the body of water": a common noun, not a name
+                st *= COMMON_NOUN
             if st > found.get(cid, (0.0,))[0]:
                 found[cid] = (st, doc_id, eid)
-    window = [c.chunk_id for c in ranked[: max(10, weights.seed_chunks)]]
-    for cid, doc_id in _titled(store, window, q, list(named.values())).items():
-        if RAW_LINK > found.get(cid, (0.0,))[0]:
-            found[cid] = (RAW_LINK, doc_id, None)
+    for cid, (doc_id, title) in titled.items():
+        st = RAW_LINK * (1.0 if _written_as_name(q, title) else COMMON_NOUN) * _title_spread(store, title, n_docs)
+        if st > found.get(cid, (0.0,))[0]:
+            found[cid] = (st, doc_id, None)
     if allowed is not None:
         found = {cid: f for cid, f in found.items() if cid in allowed}
     near = nearness(list(found))
@@ -892,10 +966,10 @@ def _place(
     found = {cid: f for cid, f in found.items() if f[2] is None or best_of[f[2]] == cid or cid == top.chunk_id}
     # the best result is about what the question names (its page is, when it is a later chunk of it): it leads
     # on from its own place
-    own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)
-    if own >= weights.place:
+    top_own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)
+    if top_own >= weights.place:
         leaders.append(top)
-        strength[top.chunk_id] = own
+        strength[top.chunk_id] = top_own
     for cid in sorted(found, key=lambda x: (-near[x], x)):
         st, doc_id, eid = found[cid]
         if cid in taken or doc_id in placed_docs or st < weights.place:
@@ -913,16 +987,31 @@ def _place(
                 store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(missing))})", missing)
             )
         own = _subjects(store, ids)
+        lead_titles = dict(
+            store.query(
+                f"SELECT c.id, d.title FROM chunks c JOIN docs d ON d.id = c.doc_id "
+                f"WHERE c.id IN ({','.join('?' * len(ids))})",
+                ids,
+            )
+        )
         named_by: dict[int, list[tuple[int, float]]] = defaultdict(list)
-        for cid, eid, link in store.query(
-            f"SELECT m.chunk_id, m.entity_id, max(coalesce(m.link_score, 1.0)) FROM mentions m "
+        spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        for cid, eid, link, start, end, name in store.query(
+            f'SELECT m.chunk_id, m.entity_id, coalesce(m.link_score, 1.0), m.start, m."end", e.name FROM mentions m '
             f"JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id IN ({','.join('?' * len(ids))}) "
             f"AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
-            f"GROUP BY m.chunk_id, m.entity_id",
+            f"ORDER BY m.chunk_id, m.entity_id",
             ids,
         ):
-            if own.get(cid, (None,))[0] != eid:
+            if own.get(cid, (None,))[0] == eid or _part_of_title(name, lead_titles.get(cid)):
+                continue  # the page's own subject, or a part of its name ("Van Helsing" on "Abraham Van Helsing")
+            if (cid, eid) not in spans:
                 named_by[cid].append((eid, float(link)))
+            else:
+                i = next(i for i, (e, _) in enumerate(named_by[cid]) if e == eid)
+                named_by[cid][i] = (eid, max(named_by[cid][i][1], float(link)))
+            spans[(cid, eid)].append((start, end))
+        asks = _asked_for(store, ids, spans, q) if weights.place_context else {}
         pages = _subject_pages(store, [e for lst in named_by.values() for e, _ in lst])
         specific(list(pages))
         options: dict[int, dict[int, tuple[float, int, int]]] = defaultdict(dict)
@@ -942,7 +1031,8 @@ def _place(
         nxt: list[Candidate] = []
         for lead in ids:
             picked = 0
-            for cid in sorted(options.get(lead, {}), key=lambda x: (-near[x], x)):
+            opts = options.get(lead, {})
+            for cid in sorted(opts, key=lambda x: (-asks.get((lead, opts[x][2]), 0), -near[x], x)):
                 if picked >= weights.place_per_page:
                     break
                 st, doc_id, eid = options[lead][cid]
@@ -955,7 +1045,79 @@ def _place(
         leaders = nxt
     if len(head) == 1:
         return ranked
+    if weights.place_first and top_own < weights.place:
+        # the best result is not about anything the question names, and a page is whose subject the
+        # question names by its full name: that page competes for first place, and takes it
+        first = [
+            c
+            for c in head[1:]
+            if c.placed["round"] == 0
+            and c.placed["strength"] >= weights.place_first
+            and min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1) <= FIRST_DIRECT
+        ]
+        if first and CHAIN_FIRST < 1:
+            # and so do the pages they lead to by a strong link, each after the page that leads to it
+            ids = {c.chunk_id for c in first}
+            for c in head:
+                if c.placed and c.placed["from"] in ids and c.placed["strength"] >= CHAIN_FIRST:
+                    ids.add(c.chunk_id)
+            first = [c for c in head if c.chunk_id in ids]
+        if first:
+            head = first + [c for c in head if c not in first]
     return head + [c for c in ranked if c.chunk_id not in taken]
+
+
+def _title_spread(store: Store, title: str, n_docs: int) -> float:
+    """A title most documents write is a poor link, as a name most of them mention is (the project's name
+    on its README): 1 - the share of the documents whose text has the title's words as a phrase."""
+    words = re.findall(r"\w+", title, flags=re.UNICODE)
+    if not words:
+        return 0.0
+    phrase = '"' + " ".join(words).replace('"', '""') + '"'
+    df = store.scalar(
+        "SELECT count(DISTINCT c.doc_id) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ?",
+        (phrase,),
+    )
+    return max(0.0, 1.0 - (df or 0) / max(1, n_docs))
+
+
+def _part_of_title(name: str | None, title: str | None) -> bool:
+    """Whether the name is a shorter part of the page's title: "Van Helsing" on "Abraham Van Helsing"."""
+    words = " ".join(tokens((name or "").lower()))
+    core = " ".join(tokens((QUALIFIER.sub("", title or "") or title or "").lower()))
+    return bool(words) and len(words) < len(core) and f" {words} " in f" {core} "
+
+
+def _stems(text: str) -> set[str]:
+    """The words' first STEM letters ("directed", "director" -> "direc"), of words of four letters or more."""
+    return {w[:STEM] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
+
+
+def _asked_for(
+    store: Store, ids: Sequence[int], spans: dict[tuple[int, int], list[tuple[int, int]]], q: str
+) -> dict[tuple[int, int], int]:
+    """For each (page, entity) it names: how many of the question's lower-case content words (the relation it
+    asks through: "director", "born", "composer") the page writes just before the mention ("directed by
+    John Guillermin", "composed by ..."). Names are left out: they say which page, not which link."""
+    asked = _stems(" ".join(w for w in re.findall(r"\w+", q) if w.islower() and w not in _stop_words()))
+    if not asked:
+        return {}
+    texts = {
+        cid: (text, start)
+        for cid, text, start in store.query(
+            f"SELECT id, text, start FROM chunks WHERE id IN ({','.join('?' * len(ids))})", list(ids)
+        )
+    }
+    out: dict[tuple[int, int], int] = {}
+    for (cid, eid), where in spans.items():
+        text, base = texts.get(cid, ("", 0))
+        best = 0
+        for start, _end in where:
+            before = text[max(0, start - base - CONTEXT_CHARS) : max(0, start - base)]
+            best = max(best, len(_stems(before) & asked))
+        if best:
+            out[(cid, eid)] = best
+    return out
 
 
 def _title_mentions_sql(n: int) -> str:

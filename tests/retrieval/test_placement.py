@@ -152,3 +152,218 @@ def test_each_result_says_which_link_placed_it(tmp_path):
         assert by["town.md"]["placed_by"]["named_by"]["path"] == "person.md"
         assert by["town.md"]["placed_by"]["strength"] < placed["strength"]  # strength wanes along the chain
         assert by["film.md"]["placed_by"] is None  # the best result is there on its own evidence
+
+
+def test_graph_mode_on_a_database_with_no_entities_is_hybrid_at_hybrids_cost(tmp_path, monkeypatch):
+    from kgr.retrieval import query as query_mod
+
+    store = Store(tmp_path / "plain.sqlite")
+    with store:
+        for p, (title, text) in PAGES.items():
+            load(_records(p, title, text), store)
+        for i, text in enumerate(NOISE):
+            load(_records(f"noise{i}.md", f"Festival report {i}", text), store)
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+
+        def embed(text):
+            return fake._vec(text)
+
+        hybrid = hybrid_query(store, QUESTION, k=8, mode="hybrid", embed_query=embed)
+
+        def no_graph(*_a, **_k):
+            raise AssertionError("graph work on a database with no entities")
+
+        for name in ("_named_entities", "_seed_entities", "_expand", "_reach_chunks", "_place", "_feedback"):
+            monkeypatch.setattr(query_mod, name, no_graph)
+        graph = hybrid_query(store, QUESTION, k=8, mode="graph", embed_query=embed)
+        assert graph["mode"] == "graph"
+        assert [(r["chunk_id"], r["score"]) for r in graph["results"]] == [
+            (r["chunk_id"], r["score"]) for r in hybrid["results"]
+        ]
+
+
+def _wiki(path: Path, pages: dict[str, tuple[str, str]], names: dict[int, str], links: dict[tuple[str, int], float]):
+    """A small wiki: page path -> (title, text); each entity's page is the one whose title is its name (an
+    in-title mention); ``links``: (page, entity) -> linking score of the page's mention of it, written at
+    the name's first place in the page's text."""
+    store = Store(path)
+    for p, (title, text) in pages.items():
+        body = f"# {title}\n\n{text}"
+        load(
+            [
+                {
+                    "kind": "doc",
+                    "path": p,
+                    "hash": hashlib.sha256(body.encode()).hexdigest(),
+                    "title": title,
+                    "text": body,
+                },
+                {
+                    "kind": "chunk",
+                    "doc": p,
+                    "ord": 0,
+                    "text": body,
+                    "prelude": p,
+                    "hash": "0",
+                    "start": 0,
+                    "end": len(body),
+                },
+            ],
+            store,
+        )
+    with store.write() as conn:
+        for eid, name in names.items():
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'PERSON', ?, '[]')",
+                (eid, f"PERSON:{name.lower()}", name, name.lower()),
+            )
+        chunk = dict(conn.execute("SELECT d.path, c.id FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall())
+        docs = dict(conn.execute("SELECT path, id FROM docs").fetchall())
+
+        def mention(page: str, eid: int, in_title: bool, score: float) -> None:
+            body = f"# {pages[page][0]}\n\n{pages[page][1]}"
+            at = body.find(names[eid]) if in_title else body.find(names[eid], len(pages[page][0]) + 2)
+            assert at >= 0, (page, names[eid])
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
+                "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?, ?)",
+                (
+                    eid,
+                    docs[page],
+                    chunk[page],
+                    at,
+                    at + len(names[eid]),
+                    names[eid],
+                    score,
+                    f'{{"in_title": {str(in_title).lower()}}}',
+                ),
+            )
+
+        for p, (title, _text) in pages.items():
+            for eid, name in names.items():
+                if name == title:
+                    mention(p, eid, True, 1.0)
+        for (page, eid), score in links.items():
+            mention(page, eid, False, score)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    return store, (lambda text: fake._vec(text))
+
+
+CREW = {
+    "film.md": ("Orrin Vale", "Orrin Vale is a drama directed by Petra Quist. It was written by Ada Brun."),
+    "director.md": ("Petra Quist", "Petra Quist grew up in Dunmere and studied painting."),
+    # the writer's page shares more words with the question than the director's
+    "writer.md": ("Ada Brun", "Ada Brun was born where the director of the festival was born, in spring."),
+}
+CREW.update({f"noise{i}.md": (f"Festival report {i}", text) for i, text in enumerate(NOISE)})
+CREW_NAMES = {1: "Orrin Vale", 2: "Petra Quist", 3: "Ada Brun"}
+CREW_LINKS = {("film.md", 2): 0.95, ("film.md", 3): 0.95}
+
+
+def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_path):
+    store, embed = _wiki(tmp_path / "crew.sqlite", CREW, CREW_NAMES, CREW_LINKS)
+    with store:
+        q = "Where was the director of Orrin Vale born?"
+
+        def placed(**w):
+            res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(**w))
+            return {r["path"]: r["placed_by"] for r in res["results"] if r["placed_by"]}
+
+        # "directed by Petra Quist" answers "the director of": her page is placed, not the writer's
+        with_context = placed()
+        assert "director.md" in with_context and "writer.md" not in with_context, with_context
+        assert with_context["director.md"]["named_by"]["path"] == "film.md"
+        # without reading the words before the mention, the page nearest to the question (the writer's) is placed
+        nearest = placed(place_context=False)
+        assert "writer.md" in nearest and "director.md" not in nearest, nearest
+
+
+def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(
+    tmp_path, monkeypatch
+):
+    from kgr.retrieval import query as query_mod
+
+    pages = {"person.md": ("Petra Quist", "She grew up in Dunmere."), "town.md": ("Dunmere", "A harbour town.")}
+    # reports that use the question's words and name Petra Quist in passing (no linked mention), and pages
+    # that do neither
+    for i in range(8):
+        text = f"Petra Quist spoke at the festival; the director of the festival was born in spring, film number {i}"
+        pages[f"report{i}.md"] = (f"Festival report {i}", text)
+    for i in range(20):
+        pages[f"weather{i}.md"] = (f"Weather {i}", f"Rain on day {i}.")
+    store, embed = _wiki(tmp_path / "first.sqlite", pages, {1: "Petra Quist", 2: "Dunmere"}, {("person.md", 2): 1.0})
+    with store:
+        q = "Where did Petra Quist, the director of the festival born in spring, grow up?"
+        plain = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(place_first=0))
+        assert plain["results"][0]["path"].startswith("report"), [r["path"] for r in plain["results"]]
+        assert plain["results"][1]["path"] == "person.md"  # placed, but below the best keyword match
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert res["results"][0]["path"] == "person.md"
+        link = res["results"][0]["placed_by"]["link"]
+        assert link == "question names Petra Quist; Petra Quist is the subject of this page"
+        # the page it leads to by a strong link goes with it, then the best direct match
+        assert res["results"][1]["path"] == "town.md"
+        assert res["results"][2]["path"] == plain["results"][0]["path"]
+        monkeypatch.setattr(query_mod, "FIRST_DIRECT", 0)  # no direct evidence is enough: it stays below
+        below = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert below["results"][0]["path"] == plain["results"][0]["path"]
+        monkeypatch.setattr(query_mod, "FIRST_DIRECT", 10)
+        monkeypatch.setattr(query_mod, "CHAIN_FIRST", 1.0)  # the first page alone goes first
+        alone = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert [r["path"] for r in alone["results"][:2]] == ["person.md", plain["results"][0]["path"]]
+        # a name the question writes in lower case is a common noun: nothing goes first for it
+        low = hybrid_query(
+            store,
+            q.replace("Petra Quist", "petra quist").replace("Where", "WHERE"),
+            k=5,
+            mode="graph",
+            embed_query=embed,
+        )
+        assert low["results"][0]["path"].startswith("report")
+
+
+def test_how_the_question_writes_a_name():
+    from kgr.retrieval.query import _forms, _inside_titles, _part_of_title, _title_share, _written_as_name
+
+    # a title-cased question writes "McQuade" as "Mcquade": the name is still found word for word
+    assert set(_forms("Lone Wolf McQuade", padded=False)) & set(_forms("Lone Wolf Mcquade", padded=False))
+    # lower case is a common noun, unless the question has no capitals to tell by
+    assert not _written_as_name("What time does Indiana stop selling it?", "Time")
+    assert not _written_as_name("Which is the body of water by Boston?", "Water")
+    assert _written_as_name("When did the Renaissance begin?", "Renaissance")
+    assert _written_as_name("what time does the state stop selling it?", "Time")
+    # a name inside a longer title the question contains is part of that title
+    kept = _inside_titles({1: "Flute Sonata", 2: "Carl Bach"}, ["flute sonata in c major bwv 1033"])
+    assert kept == {2: "Carl Bach"}
+    assert _part_of_title("Van Helsing", "Abraham Van Helsing") and not _part_of_title(
+        "Abraham Van Helsing", "Abraham Van Helsing"
+    )
+    # a comma apposition after the title's head does not hide whose page it is; the head must be covered
+    assert _title_share("George Grey", "George Grey, 2nd Earl of Kent") >= 0.85
+    assert _title_share("Kent", "George Grey, 2nd Earl of Kent") < 0.5
+
+
+def test_a_title_most_pages_write_places_nothing(tmp_path):
+    def build(name: str, every_page: bool):
+        pages = {"home.md": ("Orrel", "A toolkit for tide tables."), "other.md": ("Brannock", "Another toolkit.")}
+        for i in range(20):
+            where = "Orrel" if every_page or i < 2 else "the toolkit"
+            pages[f"note{i}.md"] = (f"Note {i}", f"The tide rule {i} of {where} applies to the harbour gauge.")
+        # the title is no entity's name: a raw string, the weakest of links (one entity so there is a graph)
+        return _wiki(tmp_path / name, pages, {1: "Brannock"}, {})
+
+    q = "How does the tide rule apply to the harbour gauge in Orrel?"
+    store, embed = build("rare.sqlite", every_page=False)
+    with store:
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        by = {r["path"]: r for r in res["results"]}
+        assert by["home.md"]["placed_by"]["link"] == "question contains this page's title"
+    # every page writes the title: it says nothing about which page the question asks for
+    store, embed = build("common.sqlite", every_page=True)
+    with store:
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed)
+        assert all(r["placed_by"] is None for r in res["results"]), [
+            (r["path"], r["placed_by"]) for r in res["results"]
+        ]
