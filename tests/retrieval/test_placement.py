@@ -5,6 +5,7 @@ link placed each one."""
 import hashlib
 import sys
 from pathlib import Path
+from typing import Callable
 
 from kgr.config import RetrievalWeights
 from kgr.retrieval.query import hybrid_query
@@ -53,8 +54,25 @@ def _kb(path: Path, links: dict[tuple[str, int], float], extra_docs: int = 0):
         load(_records(f"noise{i}.md", f"Festival report {i}", text), store)
     for i in range(extra_docs):
         load(_records(f"common{i}.md", f"Listing {i}", " ".join(ENTITIES.values())), store)
+    commons = {(f"common{i}.md", eid): 1.0 for i in range(extra_docs) for eid in ENTITIES}
+    _graph(store, ENTITIES, {"film.md": 1, "person.md": 2, "town.md": 3}, {**links, **commons})
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    return store, (lambda text: fake._vec(text))
+
+
+def _graph(
+    store: Store,
+    names: dict[int, str],
+    subjects: dict[str, int],
+    links: dict[tuple[str, int], float],
+    at: Callable[[str, int, bool], int] | None = None,
+) -> None:
+    """Entities ``names`` (id -> name, PERSON); each page of ``subjects`` (page -> entity) names its
+    subject in its title; ``links``: (page, entity) -> the linking score of the page's mention of it.
+    ``at(page, entity, in_title)``: where the mention starts (0 when not given)."""
     with store.write() as conn:
-        for eid, name in ENTITIES.items():
+        for eid, name in names.items():
             conn.execute(
                 "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'PERSON', ?, '[]')",
                 (eid, f"PERSON:{name.lower()}", name, name.lower()),
@@ -63,30 +81,26 @@ def _kb(path: Path, links: dict[tuple[str, int], float], extra_docs: int = 0):
         docs = dict(conn.execute("SELECT path, id FROM docs").fetchall())
 
         def mention(page: str, eid: int, in_title: bool, score: float) -> None:
+            start = at(page, eid, in_title) if at else 0
             conn.execute(
                 'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
-                "VALUES (?, ?, ?, 0, ?, ?, 'ner', ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?, ?)",
                 (
                     eid,
                     docs[page],
                     chunk[page],
-                    len(ENTITIES[eid]),
-                    ENTITIES[eid],
+                    start,
+                    start + len(names[eid]),
+                    names[eid],
                     score,
                     f'{{"in_title": {str(in_title).lower()}}}',
                 ),
             )
 
-        for eid, page in ((1, "film.md"), (2, "person.md"), (3, "town.md")):
+        for page, eid in subjects.items():
             mention(page, eid, True, 1.0)
         for (page, eid), score in links.items():
             mention(page, eid, False, score)
-        for i in range(extra_docs):
-            for eid in ENTITIES:
-                mention(f"common{i}.md", eid, False, 1.0)
-    fake = CountingFake()
-    vectors.embed_pending(store, lambda: fake)
-    return store, (lambda text: fake._vec(text))
 
 
 STRONG = {("film.md", 2): 0.95, ("person.md", 3): 0.95}
@@ -212,40 +226,16 @@ def _wiki(path: Path, pages: dict[str, tuple[str, str]], names: dict[int, str], 
             ],
             store,
         )
-    with store.write() as conn:
-        for eid, name in names.items():
-            conn.execute(
-                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'PERSON', ?, '[]')",
-                (eid, f"PERSON:{name.lower()}", name, name.lower()),
-            )
-        chunk = dict(conn.execute("SELECT d.path, c.id FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall())
-        docs = dict(conn.execute("SELECT path, id FROM docs").fetchall())
 
-        def mention(page: str, eid: int, in_title: bool, score: float) -> None:
-            body = f"# {pages[page][0]}\n\n{pages[page][1]}"
-            at = body.find(names[eid]) if in_title else body.find(names[eid], len(pages[page][0]) + 2)
-            assert at >= 0, (page, names[eid])
-            conn.execute(
-                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
-                "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?, ?)",
-                (
-                    eid,
-                    docs[page],
-                    chunk[page],
-                    at,
-                    at + len(names[eid]),
-                    names[eid],
-                    score,
-                    f'{{"in_title": {str(in_title).lower()}}}',
-                ),
-            )
+    def at(page: str, eid: int, in_title: bool) -> int:
+        title, text = pages[page]
+        body = f"# {title}\n\n{text}"
+        found = body.find(names[eid]) if in_title else body.find(names[eid], len(title) + 2)
+        assert found >= 0, (page, names[eid])
+        return found
 
-        for p, (title, _text) in pages.items():
-            for eid, name in names.items():
-                if name == title:
-                    mention(p, eid, True, 1.0)
-        for (page, eid), score in links.items():
-            mention(page, eid, False, score)
+    subjects = {p: eid for p, (title, _text) in pages.items() for eid, name in names.items() if name == title}
+    _graph(store, names, subjects, links, at)
     fake = CountingFake()
     vectors.embed_pending(store, lambda: fake)
     return store, (lambda text: fake._vec(text))
