@@ -74,6 +74,19 @@ class GraphSource:
             orjson.dumps(sorted(self.types)).decode()
         ]
 
+    def _edge_filter(self) -> tuple[str, list[str]]:
+        """The WHERE of the relations kept (both ends' types, the relation types), over
+        ``relations r JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id``."""
+        src_where, src_params = self._type_filter("a")
+        dst_where, dst_params = self._type_filter("b")
+        rel_where, rel_params = "", []
+        if self.rels:
+            rel_where, rel_params = (
+                " AND r.rel IN (SELECT value FROM json_each(?))",
+                [orjson.dumps(sorted(self.rels)).decode()],
+            )
+        return f"WHERE 1{src_where}{dst_where}{rel_where}", [*src_params, *dst_params, *rel_params]
+
     def nodes(self) -> Iterator[dict]:
         where, params = self._type_filter("e")
         from kgr.retrieval.entities import ENTITY_COLUMNS, entity_row
@@ -85,19 +98,11 @@ class GraphSource:
             yield entity_row(row)
 
     def edges(self) -> Iterator[dict]:
-        src_where, src_params = self._type_filter("a")
-        dst_where, dst_params = self._type_filter("b")
-        rel_where, rel_params = "", []
-        if self.rels:
-            rel_where, rel_params = (
-                " AND r.rel IN (SELECT value FROM json_each(?))",
-                [orjson.dumps(sorted(self.rels)).decode()],
-            )
+        where, params = self._edge_filter()
         for row in self.store.conn.execute(
             "SELECT r.id, r.src_id, r.dst_id, r.rel, r.confidence, r.strength, r.origin FROM relations r "
-            "JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
-            f"WHERE 1{src_where}{dst_where}{rel_where} ORDER BY r.id",
-            [*src_params, *dst_params, *rel_params],
+            f"JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id {where} ORDER BY r.id",
+            params,
         ):
             self.counts["edges"] += 1
             yield {
@@ -413,19 +418,11 @@ def _mention_rows(graph: GraphSource) -> Iterator[dict]:
 
 def _relation_rows(graph: GraphSource) -> Iterator[dict]:
     """Relations ordered by type then id, each with its evidence (strongest first) as parallel lists."""
-    src_where, src_params = graph._type_filter("a")
-    dst_where, dst_params = graph._type_filter("b")
-    rel_where, rel_params = "", []
-    if graph.rels:
-        rel_where, rel_params = (
-            " AND r.rel IN (SELECT value FROM json_each(?))",
-            [orjson.dumps(sorted(graph.rels)).decode()],
-        )
+    where, params = graph._edge_filter()
     for row in graph.store.conn.execute(
         f"SELECT r.rel, {_select(_RELATION_COLUMNS)}, {_EVIDENCE} FROM relations r "
-        "JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id "
-        f"WHERE 1{src_where}{dst_where}{rel_where} ORDER BY r.rel, r.id",
-        [*src_params, *dst_params, *rel_params],
+        f"JOIN entities a ON a.id = r.src_id JOIN entities b ON b.id = r.dst_id {where} ORDER BY r.rel, r.id",
+        params,
     ):
         graph.counts["edges"] += 1
         evidence = orjson.loads(row[7]) if row[7] else []
