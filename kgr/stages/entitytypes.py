@@ -3,7 +3,10 @@
 Each mention contributes features that carry across corpora: the type the extractor
 guessed and why (regex family, code font, gazetteer source, head-noun extension), spaCy's
 NER label, the shape of the surface ("Xx Xx", "x-x", "X_X", "X-d", "xd.d.d"), its head and
-first word, and the words right before and after it ("the X team", "X leads", "by X").
+first word, the words right before and after it ("the X team", "X leads", "by X"), the ordinary
+(lower-case) words of its sentence near it, the head noun of what an apposition or a copula says
+it is ("X, the payments team", "X is a library that ..."), and the words of the section heading
+it is under.
 An entity's features are those of its mentions averaged (so that one noisy mention does not
 decide), and a multinomial logistic model, trained with scikit-learn on annotated corpora
 (``python -m kgr.eval.typetrain train``), turns them into one type. Inference is numpy only: the
