@@ -3,7 +3,10 @@
 Each mention contributes features that carry across corpora: the type the extractor
 guessed and why (regex family, code font, gazetteer source, head-noun extension), spaCy's
 NER label, the shape of the surface ("Xx Xx", "x-x", "X_X", "X-d", "xd.d.d"), its head and
-first word, and the words right before and after it ("the X team", "X leads", "by X").
+first word, the words right before and after it ("the X team", "X leads", "by X"), the ordinary
+(lower-case) words of its sentence near it, the head noun of what an apposition or a copula says
+it is ("X, the payments team", "X is a library that ..."), and the words of the section heading
+it is under.
 An entity's features are those of its mentions averaged (so that one noisy mention does not
 decide), and a multinomial logistic model, trained with scikit-learn on annotated corpora
 (``python -m kgr.eval.typetrain train``), turns them into one type. Inference is numpy only: the
@@ -22,7 +25,6 @@ from typing import Iterator, Mapping
 MODEL_FILE = Path(__file__).parent / "models" / "types.json"
 
 _WORDS = re.compile(r"[A-Za-z\u00C0-\u024F][A-Za-z\u00C0-\u024F'’]*|\d+|[^\s\w]")
-CONTEXT_CHARS = 60  # how far before and after a mention its neighbouring words are read
 
 # Head nouns that say what kind of thing a name denotes (generic English); a mention whose
 # last word is one of them has strong evidence of its type.
@@ -39,17 +41,102 @@ def _heads() -> dict[str, str]:
 
 
 def context(text: str, start: int, end: int) -> list[str]:
-    """[word before the previous, previous, next, the one after] on the mention's line;
-    "^" and "$" stand for the line's start and end."""
+    """[word before the previous, previous, next, the one after] on the mention's line, then
+    the words of a wider window: up to WINDOW words before, "|", up to WINDOW after (same line,
+    same sentence); "^" and "$" stand for the line's start and end."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     if line_end < 0:
         line_end = len(text)
-    before = _WORDS.findall(text[max(line_start, start - CONTEXT_CHARS) : start])[-2:]
-    after = _WORDS.findall(text[end : min(line_end, end + CONTEXT_CHARS)])[:2]
+    left = _WORDS.findall(text[max(line_start, start - WIDE_CHARS) : start])
+    right = _WORDS.findall(text[end : min(line_end, end + WIDE_CHARS)])
+    before = left[-2:]
+    after = right[:2]
     before = ["^"] * (2 - len(before)) + before
     after = after + ["$"] * (2 - len(after))
-    return before + after
+    heading = _heading(text, line_start)
+    return before + after + _sentence(left, reverse=True) + [SEP] + _sentence(right) + [HEADING] + heading
+
+
+SEP, HEADING = "<sep>", "<heading>"  # no word reads so: they part the window's lists
+
+
+@functools.lru_cache(maxsize=4)
+def _headings(text: str) -> tuple[list[int], list[tuple[int, list[str]]]]:
+    """The markdown headings of a text: their line starts, and (level, lower-case words)."""
+    starts, heads = [], []
+    for m in _HEADING_LINE.finditer(text):
+        starts.append(m.start())
+        heads.append((len(m.group(1)), [w.lower() for w in _WORDS.findall(m.group(2)) if w.isalpha()]))
+    return starts, heads
+
+
+_HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.*)$", re.M)
+
+
+def _heading(text: str, line_start: int) -> list[str]:
+    """The words of the section heading a line is under (for a heading line, of its parent):
+    a list under "Vendors" or "Teams" says what its names are."""
+    import bisect
+
+    starts, heads = _headings(text)
+    i = bisect.bisect_right(starts, line_start) - 1
+    if i < 0:
+        return []
+    level = 7
+    if starts[i] == line_start:  # the mention is in a heading: read the one above it
+        level = heads[i][0]
+        i -= 1
+    while i >= 0 and heads[i][0] >= level:
+        i -= 1
+    return heads[i][1][:8] if i >= 0 else []
+
+
+WINDOW = 10  # words of the wider window on each side
+WIDE_CHARS = 120
+_SENTENCE_END = frozenset(".!?;:")
+
+
+def _sentence(words: list[str], reverse: bool = False) -> list[str]:
+    """The words nearest the mention up to a sentence end, at most WINDOW of them."""
+    seq = words[::-1] if reverse else words
+    out: list[str] = []
+    for w in seq:
+        if w in _SENTENCE_END or len(out) >= WINDOW:
+            break
+        out.append(w)
+    return out[::-1] if reverse else out
+
+
+_DETERMINERS = frozenset(("a", "an", "the", "our", "its", "their", "this", "one"))
+_COPULAS = frozenset(("is", "was", "are", "were", "be", "becomes", "remains"))
+_HEAD_STOP = frozenset(
+    "that which who whose where for of in to with and or on by at from as is are was were "
+    "it its runs owns uses calls since until when while".split()
+)
+
+
+def descriptor(after: list[str]) -> str | None:
+    """The head noun of what the text says a name is, from the words after it: "X, the payments
+    team ..." -> "team", "X is an open-source library that ..." -> "library"."""
+    i = 0
+    if after[:1] == [","]:
+        i = 1
+    elif after[:1] and after[0].lower() in _COPULAS:
+        i = 1
+    else:
+        return None
+    if i >= len(after) or after[i].lower() not in _DETERMINERS:
+        return None
+    head = None
+    for w in after[i + 1 : i + 6]:
+        low = w.lower()
+        if low in _HEAD_STOP or not (w.isalpha() or "-" in w):
+            break
+        if w != low:  # a name inside the description: "the Kafka-based bus" goes on
+            continue
+        head = low
+    return head
 
 
 _LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z']+(?![\w-])")
@@ -145,16 +232,38 @@ def mention_features(
     if surface.isupper():
         out.append("caps")
     if ctx:
-        p2, p1, n1, n2 = (_word(w) for w in ctx)
+        p2, p1, n1, n2 = (_word(w) for w in ctx[:4])
         out += [f"p1={p1}", f"n1={n1}", f"p2={p2} {p1}", f"n2={n1} {n2}"]
         for w in (p1, n1):
             typ = _heads().get(w)
             if typ:
                 out.append(f"ctxhead={typ}")
+        if SEP in ctx:
+            bar = ctx.index(SEP)
+            hd = ctx.index(HEADING) if HEADING in ctx else len(ctx)
+            out += _window(ctx[4:bar], ctx[bar + 1 : hd])
+            own = {w.lower() for w in words}
+            out += [f"hd={w}" for w in set(ctx[hd + 1 :]) if len(w) > 2 and w not in own]
     return out
 
 
-CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref")
+def _window(left: list[str], right: list[str]) -> list[str]:
+    """What the sentence around a mention says of it: the head noun of an apposition or a
+    copula ("X, the payments team"; "X is a library"), and the ordinary words near it."""
+    out = []
+    head = descriptor(right)
+    if head:
+        out.append(f"desc={head}")
+        typ = _heads().get(head)
+        if typ:
+            out.append(f"desctype={typ}")
+    for w in set(left[-WINDOW:] + right[:WINDOW]):
+        if w.isalpha() and w.islower() and len(w) > 2:
+            out.append(f"w={w}")
+    return out
+
+
+CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref", "desc", "w=", "hd=")
 
 
 def entity_features(counts: Mapping[str, float], n: int) -> dict[str, float]:

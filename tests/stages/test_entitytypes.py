@@ -11,18 +11,36 @@ def test_context_reads_the_words_around_a_mention_on_its_line():
     text = "Intro line\nThe Quarry Team owns it.\nNext"
     start = text.index("Quarry Team")
     ctx = entitytypes.context(text, start, start + len("Quarry Team"))
-    assert ctx == ["^", "The", "owns", "it"]
+    assert ctx[:4] == ["^", "The", "owns", "it"]
     feats = entitytypes.mention_features("Quarry Team", "TEAM", "name", {}, ctx)
     assert "p1=the" in feats and "n1=owns" in feats  # common words as they are
     assert "headtype=TEAM" in feats
+    assert "w=owns" in feats and "w=intro" not in feats  # the window stays on the mention's line
     # a neighbouring name is seen by its shape only: what is learned carries to other names
     ctx2 = entitytypes.context("Ask Ona Pike about Borealis today", 19, 27)
-    assert entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, ctx2)[-4:] == [
-        "p1=about",
-        "n1=today",
-        "p2=Xx about",
-        "n2=today $",
+    feats2 = entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, ctx2)
+    assert ["p1=about", "n1=today", "p2=Xx about", "n2=today $"] == [
+        f for f in feats2 if f[:3] in ("p1=", "n1=", "p2=", "n2=")
     ]
+    assert "w=about" in feats2 and "w=today" in feats2 and not any(f.startswith(("w=O", "w=A")) for f in feats2)
+
+
+def test_window_reads_what_the_sentence_says_a_name_is_and_its_section_heading():
+    text = "# Vendors\n\n## Borealis\n\nWe use Borealis, the billing gateway for invoices. Then Quarry is a small library.\n"
+    start = text.index("Borealis,")
+    feats = entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, entitytypes.context(text, start, start + 8))
+    assert "desc=gateway" in feats and "desctype=SERVICE" in feats
+    assert "w=then" not in feats  # the sentence ends at the full stop
+    assert not any(f.startswith("hd=") for f in feats)  # its section's heading is its own name
+    start = text.index("Quarry")
+    feats = entitytypes.mention_features("Quarry", "PRODUCT", "name", {}, entitytypes.context(text, start, start + 6))
+    assert "desc=library" in feats and "desctype=COMPONENT" in feats
+    assert "hd=borealis" in feats and "hd=vendors" not in feats  # the nearest heading above
+    # a heading line reads the heading above it, not its own words
+    start = text.index("Borealis")
+    feats = entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, entitytypes.context(text, start, start + 8))
+    assert "hd=vendors" in feats and "hd=borealis" not in feats
+    assert entitytypes.descriptor(["runs", "the", "bus"]) is None
 
 
 def test_shapes_and_strong_evidence():
@@ -79,7 +97,7 @@ def test_the_type_is_decided_once_over_all_mentions_of_all_documents():
     entities = [r for r in out if r["kind"] == "entity"]
     assert entities[-1]["type"] == "TEAM"
     # the words around each mention are kept with it, for a later run to read from the store
-    assert [r["features"]["ctx"] for r in out if r["kind"] == "mention"][1] == ["Ask", "the", "team", "."]
+    assert [r["features"]["ctx"] for r in out if r["kind"] == "mention"][1][:4] == ["Ask", "the", "team", "."]
     # without a model the mentions' types are voted: PERSON, as before
     voted = list(link([a, chunk_a, dict(m_a), b, chunk_b, dict(m_b)], linker=Linker(typer=None)))
     assert [r for r in voted if r["kind"] == "entity"][-1]["type"] == "PERSON"
