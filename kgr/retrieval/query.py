@@ -189,6 +189,22 @@ class RankedList:
     min_spread: float = 0.0  # the least standard deviation its scores are taken to have
 
 
+def agreement(keyword: dict[int, float], semantic: dict[int, float], head: int) -> float:
+    """The share of its fusion weight the vector list keeps for this query: 1 when the heads of the
+    two lists (their best ``head`` chunks) have a passage in common, 0 when they have none. Lists
+    that share a passage confirm each other, and the vector list then reorders the keyword matches
+    by meaning. Heads with nothing in common contradict each other; the keyword list, the question's
+    own words found in the text, then decides the order on its own, and a vector list from an
+    embedder that does not know the question's terms (identifiers, version numbers, in-house names)
+    cannot push the passages that contain them down. With no keyword list (or ``head`` 0) the
+    vector list keeps its whole weight."""
+    if head <= 0 or not keyword or not semantic:
+        return 1.0
+    top_k = {cid for cid, _ in sorted(keyword.items(), key=lambda kv: (-kv[1], kv[0]))[:head]}
+    top_v = {cid for cid, _ in sorted(semantic.items(), key=lambda kv: (-kv[1], kv[0]))[:head]}
+    return 1.0 if top_k & top_v else 0.0
+
+
 def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights) -> None:
     """Set every candidate's ``direct`` score in [0, 1] from the lists it is on.
 
@@ -311,7 +327,10 @@ def hybrid_query(
                 c.rrf += 1.0 / (RRF_K + rank)
                 semantic[cid] = sim
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
-    lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
+    lists = [
+        RankedList(share, keyword),
+        RankedList((1.0 - share) * agreement(keyword, semantic, weights.agreement), semantic, weights.cosine_spread),
+    ]
     fuse(cands, lists, weights)
 
     # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
