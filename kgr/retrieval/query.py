@@ -9,7 +9,9 @@ Modes:
 - ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
   list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
   for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
-  reciprocal rank fusion (``fusion: rrf``) does;
+  reciprocal rank fusion (``fusion: rrf``) does; and when the two lists' heads (their best
+  ``weights.agreement`` chunks) have no passage in common the vector list is left out for that
+  query (:func:`agreement`): contradicting lists leave the keyword order alone;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
   question names, a second search with the entities that page names (``weights.feedback``,
   the bridge to the next hop); then seed entities (named in the query, nearest by
