@@ -209,10 +209,6 @@ class RetrievalWeights(Section):
     fusion: str = "zscore"
     keyword_share: float = 0.7  # zscore: the keyword list's share of the fused score (the vector list has the rest)
     cosine_spread: float = 0.08  # zscore: least spread of a vector list's cosines (a flat list is not stretched)
-    # zscore: when the best ``agreement`` chunks of the keyword list and of the vector list have no passage in common,
-    # the lists contradict each other and the keyword order stands alone (the vector list gets no weight for that
-    # question); one passage in common and the vector list keeps its weight (0: always fuse)
-    agreement: int = 5
     min_confidence: float = 0.5  # graph mode: edges below this confidence are not followed
     evidence: float = 0.0  # graph mode: how much of the graph's addition to a chunk depends on its direct evidence
     # Graph mode placement: a page whose subject the question names, or a page that a placed page names (a linked

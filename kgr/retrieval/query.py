@@ -9,9 +9,7 @@ Modes:
 - ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
   list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
   for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
-  reciprocal rank fusion (``fusion: rrf``) does; and when the two lists' heads (their best
-  ``weights.agreement`` chunks) have no passage in common the vector list is left out for that
-  query (:func:`agreement`): contradicting lists leave the keyword order alone;
+  reciprocal rank fusion (``fusion: rrf``) does;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
   question names, a second search with the entities that page names (``weights.feedback``,
   the bridge to the next hop); then seed entities (named in the query, nearest by
@@ -191,22 +189,6 @@ class RankedList:
     min_spread: float = 0.0  # the least standard deviation its scores are taken to have
 
 
-def agreement(keyword: dict[int, float], semantic: dict[int, float], head: int) -> float:
-    """The share of its fusion weight the vector list keeps for this query: 1 when the heads of the
-    two lists (their best ``head`` chunks) have a passage in common, 0 when they have none. Lists
-    that share a passage confirm each other, and the vector list then reorders the keyword matches
-    by meaning. Heads with nothing in common contradict each other; the keyword list, the question's
-    own words found in the text, then decides the order on its own, and a vector list from an
-    embedder that does not know the question's terms (identifiers, version numbers, in-house names)
-    cannot push the passages that contain them down. With no keyword list (or ``head`` 0) the
-    vector list keeps its whole weight."""
-    if head <= 0 or not keyword or not semantic:
-        return 1.0
-    top_k = {cid for cid, _ in sorted(keyword.items(), key=lambda kv: (-kv[1], kv[0]))[:head]}
-    top_v = {cid for cid, _ in sorted(semantic.items(), key=lambda kv: (-kv[1], kv[0]))[:head]}
-    return 1.0 if top_k & top_v else 0.0
-
-
 def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights) -> None:
     """Set every candidate's ``direct`` score in [0, 1] from the lists it is on.
 
@@ -329,10 +311,7 @@ def hybrid_query(
                 c.rrf += 1.0 / (RRF_K + rank)
                 semantic[cid] = sim
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
-    lists = [
-        RankedList(share, keyword),
-        RankedList((1.0 - share) * agreement(keyword, semantic, weights.agreement), semantic, weights.cosine_spread),
-    ]
+    lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     fuse(cands, lists, weights)
 
     # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
