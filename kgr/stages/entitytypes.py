@@ -277,6 +277,7 @@ def mention_features(
 _STEMMED = ("w=", "p1=", "n1=", "p2=", "n2=", "desc=", "hd=", "col=", "head=")
 
 
+@functools.lru_cache(maxsize=65536)
 def _stemmed(feature: str) -> str:
     """A word feature with its words' inflection cut off ("leads", "led" -> "lead"), so that
     what one text says in another form still counts."""
