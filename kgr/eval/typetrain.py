@@ -27,7 +27,7 @@ import orjson
 
 from kgr.stages import entitytypes
 
-C_DEFAULT = 1.0  # inverse regularisation strength, chosen by cross-validation (bench/cv_types.py)
+C_DEFAULT = 0.5  # inverse regularisation strength, chosen by cross-validation (bench/cv_types.py)
 MIN_FEATURE_ENTITIES = 2  # a feature seen in fewer training entities is dropped
 
 

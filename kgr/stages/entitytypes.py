@@ -5,10 +5,12 @@ guessed and why (regex family, code font, gazetteer source, head-noun extension)
 NER label, the shape of the surface ("Xx Xx", "x-x", "X_X", "X-d", "xd.d.d"), its head and
 first word, the words right before and after it ("the X team", "X leads", "by X"), the ordinary
 (lower-case) words of its sentence near it, the head noun of what an apposition or a copula says
-it is ("X, the payments team", "X is a library that ..."), and the words of the section heading
-it is under.
-An entity's features are those of its mentions averaged (so that one noisy mention does not
-decide), and a multinomial logistic model, trained with scikit-learn on annotated corpora
+it is ("X, the payments team", "X is a library that ..."), the words of the section heading
+it is under and of the header of its table column, and the last word of a multi-word name; its
+words are crudely stemmed ("leads", "led" -> "lead").
+An entity's features are counted over its mentions and divided by the square root of their
+number, at most 1 (so that one noisy mention does not decide, and a feature most mentions
+share counts fully), and a multinomial logistic model, trained with scikit-learn on annotated corpora
 (``python -m kgr.eval.typetrain train``), turns them into one type. Inference is numpy only: the
 weights ship with the package (``kgr/stages/models/types.json``).
 """
@@ -55,10 +57,30 @@ def context(text: str, start: int, end: int) -> list[str]:
     before = ["^"] * (2 - len(before)) + before
     after = after + ["$"] * (2 - len(after))
     heading = _heading(text, line_start)
-    return before + after + _sentence(left, reverse=True) + [SEP] + _sentence(right) + [HEADING] + heading
+    out = before + after + _sentence(left, reverse=True) + [SEP] + _sentence(right) + [HEADING] + heading
+    if text.startswith("|", line_start):
+        out += [COLUMN] + _column(text, line_start, start)
+    return out
 
 
-SEP, HEADING = "<sep>", "<heading>"  # no word reads so: they part the window's lists
+SEP, HEADING, COLUMN = "<sep>", "<heading>", "<column>"  # no word reads so: they part the window's lists
+
+
+def _column(text: str, line_start: int, start: int) -> list[str]:
+    """The words of the header cell of the table column a mention is in ("| Owner | Region |")."""
+    top = line_start
+    while top > 0:
+        prev = text.rfind("\n", 0, top - 1) + 1
+        if not text.startswith("|", prev):
+            break
+        top = prev
+    if top == line_start:  # the mention is in the header row
+        return []
+    cell = text.count("|", line_start, start)
+    header = text[top : text.find("\n", top)].split("|")
+    if cell >= len(header):
+        return []
+    return [w.lower() for w in _WORDS.findall(header[cell]) if w.isalpha()][:4]
 
 
 @functools.lru_cache(maxsize=4)
@@ -112,7 +134,8 @@ _DETERMINERS = frozenset(("a", "an", "the", "our", "its", "their", "this", "one"
 _COPULAS = frozenset(("is", "was", "are", "were", "be", "becomes", "remains"))
 _HEAD_STOP = frozenset(
     "that which who whose where for of in to with and or on by at from as is are was were "
-    "it its runs owns uses calls since until when while".split()
+    "it its runs owns uses calls since until when while inside within into onto over under "
+    "between across through behind about after before against during without via per than".split()
 )
 
 
@@ -227,6 +250,8 @@ def mention_features(
             out.append(f"headtype={typ}")
         if len(words) > 1 and first.lower() in _stop():
             out.append(f"first={first.lower()}")
+        if len(words) > 1 and head.isalpha():  # "Payments Team", "Beacon Service": the last word says the kind
+            out.append(f"last={head.lower()}")
     if any(c.isdigit() for c in surface):
         out.append("digit")
     if surface.isupper():
@@ -241,10 +266,31 @@ def mention_features(
         if SEP in ctx:
             bar = ctx.index(SEP)
             hd = ctx.index(HEADING) if HEADING in ctx else len(ctx)
+            col = ctx.index(COLUMN) if COLUMN in ctx else len(ctx)
             out += _window(ctx[4:bar], ctx[bar + 1 : hd])
             own = {w.lower() for w in words}
-            out += [f"hd={w}" for w in set(ctx[hd + 1 :]) if len(w) > 2 and w not in own]
-    return out
+            out += [f"hd={w}" for w in set(ctx[hd + 1 : col]) if len(w) > 2 and w not in own]
+            out += [f"col={w}" for w in ctx[col + 1 :] if len(w) > 2]
+    return [_stemmed(f) if f.startswith(_STEMMED) else f for f in out]
+
+
+_STEMMED = ("w=", "p1=", "n1=", "p2=", "n2=", "desc=", "hd=", "col=", "head=")
+
+
+@functools.lru_cache(maxsize=65536)
+def _stemmed(feature: str) -> str:
+    """A word feature with its words' inflection cut off ("leads", "led" -> "lead"), so that
+    what one text says in another form still counts."""
+    key, value = feature.split("=", 1)
+    return key + "=" + " ".join(stem(w) for w in value.split(" "))
+
+
+def stem(word: str) -> str:
+    """A crude English stem: "services" -> "servic", "owned" -> "own", "running" -> "runn"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and word.isalpha():
+            return word[: -len(suffix)]
+    return word
 
 
 def _window(left: list[str], right: list[str]) -> list[str]:
@@ -263,13 +309,16 @@ def _window(left: list[str], right: list[str]) -> list[str]:
     return out
 
 
-CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref", "desc", "w=", "hd=")
+CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref", "desc", "w=", "hd=", "col=")
 
 
 def entity_features(counts: Mapping[str, float], n: int) -> dict[str, float]:
-    """An entity's features: its mentions' features averaged, and how often it is named."""
+    """An entity's features: how many of its mentions have each, over the square root of how many
+    mentions it has (at most 1: a feature of one mention in nine counts a third, of all of them
+    fully), and how often it is named."""
     n = max(1, n)
-    out = {f: c / n for f, c in counts.items()}
+    scale = math.sqrt(n)
+    out = {f: min(1.0, c / scale) for f, c in counts.items()}
     out[f"n={min(int(math.log2(n)), 5)}"] = 1.0
     return out
 

@@ -13,9 +13,9 @@ def test_context_reads_the_words_around_a_mention_on_its_line():
     ctx = entitytypes.context(text, start, start + len("Quarry Team"))
     assert ctx[:4] == ["^", "The", "owns", "it"]
     feats = entitytypes.mention_features("Quarry Team", "TEAM", "name", {}, ctx)
-    assert "p1=the" in feats and "n1=owns" in feats  # common words as they are
-    assert "headtype=TEAM" in feats
-    assert "w=owns" in feats and "w=intro" not in feats  # the window stays on the mention's line
+    assert "p1=the" in feats and "n1=own" in feats  # common words as they are, stemmed ("owns")
+    assert "headtype=TEAM" in feats and "last=team" in feats
+    assert "w=own" in feats and "w=intro" not in feats  # the window stays on the mention's line
     # a neighbouring name is seen by its shape only: what is learned carries to other names
     ctx2 = entitytypes.context("Ask Ona Pike about Borealis today", 19, 27)
     feats2 = entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, ctx2)
@@ -35,12 +35,43 @@ def test_window_reads_what_the_sentence_says_a_name_is_and_its_section_heading()
     start = text.index("Quarry")
     feats = entitytypes.mention_features("Quarry", "PRODUCT", "name", {}, entitytypes.context(text, start, start + 6))
     assert "desc=library" in feats and "desctype=COMPONENT" in feats
-    assert "hd=borealis" in feats and "hd=vendors" not in feats  # the nearest heading above
+    assert "hd=boreali" in feats and "hd=vendor" not in feats  # the nearest heading above (crudely stemmed)
     # a heading line reads the heading above it, not its own words
     start = text.index("Borealis")
     feats = entitytypes.mention_features("Borealis", "PRODUCT", "name", {}, entitytypes.context(text, start, start + 8))
-    assert "hd=vendors" in feats and "hd=borealis" not in feats
+    assert "hd=vendor" in feats and "hd=boreali" not in feats
     assert entitytypes.descriptor(["runs", "the", "bus"]) is None
+
+
+def test_table_column_header_and_descriptor_stop_at_a_preposition():
+    text = "# Groups\n\n| Group | Lead | Owns |\n|---|---|---|\n| Infra | Ona Pike | Borealis, Quarry |\n"
+    start = text.index("Quarry")
+    ctx = entitytypes.context(text, start, start + 6)
+    feats = entitytypes.mention_features("Quarry", "PRODUCT", "name", {}, ctx)
+    assert [f for f in feats if f.startswith("col=")] == ["col=own"]  # the header cell "Owns", stemmed
+    assert "hd=group" in feats  # the heading is still read ("Groups")
+    start = text.index("Group")  # a mention in the header row has no column header
+    assert not any(
+        f.startswith("col=")
+        for f in entitytypes.mention_features(
+            "Group", "CONCEPT", "name", {}, entitytypes.context(text, start, start + 5)
+        )
+    )
+    # what the text says a name is stops at a preposition: "daemon", not "inside"
+    assert entitytypes.descriptor("is the compaction daemon inside Borealis".split()) == "daemon"
+
+
+def test_stem_and_entity_aggregation():
+    assert [entitytypes.stem(w) for w in ("leads", "owned", "running", "is", "bus")] == [
+        "lead",
+        "own",
+        "runn",
+        "is",
+        "bus",
+    ]
+    # a feature counts by how many mentions have it over the square root of their number, at most 1
+    feats = entitytypes.entity_features({"a": 1.0, "b": 4.0, "c": 9.0}, 9)
+    assert feats["a"] == 1 / 3 and feats["b"] == 1.0 and feats["c"] == 1.0 and feats["n=3"] == 1.0
 
 
 def test_shapes_and_strong_evidence():
