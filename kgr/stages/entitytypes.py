@@ -7,7 +7,7 @@ first word, the words right before and after it ("the X team", "X leads", "by X"
 (lower-case) words of its sentence near it, the head noun of what an apposition or a copula says
 it is ("X, the payments team", "X is a library that ..."), the words of the section heading
 it is under and of the header of its table column, and the last word of a multi-word name; its
-words are crudely stemmed ("leads", "led" -> "lead").
+words are stemmed (Snowball English: "leads", "leading" -> "lead").
 An entity's features are counted over its mentions and divided by the square root of their
 number, at most 1 (so that one noisy mention does not decide, and a feature most mentions
 share counts fully), and a multinomial logistic model, trained with scikit-learn on annotated corpora
@@ -279,18 +279,23 @@ _STEMMED = ("w=", "p1=", "n1=", "p2=", "n2=", "desc=", "hd=", "col=", "head=")
 
 @functools.lru_cache(maxsize=65536)
 def _stemmed(feature: str) -> str:
-    """A word feature with its words' inflection cut off ("leads", "led" -> "lead"), so that
+    """A word feature with its words' inflection cut off ("leads", "leading" -> "lead"), so that
     what one text says in another form still counts."""
     key, value = feature.split("=", 1)
     return key + "=" + " ".join(stem(w) for w in value.split(" "))
 
 
 def stem(word: str) -> str:
-    """A crude English stem: "services" -> "servic", "owned" -> "own", "running" -> "runn"."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and word.isalpha():
-            return word[: -len(suffix)]
-    return word
+    """The word's Snowball (Porter 2) English stem: "services" -> "servic", "owned" -> "own",
+    "running" -> "run"."""
+    return _stemmer().stemWord(word) if word.isalpha() else word
+
+
+@functools.cache
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
 
 
 def _window(left: list[str], right: list[str]) -> list[str]:
