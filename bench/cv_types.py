@@ -41,7 +41,7 @@ def main() -> int:
             Path(args.cache).write_bytes(pickle.dumps(corpora))
     for corpus in corpora:
         ms = corpus.mentions
-        base = typetrain.accuracy({m.entity: m.entity_type for m in ms if m.entity is not None}, ms)
+        base = typetrain.accuracy({m.key: m.entity_type for m in ms if m.key is not None}, ms)
         others = [m for c in corpora if c is not corpus for m in c.mentions]
         docs = corpus.docs
         folds = [set(docs[i :: args.k]) for i in range(args.k)]

@@ -39,6 +39,11 @@ class Mention:
     gold: str | None = None  # gold entity id, when the mention matches a gold mention
     gold_type: str | None = None
     entity_type: str | None = None  # the type the pipeline gave the mention's entity
+    corpus: str = ""  # entity ids are one database's: (corpus, entity) names an entity across corpora
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        return None if self.entity is None else (self.corpus, self.entity)
 
     @property
     def feats(self) -> list[str]:
@@ -106,16 +111,18 @@ def read(store, ann: Path, name: str = "") -> Corpus:
         if source != "coref" or path in coref_docs:
             n = occurrence_index(text, text[start:end], start)
             gold = gold_key.get((path, text[start:end], n)) if n is not None else None
-        corpus.mentions.append(Mention(path, eid, raw, gold, gold_types.get(gold) if gold else None, etypes.get(eid)))
+        corpus.mentions.append(
+            Mention(path, eid, raw, gold, gold_types.get(gold) if gold else None, etypes.get(eid), corpus=name)
+        )
     return corpus
 
 
-def examples(mentions: Iterable[Mention]) -> list[tuple[dict[str, float], str | None, int, int | None]]:
-    """(entity features, gold type or None, matched mentions, entity id) per predicted entity."""
-    by_entity: dict[int | None, list[Mention]] = collections.defaultdict(list)
+def examples(mentions: Iterable[Mention]) -> list[tuple[dict[str, float], str | None, int, tuple[str, int]]]:
+    """(entity features, gold type or None, matched mentions, (corpus, entity id)) per predicted entity."""
+    by_entity: dict[tuple[str, int], list[Mention]] = collections.defaultdict(list)
     for m in mentions:
-        if m.entity is not None:
-            by_entity[m.entity].append(m)
+        if m.key is not None:
+            by_entity[m.key].append(m)
     out = []
     for eid in sorted(by_entity):
         ms = by_entity[eid]
@@ -175,20 +182,20 @@ def fit(mentions: Iterable[Mention], *, C: float = C_DEFAULT, augment: bool = Tr
     }
 
 
-def predict(model: dict, mentions: Iterable[Mention]) -> dict[int, str]:
-    """entity id -> type, from the features of the given mentions only."""
+def predict(model: dict, mentions: Iterable[Mention]) -> dict[tuple[str, int], str]:
+    """(corpus, entity id) -> type, from the features of the given mentions only."""
     typer = entitytypes.Typer(model)
     return {eid: typer.predict(f)[0] for f, _, _, eid in examples(mentions)}
 
 
-def accuracy(types: dict[int, str], mentions: Iterable[Mention]) -> tuple[int, int, dict[str, list[int]]]:
+def accuracy(types: dict[tuple[str, int], str], mentions: Iterable[Mention]) -> tuple[int, int, dict[str, list[int]]]:
     """(right, scored, {gold type: [right, scored]}) over the matched mentions."""
     right = total = 0
     by_type: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     for m in mentions:
-        if m.gold_type is None or m.entity is None:
+        if m.gold_type is None or m.key is None:
             continue
-        ok = types.get(m.entity) == m.gold_type
+        ok = types.get(m.key) == m.gold_type
         right += ok
         total += 1
         by_type[m.gold_type][0] += ok
@@ -204,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--out", default=str(entitytypes.MODEL_FILE), help="where to write the weights (JSON)")
     train.add_argument("--C", type=float, default=C_DEFAULT, help="inverse regularisation strength")
     args = parser.parse_args(argv)
-    mentions = [m for g in args.golden for m in collect(g).mentions]
+    mentions = []
+    for k, g in enumerate(args.golden):
+        for m in collect(g).mentions:
+            m.corpus = f"{k}:{m.corpus}"  # two folders of one name are still two corpora
+            mentions.append(m)
     model = fit(mentions, C=args.C)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_bytes(orjson.dumps(model) + b"\n")

@@ -17,6 +17,7 @@ weights ship with the package (``kgr/stages/models/types.json``).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import math
@@ -99,8 +100,6 @@ _HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.*)$", re.M)
 def _heading(text: str, line_start: int) -> list[str]:
     """The words of the section heading a line is under (for a heading line, of its parent):
     a list under "Vendors" or "Teams" says what its names are."""
-    import bisect
-
     starts, heads = _headings(text)
     i = bisect.bisect_right(starts, line_start) - 1
     if i < 0:
