@@ -342,9 +342,10 @@ def hybrid_query(
     truncated = False
     if graph:
         home: dict[int, int] = {}
-        seeds = _seed_entities(store, named, qvec, cands, weights, home)
+        echo: set[int] = set()
+        seeds = _seed_entities(store, named, qvec, cands, weights, home, echo)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
-        _reach_chunks(store, reached, cands, rels, home)
+        _reach_chunks(store, reached, cands, rels, home, echo)
 
     if qvec is not None:
         missing = [cid for cid, c in cands.items() if c.cosine is None]
@@ -497,11 +498,13 @@ def _seed_entities(
     cands: dict[int, Candidate],
     weights: Weights,
     home: dict[int, int] | None = None,
+    echo: set[int] | None = None,
 ) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
     named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
     top chunks (1, the chunk's fused score relative to the best). ``home`` receives, for a seed
-    taken from a top chunk, that chunk's document: the seed's own page there is no new evidence."""
+    taken from a top chunk, that chunk's document: the seed's own page there is no new evidence.
+    ``echo`` receives the seeds found only by vector: the query's vector found their pages already."""
     seeds: dict[int, tuple[str, int, float]] = {
         e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
     }
@@ -509,6 +512,8 @@ def _seed_entities(
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
             if sim >= weights.entity_sim and eid not in seeds:
                 seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
+                if echo is not None:
+                    echo.add(eid)
     top = sorted(cands.values(), key=lambda c: (-c.direct, c.chunk_id))[: weights.seed_chunks]
     if top:
         best = top[0].direct or 1.0
@@ -523,6 +528,8 @@ def _seed_entities(
             st = strength[cid]
             if eid not in seeds or seeds[eid][1] == 1 and seeds[eid][2] < st:
                 seeds[eid] = (f"mentioned in a top result (chunk {cid})", 1, st)
+                if echo is not None:
+                    echo.discard(eid)
                 if home is not None:
                     home[eid] = doc_id
     if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
@@ -650,11 +657,18 @@ def _degree(store: Store, eid: int, rel_filter: list[str], cache: dict[int, int]
 
 
 def _reach_chunks(
-    store: Store, reached: dict[int, dict], cands: dict[int, Candidate], rels, home: dict[int, int] | None = None
+    store: Store,
+    reached: dict[int, dict],
+    cands: dict[int, Candidate],
+    rels,
+    home: dict[int, int] | None = None,
+    echo: set[int] | None = None,
 ) -> None:
     """Chunks that mention a reached entity get its hop score; an entity's own page counts most.
     A seed taken from a top chunk gives nothing to the document that chunk is in (``home``):
-    that page is already there on its direct evidence, and counting it again is fan-out.
+    that page is already there on its direct evidence, and counting it again is fan-out. A
+    seed found only by its name's vector (``echo``) gives nothing to the chunks the keyword and
+    vector searches found: its name's likeness to the query is the likeness they have already.
 
     Two reads keep a hub cheap (a name a thousand pages mention): the pages about a reached
     entity, wherever they are, and the reached entities that the candidates mention."""
@@ -666,6 +680,8 @@ def _reach_chunks(
         dist = info["distance"]
         hop = info["strength"] * (1.0 if about else MENTION_FACTOR)
         c = cands.get(cid)
+        if c is not None and echo and eid in echo and info["parent"] is None and c.direct > 0:
+            return
         if c is None:
             if not about or len(cands) > 5000:
                 return  # a passing mention of a far entity does not make a candidate

@@ -183,3 +183,19 @@ def test_an_unknown_fusion_is_a_configuration_error():
 
     with pytest.raises(ConfigError, match="fusion"):
         RetrievalWeights(fusion="borda")
+
+
+def test_a_seed_found_by_vector_gives_nothing_to_the_pages_the_searches_found(tmp_path):
+    # the question does not name Payments Platform, its vector is near the name: the name's likeness
+    # to the question is what found team.md already, and counts once
+    store, embed = _graph_kb(tmp_path / "echo.sqlite", 0.95)
+    weights = RetrievalWeights(entity_sim=0.3, seed_chunks=0)
+    with store:
+        res = hybrid_query(
+            store, "platform for payments", k=5, mode="graph", hops=2, embed_query=embed, weights=weights
+        )
+        by = {r["path"]: r for r in res["results"]}
+        assert any((e["why"] or "").startswith("close to the query") for e in res["entities"])
+        assert "team.md" in by and by["team.md"]["scores"]["hop"] == 0
+        # the edge from it still reaches a page the searches did not find
+        assert by["ledger.md"]["scores"]["hop"] > 0
