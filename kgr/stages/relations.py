@@ -351,6 +351,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "How long they are kept is defined in POL-007": what is defined is not named
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
+                if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
+                    continue  # "To list files, use X"; "you can use X"; "authors ... by using X": not the subject
                 if (
                     trig.inverse
                     and trig.rel in ("owned_by", "part_of")
@@ -561,6 +563,33 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return None
         tok = tok.head
     return None
+
+
+def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Does the trigger's clause say who acts, and it is not the page's subject? An imperative
+    ("To get only files, use X"), the reader ("you can use X"), or a subject named by a bare
+    common noun ("Module authors can ... by using X"): the page's subject is not the one that
+    uses X. A pronoun or a description that may stand for the subject ("it", "we", "the
+    service") is not."""
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return False
+    trigger = tok = token_covering(sdoc, trigger_start - block.start)
+    for _ in range(5):
+        if tok is None or tok.dep_ == "relcl":
+            return False
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None:
+            if subj.pos_ == "PRON":
+                return subj.lower_ == "you"  # "we" is often the project or company the page is about
+            # "Module authors", "users": people; "the service", "this job" may be the subject itself
+            return subj.pos_ == "NOUN" and not any(c.dep_ in ("det", "poss") for c in subj.children)
+        if tok.dep_ == "ROOT":
+            # the trigger is the sentence's verb, with no subject: an instruction ("..., use X");
+            # "Detect retries using keys", a duty listed for the subject, keeps its subject
+            return tok is trigger and tok.tag_ in ("VB", "VBP")
+        tok = tok.head
+    return False
 
 
 def _span_at(block: Block, token, spans: list):

@@ -1,0 +1,36 @@
+"""The trigger rules of kgr.stages.relations: who a sentence says acts."""
+
+import pytest
+
+from kgr.stages.relations import extract_relations
+from kgr.stages.textmodel import parse_document
+
+
+@pytest.fixture()
+def rules(extractor):
+    def run(text: str) -> set[tuple[str, str, str]]:
+        doc = parse_document(text, path="t.md")
+        spans = extractor.mentions(doc)
+        return {(r["src"], r["rel"], r["dst"]) for r in extract_relations(doc, spans)}
+
+    return run
+
+
+def test_an_instruction_to_the_reader_is_not_the_page_subject_using_something(rules):
+    got = rules(
+        "# Listing Service\n\nThe Listing Service lists the items in a folder.\n\n"
+        "To get only read-only items, use the **ReadOnly** parameter.\n\n"
+        "You can use `Format-Listing` to change the output.\n\n"
+        "Module authors can prevent name conflicts by using the **DefaultPrefix** setting.\n"
+    )
+    assert not [t for t in got if t[0] == "Listing Service" and t[1] == "uses"], got
+
+
+def test_the_subject_described_or_listing_a_duty_still_uses(rules):
+    got = rules(
+        "# Ledger Service\n\nThe Ledger Service records payments.\n\n"
+        "The service uses the Strata Index to find rows.\n\n"
+        "## Duties\n\n- Detect retried requests using the Token Vault.\n"
+    )
+    assert ("Ledger Service", "uses", "Strata Index") in got, got
+    assert ("Ledger Service", "uses", "Token Vault") in got, got
