@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextvars
+import functools
 import re
 from dataclasses import dataclass
 
@@ -567,10 +568,10 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
 
 def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     """Does the trigger's clause say who acts, and it is not the page's subject? An imperative
-    ("To get only files, use X"), the reader ("you can use X"), or a subject named by a bare
-    common noun ("Module authors can ... by using X"): the page's subject is not the one that
-    uses X. A pronoun or a description that may stand for the subject ("it", "we", "the
-    service") is not."""
+    ("To get only files, use X"), the reader ("you can use X"), a subject named by a bare common
+    noun ("Module authors can ... by using X") or by a description of something else ("This
+    command uses X" on a command's page): the page's subject is not the one that uses X. A
+    pronoun or a description that may stand for the subject ("it", "we", "the service") is not."""
     sdoc = _parse_of(doc, block)
     if sdoc is None:
         return False
@@ -582,14 +583,28 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         if subj is not None:
             if subj.pos_ == "PRON":
                 return subj.lower_ == "you"  # "we" is often the project or company the page is about
-            # "Module authors", "users": people; "the service", "this job" may be the subject itself
-            return subj.pos_ == "NOUN" and not any(c.dep_ in ("det", "poss") for c in subj.children)
+            if subj.pos_ != "NOUN":
+                return False
+            if not any(c.dep_ in ("det", "poss") for c in subj.children):
+                return True  # "Module authors", "users": people
+            # "the service" may be the page's subject itself, a word naming a kind of system or one
+            # of its name's words; "this command", "the following example" is the page's example
+            kind = subj.lemma_.lower()
+            page = doc.subject_at(block.start) or doc.subject
+            return kind not in _kind_nouns() and not (page is not None and kind in page.surface.lower().split())
         if tok.dep_ == "ROOT":
             # the trigger is the sentence's verb, with no subject: an instruction ("..., use X");
             # "Detect retries using keys", a duty listed for the subject, keeps its subject
             return tok is trigger and tok.tag_ in ("VB", "VBP")
         tok = tok.head
     return False
+
+
+@functools.cache
+def _kind_nouns() -> frozenset[str]:
+    from kgr.stages.extract import HEAD_TYPES
+
+    return frozenset(w for words in HEAD_TYPES.values() for w in words if " " not in w)
 
 
 def _span_at(block: Block, token, spans: list):

@@ -21,7 +21,8 @@ def test_an_instruction_to_the_reader_is_not_the_page_subject_using_something(ru
         "# Listing Service\n\nThe Listing Service lists the items in a folder.\n\n"
         "To get only read-only items, use the **ReadOnly** parameter.\n\n"
         "You can use `Format-Listing` to change the output.\n\n"
-        "Module authors can prevent name conflicts by using the **DefaultPrefix** setting.\n"
+        "Module authors can prevent name conflicts by using the **DefaultPrefix** setting.\n\n"
+        "This command uses the `Sort-Listing` cmdlet to order the items.\n"
     )
     assert not [t for t in got if t[0] == "Listing Service" and t[1] == "uses"], got
 
