@@ -323,6 +323,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 named = [sp for sp in left if sp.source != "coref"]
                 subject = named[-1] if named else None
             if subject is None or subject.start >= ts:
+                if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
+                    continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
                 subject = _subject(doc, block, ts, left)
             proximity = 1.0
             if (
@@ -352,8 +354,6 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "How long they are kept is defined in POL-007": what is defined is not named
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
-                if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
-                    continue  # "To list files, use X"; "you can use X"; "authors ... by using X": not the subject
                 if (
                     trig.inverse
                     and trig.rel in ("owned_by", "part_of")

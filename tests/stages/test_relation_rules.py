@@ -22,9 +22,12 @@ def test_an_instruction_to_the_reader_is_not_the_page_subject_using_something(ru
         "To get only read-only items, use the **ReadOnly** parameter.\n\n"
         "You can use `Format-Listing` to change the output.\n\n"
         "Module authors can prevent name conflicts by using the **DefaultPrefix** setting.\n\n"
-        "This command uses the `Sort-Listing` cmdlet to order the items.\n"
+        "This command uses the `Sort-Listing` cmdlet to order the items.\n\n"
+        "To restart the Spool Daemon without prompting, use the **Force** parameter.\n"
     )
     assert not [t for t in got if t[0] == "Listing Service" and t[1] == "uses"], got
+    # nor a name earlier in the sentence
+    assert not [t for t in got if t[0] == "Spool Daemon"], got
 
 
 def test_the_subject_described_or_listing_a_duty_still_uses(rules):
