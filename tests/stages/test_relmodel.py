@@ -46,6 +46,22 @@ def test_list_items_pair_with_the_section_subject_and_rows_with_their_columns(re
     assert {"cola=service", "colb=owner", "ca=first"} <= set(row.features)
 
 
+def test_names_up_to_max_sentence_gap_sentences_apart_in_a_paragraph_are_paired(read):
+    gap = relmodel.MAX_SENTENCE_GAP
+
+    def filler(n: int) -> str:
+        return " ".join(["The queue there is long."] * n)
+
+    text = (
+        f"# Billing\n\nThe Invoice Service sends invoices. {filler(gap - 1)} The Billing Team is small. "
+        f"{filler(gap)} The Risk Team meets weekly.\n"
+    )
+    doc, spans, rules = read(text)
+    near = {(c.a.surface, c.b.surface): c for c in by_kind(candidates(doc, spans, rules), "near")}
+    assert f"sd={gap}" in near[("Invoice Service", "Billing Team")].features
+    assert ("Billing Team", "Risk Team") not in near  # one sentence too far
+
+
 def test_numbered_steps_come_in_through_the_rules(read):
     text = "# Restore\n\n1. The Backup Agent copies the snapshot.\n2. The Restore Worker loads it.\n"
     doc, spans, rules = read(text)
