@@ -44,8 +44,9 @@ LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<")) 
 MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
 
 MAX_APART = 24  # mentions between the two ends of a sentence or near candidate, at most
-MAX_SENTENCE_GAP = 4  # sentences between the two ends of a near candidate, at most (an article's
-# introduction states where a place lies a few sentences after it names it)
+# sentences between the two ends of a near candidate, at most: an article's introduction
+# says where a place lies a few sentences after it names it
+MAX_SENTENCE_GAP = 4
 SUBJECT_SPANS = 12  # mentions of one block paired with the section's subject, at most
 MAX_BETWEEN = 8  # words between two ends described one by one; more is "long"
 MAX_PATH = 5  # dependency arcs between two ends described as a path; more is "long"
