@@ -26,6 +26,7 @@ from typing import Iterable
 import orjson
 
 from kgr.stages import entitytypes
+from kgr.stages.extract import TYPES
 
 C_DEFAULT = 0.5  # inverse regularisation strength, chosen by cross-validation (bench/cv_types.py)
 MIN_FEATURE_ENTITIES = 2  # a feature seen in fewer training entities is dropped
@@ -79,12 +80,18 @@ def collect(golden: str | Path, *, db: str | Path | None = None, config=None) ->
             return read(store, golden / "annotations", golden.name)
 
 
+def labels(ann: Path) -> dict[str, str]:
+    """Each annotated entity's type, when it is one of kgr's: a corpus type outside them (Re-DocRED's
+    MISC) is no label, or the model would learn to give it."""
+    return {e["id"]: e["type"] for e in _jsonl(Path(ann) / "entities.jsonl") if e.get("type") in TYPES}
+
+
 def read(store, ann: Path, name: str = "") -> Corpus:
     """The mentions of an ingested corpus, matched to its annotations as `kgr eval extraction` matches them."""
     from kgr.eval.extraction import occurrence_index
 
     gold_mentions = _jsonl(ann / "mentions.jsonl")
-    gold_types = {e["id"]: e["type"] for e in _jsonl(ann / "entities.jsonl")}
+    gold_types = labels(ann)
     gold_key = {(m["doc"], m["surface"], m["n"]): m["entity"] for m in gold_mentions}
     coref_docs = {m["doc"] for m in gold_mentions if m.get("kind", "name") != "name"}
     texts = dict(store.query("SELECT path, text FROM docs WHERE status='ok'"))

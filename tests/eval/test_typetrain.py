@@ -22,3 +22,12 @@ def test_accuracy_reads_predictions_by_corpus_and_entity():
     right, total, by_type = typetrain.accuracy({("one", 1): "PERSON", ("two", 1): "PERSON"}, ms)
     assert (right, total) == (1, 2)
     assert by_type == {"PERSON": [1, 1], "SERVICE": [0, 1]}
+
+
+def test_a_corpus_type_outside_kgrs_is_no_label(tmp_path):
+    (tmp_path / "entities.jsonl").write_text(
+        '{"id": "E1", "name": "Ada Byron", "type": "PERSON"}\n'
+        '{"id": "E2", "name": "FIBT World Championships", "type": "MISC"}\n'
+        '{"id": "E3", "name": "Mediaș", "type": "LOCATION"}\n'
+    )
+    assert typetrain.labels(tmp_path) == {"E1": "PERSON", "E3": "LOCATION"}
