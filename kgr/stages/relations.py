@@ -448,10 +448,10 @@ def types_ok(rel: str, src, dst) -> bool:
         return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
     if rel == "owned_by":
         return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
-    if rel == "located_in":
+    if rel == "located_in":  # a nationality names its country too ("a Canadian province")
         return (
             dst.type == "LOCATION"
-            or dst.features.get("ner_label") in ("GPE", "LOC", "FAC")
+            or dst.features.get("ner_label") in ("GPE", "LOC", "FAC", "NORP")
             or bool(re.search(r"\b[a-z]{2}-[a-z]+-\d\b", dst.surface))
         )
     if rel == "part_of" and src.type == "PERSON":

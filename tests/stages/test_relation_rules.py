@@ -38,3 +38,18 @@ def test_the_subject_described_or_listing_a_duty_still_uses(rules):
     )
     assert ("Ledger Service", "uses", "Strata Index") in got, got
     assert ("Ledger Service", "uses", "Token Vault") in got, got
+
+
+def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
+    from kgr.stages.extract import Span
+    from kgr.stages.relations import types_ok
+
+    def span(surface, typ, label):
+        return Span(0, len(surface), surface, typ, "ner", 0.9, {"ner_label": label})
+
+    alberta = span("Alberta", "LOCATION", "GPE")
+    # "the Canadian province of Alberta": spaCy calls "Canadian" NORP, whatever type kgr gives it
+    assert types_ok("located_in", alberta, span("Canadian", "PRODUCT", "NORP"))
+    assert types_ok("located_in", alberta, span("Canada", "LOCATION", "GPE"))
+    assert not types_ok("located_in", alberta, span("Int32", "PRODUCT", "PRODUCT"))
+    assert not types_ok("located_in", alberta, span("Alice Smith", "PERSON", "PERSON"))
