@@ -55,7 +55,8 @@ def breakdown(data, examples, probs, threshold, veto) -> dict[str, dict]:
                     pairs[frozenset((e.a[1], e.b[1]))].append(e)
             gold = {(r["src"], r["rel"], r["dst"]) for r in c.relations.get(doc, [])}
             gold = {t for t in gold if judged(t)}
-            got = {t for t in pred.get((c.name, doc), set()) if judged(t)}
+            rels = c.scope.relation_types
+            got = {t for t in pred.get((c.name, doc), set()) if judged(t) and (rels is None or t[1] in rels)}
             for src, rel, dst in gold:
                 if (src, rel, dst) in got:
                     loss["tp"] += 1

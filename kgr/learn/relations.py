@@ -16,7 +16,9 @@ Corpora are weighted so that a large one does not drown a small one (each exampl
 ``(total / (corpora * its corpus' examples)) ** BALANCE``). The decision threshold is the
 one that maximises the mean relation F1 over the corpora on predictions for documents the
 model was not trained on (k-fold by document), so the shipped model's threshold is chosen
-out of sample too.
+out of sample too; the predictions are those extraction would keep (what the model adds
+alone fits the relation's signature) and the score counts what ``kgr eval extraction``
+judges (a corpus's ``scope.json`` relation types only).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kgr.learn.corpus import Corpus, locate, read_corpus
+from kgr.stages.relations import types_ok
 from kgr.stages.relmodel import LABELS, NONE, VOCABULARY, RelationModel, collecting, name_of
 
 IGNORE = None
@@ -51,6 +54,9 @@ class Example:
     a: tuple[str, str | None]  # (name, gold entity)
     b: tuple[str, str | None]
     evidence: tuple[int, int] = (0, 0)
+    # the labels the pipeline keeps when the model gives them alone (the relation's signature,
+    # :func:`kgr.stages.relations.types_ok`); None: any
+    allowed: frozenset[str] | None = None
 
 
 @dataclass
@@ -84,9 +90,25 @@ def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | 
             ga = _entity(gold, c.a)
             gb = _entity(gold, c.b)
             data.examples.append(
-                Example(corpus.name, path, c.features, label, (name_of(c.a), ga), (name_of(c.b), gb), (c.start, c.end))
+                Example(
+                    corpus.name,
+                    path,
+                    c.features,
+                    label,
+                    (name_of(c.a), ga),
+                    (name_of(c.b), gb),
+                    (c.start, c.end),
+                    signature_ok(c),
+                )
             )
     return data
+
+
+def signature_ok(c) -> frozenset[str]:
+    """The labels of a candidate whose two ends fit the relation's signature, each way round."""
+    return frozenset(
+        label for label in LABELS[1:] if types_ok(label[:-1], *((c.a, c.b) if label[-1] == ">" else (c.b, c.a)))
+    )
 
 
 def _entity(gold, sp) -> str | None:
@@ -195,7 +217,7 @@ def _readings(examples: list[Example], probs) -> tuple[list[tuple], list[tuple]]
         src, dst = (e.a, e.b) if direction == ">" else (e.b, e.a)
         key = (e.corpus, e.doc, *sorted((src[0], dst[0])))
         if key not in best or p > best[key][0]:
-            best[key] = (p, rel, src, dst)
+            best[key] = (p, rel, src, dst, e.allowed is None or label in e.allowed)
     out = (said, [(key, *v) for key, v in best.items()])
     _READINGS.clear()
     _READINGS[id(probs)] = (probs, out)
@@ -214,7 +236,8 @@ def decide(examples: list[Example], probs, threshold, veto: float = 0.0) -> dict
     (an end that is no annotated mention stays a name, so it can only be wrong): what the
     rules say unless the model gives it less than ``veto``, then the model's own best
     relation for each other pair of names when it reaches ``threshold`` (one number, or one
-    per relation) (:func:`kgr.stages.relmodel.learned_relations` decides the same way)."""
+    per relation) and fits the relation's signature (:func:`kgr.stages.relmodel.learned_relations`
+    decides the same way)."""
     said, best = _readings(examples, probs)
     out: dict[tuple[str, str], set[tuple]] = collections.defaultdict(set)
     covered = set()
@@ -222,9 +245,9 @@ def decide(examples: list[Example], probs, threshold, veto: float = 0.0) -> dict
         if p >= veto:
             out[where].add(_triple(src, rel, dst))
             covered.add((*where, *sorted((src[0], dst[0]))))
-    for key, p, rel, src, dst in best:
+    for key, p, rel, src, dst, allowed in best:
         t = threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
-        if p >= t and key not in covered:
+        if p >= t and allowed and key not in covered:
             out[key[:2]].add(_triple(src, rel, dst))
     return out
 
@@ -243,6 +266,8 @@ def pair_scores(
         for doc in d.docs:
             gold = {(r["src"], r["rel"], r["dst"]) for r in c.relations.get(doc, [])}
             pred = predicted.get((c.name, doc), set())
+            if c.scope.relation_types is not None:
+                pred = {t for t in pred if t[1] in c.scope.relation_types}
             if c.scope.entity_types is not None:
                 pred = {
                     t

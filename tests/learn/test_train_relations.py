@@ -124,3 +124,43 @@ def test_a_folder_without_annotations_is_a_clear_error(tmp_path):
     (tmp_path / "docs").mkdir()
     with pytest.raises(KgrError, match="mentions.jsonl not found"):
         read_corpus(tmp_path)
+
+
+def _probs(rows):
+    import numpy as np
+
+    out = np.zeros((len(rows), len(LABELS)), dtype=np.float32)
+    for i, (label, p) in enumerate(rows):
+        out[i, LABELS.index(label)] = p
+        out[i, 0] = 1 - p
+    return out
+
+
+def test_thresholds_are_chosen_for_the_relations_the_pipeline_keeps():
+    # the model alone says "A located_in B" with confidence, but B is no place: extraction
+    # drops it (kgr.stages.relations.types_ok), so the learner's decision must drop it too
+    kept = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("B", "e2"), allowed=frozenset({"uses>"}))
+    said = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("C", "e3"), allowed=frozenset({"located_in>"}))
+    learn._READINGS.clear()
+    got = learn.decide([kept, said], _probs([("located_in>", 0.9), ("located_in>", 0.9)]), 0.5)
+    assert got[("c", "d.md")] == {("e1", "located_in", "e3")}
+
+
+def test_a_corpus_is_scored_on_the_relation_types_it_annotates(tmp_path):
+    from kgr.learn.corpus import Corpus, Scope
+
+    corpus = Corpus(
+        tmp_path,
+        "c",
+        {"e1": "ORG", "e2": "LOCATION", "e3": "ORG"},
+        {"d.md": []},
+        {"d.md": [{"src": "e1", "rel": "located_in", "dst": "e2"}]},
+        Scope(relation_types=frozenset({"located_in"}), entity_types=None),
+    )
+    data = [learn.CorpusData(corpus, [], ["d.md"])]
+    right = learn.Example("c", "d.md", [], "located_in>", ("A", "e1"), ("B", "e2"))
+    unjudged = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("C", "e3"))
+    learn._READINGS.clear()
+    probs = _probs([("located_in>", 0.9), ("uses>", 0.9)])
+    # a "uses" edge is neither right nor wrong in a corpus that annotates located_in only
+    assert learn.pair_scores(data, [right, unjudged], probs, 0.5)["c"]["precision"] == 1.0
