@@ -89,17 +89,9 @@ def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | 
             label = _label(corpus, gold, c)
             ga = _entity(gold, c.a)
             gb = _entity(gold, c.b)
+            ends = ((name_of(c.a), ga), (name_of(c.b), gb))
             data.examples.append(
-                Example(
-                    corpus.name,
-                    path,
-                    c.features,
-                    label,
-                    (name_of(c.a), ga),
-                    (name_of(c.b), gb),
-                    (c.start, c.end),
-                    signature_ok(c),
-                )
+                Example(corpus.name, path, c.features, label, *ends, (c.start, c.end), allowed=signature_ok(c))
             )
     return data
 

@@ -139,10 +139,10 @@ def _probs(rows):
 def test_thresholds_are_chosen_for_the_relations_the_pipeline_keeps():
     # the model alone says "A located_in B" with confidence, but B is no place: extraction
     # drops it (kgr.stages.relations.types_ok), so the learner's decision must drop it too
-    kept = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("B", "e2"), allowed=frozenset({"uses>"}))
-    said = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("C", "e3"), allowed=frozenset({"located_in>"}))
+    no_place = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("B", "e2"), allowed=frozenset({"uses>"}))
+    place = learn.Example("c", "d.md", [], "none", ("A", "e1"), ("C", "e3"), allowed=frozenset({"located_in>"}))
     learn._READINGS.clear()
-    got = learn.decide([kept, said], _probs([("located_in>", 0.9), ("located_in>", 0.9)]), 0.5)
+    got = learn.decide([no_place, place], _probs([("located_in>", 0.9), ("located_in>", 0.9)]), 0.5)
     assert got[("c", "d.md")] == {("e1", "located_in", "e3")}
 
 
