@@ -446,8 +446,12 @@ def types_ok(rel: str, src, dst) -> bool:
     """Can a relation of this type join mentions of these types? (a place to be located in, an owner, ...)"""
     if rel == "cites":  # one cites standards and documents, not commands ("includes the following aliases")
         return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
-    if rel == "owned_by":
-        return dst.type not in ("DATE", "VERSION", "STANDARD") and dst.features.get("pattern") != "region"
+    if rel == "owned_by":  # an owner is no date, standard or region, nor a name written as code
+        return (
+            dst.type not in ("DATE", "VERSION", "STANDARD")
+            and dst.features.get("pattern") != "region"
+            and not dst.features.get("code_font")
+        )
     if rel == "located_in":  # a nationality names its country too ("a Canadian province")
         return (
             dst.type == "LOCATION"

@@ -53,3 +53,13 @@ def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     assert types_ok("located_in", alberta, span("Canada", "LOCATION", "GPE"))
     assert not types_ok("located_in", alberta, span("Int32", "PRODUCT", "PRODUCT"))
     assert not types_ok("located_in", alberta, span("Alice Smith", "PERSON", "PERSON"))
+
+
+def test_an_owner_is_not_a_name_written_as_code(rules):
+    """ "The `Start-Job` cmdlet runs a `Get-Process` command": a command runs another, it does not
+    own it. Teams, people and companies own things; a name in code font is an identifier (none of
+    the 275 annotated owners of golden, golden2 and redocred_dev is written so)."""
+    got = rules("# Kestrel\n\nCore Infrastructure runs Kestrel.\n")
+    assert ("Kestrel", "owned_by", "Core Infrastructure") in got, got
+    got = rules("# Get-Process\n\nThe `Start-Job` cmdlet starts a background job that runs `Get-Process`.\n")
+    assert not [t for t in got if t[1] == "owned_by"], got
