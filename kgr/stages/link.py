@@ -422,6 +422,25 @@ class Linker:
             cos = self.vectors(ent, surface, string_sim)
         return 0.45 * cos + 0.25 * string_sim + 0.15 * tp + 0.10 * ctx + 0.05 * pop
 
+    def current_type(self, ent: Entity) -> str:
+        """The entity's type from all its mentions linked so far."""
+        if self.typer is not None and ent.type_n:
+            return self.typer.predict(entitytypes.entity_features(ent.type_feats, ent.type_n))[0]
+        return ent.type
+
+    def _signature_ok(self, rel: str, src: Entity, dst: Entity) -> bool:
+        """Can entities of these types hold this relation? Only what can never hold it is
+        refused (a person or a date is no place to be located in): the type model is less sure
+        of places and owners on text unlike what it was trained on."""
+        dst_type = self.current_type(dst)
+        if rel == "located_in":
+            return dst_type not in ("PERSON", "DATE", "VERSION", "API")
+        if rel == "owned_by":
+            return dst_type not in ("DATE", "VERSION", "STANDARD", "API")
+        if rel == "part_of" and self.current_type(src) == "PERSON":
+            return dst_type not in ("PERSON", "DATE", "VERSION")
+        return True
+
     def link(self, surface: str, mtype: str, doc_path: str, strong: str | None = None) -> tuple[Entity, float, bool]:
         """Return (entity, link score, created) for a mention. An exact name or alias links
         unless the text shows two things: the mention's own strong type evidence (``strong``,
@@ -549,6 +568,8 @@ class Linker:
             touched[src.key], touched[dst.key] = src, dst
             if src.key == dst.key:
                 continue
+            if str(r.get("pattern", "")).startswith("learned:") and not self._signature_ok(r["rel"], src, dst):
+                continue  # the classifier alone said it, and the entities' types cannot hold it
             out_relations.append(
                 {**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]}
             )
