@@ -862,13 +862,14 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
         bspans = by_block.get(id(block), [])
         if not cells or not bspans:
             continue
-        key_rel = _column_relation(cells[0][2].strip().lower().strip("*` ")) if len(cells) == 2 else None
+        key = cells[0][2].strip().lower()
+        key_rel = _column_relation(key.strip("*` ")) if len(cells) == 2 else None
         if key_rel is not None and doc.subject_at(block.start) is not None:
             # a key/value table: "| Owning team | Fulfilment |" about the page's subject
             subj = doc.subject or doc.subject_at(block.start)
             for sp in bspans:
                 if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp):
-                    add(subj, sp, key_rel, 0.75, f"table:{cells[0][2].strip().lower()}", block, block.start, block.end)
+                    _add_cell(add, subj, sp, key_rel, f"table:{key}", block)
             continue
         row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
         if row_entity is None:
@@ -879,7 +880,18 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
                 continue
             for sp in bspans:
                 if cs <= sp.start < ce and _relevant(sp):
-                    add(row_entity, sp, rel, 0.75, f"table:{name}", block, block.start, block.end)
+                    _add_cell(add, row_entity, sp, rel, f"table:{name}", block)
+
+
+def _add_cell(add, row_entity, cell, column: tuple[str, bool], pattern: str, block: Block) -> None:
+    """The relation a column names between the row's entity and a name in a cell: "Owner"
+    says the row's thing is owned by the cell's, "Owns" the other way round. A person is not
+    owned: in a team column, a person belongs to the team."""
+    rel, reverse = column
+    src, dst = (cell, row_entity) if reverse else (row_entity, cell)
+    if rel == "owned_by" and src.type == "PERSON":
+        rel = "part_of"
+    add(src, dst, rel, 0.75, pattern, block, block.start, block.end)
 
 
 def _cells(block: Block) -> list[tuple[int, int, str]]:
@@ -891,17 +903,25 @@ def _cells(block: Block) -> list[tuple[int, int, str]]:
     return [c for c in out[1:-1]] if block.raw.strip().startswith("|") else out
 
 
-def _column_relation(name: str) -> str | None:
-    if re.search(r"\b(?:owner|owning|team|maintainer)", name):
-        return "owned_by"
+def _column_relation(name: str) -> tuple[str, bool] | None:
+    """The relation a table column names, and whether it points from the cell to the row
+    (True: under "Owns" or "Lead", the cell's thing is owned by, or belongs to, the row's).
+    The words are the annotation guideline's cues for each relation; "Lead" and "Members"
+    only as the whole header ("Team lead"), not "Lead time"."""
+    if re.search(r"\b(?:owns|maintains|operates)\b", name):
+        return "owned_by", True
+    if re.fullmatch(r"(?:[\w-]+\s+)?(?:leads?|led\s+by|members?|chairs?)", name):
+        return "part_of", True
+    if re.search(r"\b(?:owner|owning|owned\s+by|team|maintaine[rd]|run\s+by|operated\s+by)", name):
+        return "owned_by", False
     if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)", name):
-        return "located_in"
+        return "located_in", False
     if re.search(r"\b(?:depends|dependenc|requires)", name):
-        return "depends_on"
+        return "depends_on", False
     if re.search(r"\b(?:uses|integrat|calls)", name):
-        return "uses"
-    if re.search(r"\b(?:part\s+of|parent|component\s+of)", name):
-        return "part_of"
+        return "uses", False
+    if re.search(r"\b(?:part\s+of|parent|component\s+of|member\s+of|belongs\s+to|affiliation)", name):
+        return "part_of", False
     return None
 
 

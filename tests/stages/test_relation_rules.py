@@ -63,3 +63,41 @@ def test_an_owner_is_not_a_name_written_as_code(rules):
     assert ("Kestrel", "owned_by", "Core Infrastructure") in got, got
     got = rules("# Get-Process\n\nThe `Start-Job` cmdlet starts a background job that runs `Get-Process`.\n")
     assert not [t for t in got if t[1] == "owned_by"], got
+
+
+def test_a_table_column_names_its_relation_in_either_direction(rules):
+    """Under "Owner" or "Maintained by" the row's thing is owned by the cell's; under "Owns" or
+    "Lead" the cell's thing is owned by, or belongs to, the row's."""
+    got = rules(
+        "# Groups\n\n"
+        "| Working group | Lead | Owns |\n| --- | --- | --- |\n"
+        "| Storage Group | Benedikt Szabo | Strata Engine, Sifter Daemon |\n\n"
+        "## Services\n\n"
+        "| Service | Maintained by | Region | Lead time |\n| --- | --- | --- | --- |\n"
+        "| Ledger Store | Payments Team | eu-north-1 | Ines Okafor |\n"
+    )
+    assert ("Strata Engine", "owned_by", "Storage Group") in got, got
+    assert ("Sifter Daemon", "owned_by", "Storage Group") in got, got
+    assert ("Benedikt Szabo", "part_of", "Storage Group") in got, got
+    assert ("Ledger Store", "owned_by", "Payments Team") in got, got
+    assert ("Ledger Store", "located_in", "eu-north-1") in got, got
+    # "Lead time" names no member
+    assert not [t for t in got if "Ines Okafor" in (t[0], t[2])], got
+
+
+def test_a_person_in_a_team_column_belongs_to_the_team():
+    """A person is not owned: "| Ines Okafor | Payments Team |" under "Name | Team" is part_of."""
+    from kgr.stages.extract import Span
+    from kgr.stages.relations import _add_cell
+    from kgr.stages.textmodel import parse_document
+
+    row = parse_document("| Ines Okafor | Payments Team |\n", path="t.md").blocks[0]
+    got = []
+
+    def add(src, dst, rel, *rest):
+        got.append((src.surface, rel, dst.surface))
+
+    team = Span(0, 13, "Payments Team", "TEAM", "ner", 0.9, {})
+    for name, typ in (("Ines Okafor", "PERSON"), ("Ledger Store", "SERVICE")):
+        _add_cell(add, Span(0, len(name), name, typ, "ner", 0.9, {}), team, ("owned_by", False), "table:team", row)
+    assert got == [("Ines Okafor", "part_of", "Payments Team"), ("Ledger Store", "owned_by", "Payments Team")]
