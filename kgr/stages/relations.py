@@ -903,26 +903,28 @@ def _cells(block: Block) -> list[tuple[int, int, str]]:
     return [c for c in out[1:-1]] if block.raw.strip().startswith("|") else out
 
 
+# What a table column's header names: (pattern, relation, from the cell to the row). The words
+# are the annotation guideline's cues for each relation; "Lead" and "Members" count only as the
+# whole header ("Team lead"), not in "Lead time". First match wins.
+COLUMN_RELATIONS = [
+    (re.compile(r"\b(?:owns|maintains|operates)\b"), "owned_by", True),
+    (re.compile(r"^(?:[\w-]+\s+)?(?:leads?|led\s+by|members?|chairs?)$"), "part_of", True),
+    (re.compile(r"\b(?:owner|owning|owned\s+by|team|maintaine[rd]|run\s+by|operated\s+by)"), "owned_by", False),
+    (
+        re.compile(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)"),
+        "located_in",
+        False,
+    ),
+    (re.compile(r"\b(?:depends|dependenc|requires)"), "depends_on", False),
+    (re.compile(r"\b(?:uses|integrat|calls)"), "uses", False),
+    (re.compile(r"\b(?:part\s+of|parent|component\s+of|member\s+of|belongs\s+to|affiliation)"), "part_of", False),
+]
+
+
 def _column_relation(name: str) -> tuple[str, bool] | None:
     """The relation a table column names, and whether it points from the cell to the row
-    (True: under "Owns" or "Lead", the cell's thing is owned by, or belongs to, the row's).
-    The words are the annotation guideline's cues for each relation; "Lead" and "Members"
-    only as the whole header ("Team lead"), not "Lead time"."""
-    if re.search(r"\b(?:owns|maintains|operates)\b", name):
-        return "owned_by", True
-    if re.fullmatch(r"(?:[\w-]+\s+)?(?:leads?|led\s+by|members?|chairs?)", name):
-        return "part_of", True
-    if re.search(r"\b(?:owner|owning|owned\s+by|team|maintaine[rd]|run\s+by|operated\s+by)", name):
-        return "owned_by", False
-    if re.search(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)", name):
-        return "located_in", False
-    if re.search(r"\b(?:depends|dependenc|requires)", name):
-        return "depends_on", False
-    if re.search(r"\b(?:uses|integrat|calls)", name):
-        return "uses", False
-    if re.search(r"\b(?:part\s+of|parent|component\s+of|member\s+of|belongs\s+to|affiliation)", name):
-        return "part_of", False
-    return None
+    (under "Owns" or "Lead", the cell's thing is owned by, or belongs to, the row's)."""
+    return next(((rel, reverse) for rx, rel, reverse in COLUMN_RELATIONS if rx.search(name)), None)
 
 
 def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
