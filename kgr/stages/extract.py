@@ -847,10 +847,10 @@ class Extractor:
         for gaz, score in ((local, 0.8), (self.gazetteer, 0.75)):
             for s, e, term in gaz.match(masked):
                 t = gaz.terms[term]
-                if (
-                    term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()
-                ) and doc.prose_word(term):
-                    continue
+                if (term.isupper() and len(term) > 4 or t.source == "code" and term.islower() and term.isalpha()) and (
+                    doc.prose_word(term) or doc.prose_word(masked[s:e])
+                ):
+                    continue  # `return` is a keyword; "returns" in a sentence is the English word
                 yield Span(
                     base + s,
                     base + e,

@@ -49,6 +49,17 @@ def test_bold_defined_terms_match_plurals_in_lower_case(analyse):
     assert "cold windows" in surfaces(spans)
 
 
+def test_a_keyword_in_code_font_does_not_name_its_english_word_in_prose(analyse):
+    """`return` and `try` are keywords; "returns" and "tries" in a sentence are English verbs,
+    not mentions of them (the gazetteer matches plurals, so the plural needs the check too)."""
+    text = (
+        "# Keywords\n\nUse `return` to leave a function and `try` to catch errors.\n\n"
+        "The cmdlet returns a string and tries again after a failure.\n"
+    )
+    spans, _ = analyse(text)
+    assert "returns" not in surfaces(spans) and "tries" not in surfaces(spans), surfaces(spans)
+
+
 def test_coreference_to_the_subject(analyse):
     text = (
         "# Quarry Scheduler\n\nThe Quarry Scheduler plans the nightly jobs. It is owned by Team Basin. "
