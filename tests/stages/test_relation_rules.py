@@ -65,6 +65,18 @@ def test_an_owner_is_not_a_name_written_as_code(rules):
     assert not [t for t in got if t[1] == "owned_by"], got
 
 
+def test_only_a_team_a_person_or_a_company_runs_a_thing_it_owns(rules):
+    """ "X runs Y" says X owns Y when X is a team, a person or a company; a parameter or a
+    command that runs another executes it."""
+    got = rules("# Ledger Service\n\nThe Payments Team runs the Ledger Service.\n")
+    assert ("Ledger Service", "owned_by", "Payments Team") in got, got
+    got = rules(
+        "# Receive-PSSession\n\nThe **Credential** parameter runs the Receive-PSSession command "
+        "using the permissions of a domain user.\n"
+    )
+    assert not [t for t in got if t[1] == "owned_by"], got
+
+
 def test_a_table_column_names_its_relation_in_either_direction(rules):
     """Under "Owner" or "Maintained by" the row's thing is owned by the cell's; under "Owns" or
     "Lead" the cell's thing is owned by, or belongs to, the row's."""
