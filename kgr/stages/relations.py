@@ -206,7 +206,6 @@ OBJECT_GAP = re.compile(
     r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
 )
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
-OWNERS = ("TEAM", "ORG", "PERSON")  # who owns, runs or maintains a thing (the guideline's owned_by)
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
     "located_in": (None, {"LOCATION"}),
@@ -379,7 +378,11 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         src, dst = (obj, subj)
                     if not types_ok(trig.rel, src, dst):
                         continue
-                    if trig.name == "owns" and m.group(0).lower().startswith("run") and dst.type not in OWNERS:
+                    if (
+                        trig.name == "owns"
+                        and m.group(0).lower().startswith("run")
+                        and dst.type not in TYPE_OK["owned_by"][1]
+                    ):
                         continue  # "the Credential parameter runs the command": a thing that runs another executes it
                     add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
 
