@@ -318,6 +318,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             objects = _objects(doc, te, right, block)
             if not objects:
                 continue
+            if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
+                continue  # "It explains how to use X": the reader uses X
             subject = _dep_subject(doc, block, ts, sent_spans)
             if trig.name == "with its components":  # "owns NHub together with its components": NHub's
                 named = [sp for sp in left if sp.source != "coref"]
@@ -325,7 +327,10 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None or subject.start >= ts:
                 if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
-                subject = _subject(doc, block, ts, left)
+                borrowed = _borrowed_subject(doc, block, ts, left) if trig.rel == "uses" else None
+                if borrowed is False:
+                    continue  # "jobs started by using X", "when using X, Y is ...": the name before does not use X
+                subject = borrowed or _subject(doc, block, ts, left)
             proximity = 1.0
             if (
                 subject is None
@@ -587,27 +592,43 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         return False
     trigger = tok = token_covering(sdoc, trigger_start - block.start)
     for _ in range(5):
-        if tok is None or tok.dep_ == "relcl":
+        if tok is None:
             return False
+        if tok.dep_ == "relcl":
+            # "sessions that use the configuration": the noun the clause describes uses it
+            return tok.head.pos_ == "NOUN" and _other_than_subject(doc, block, tok.head)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None and subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
+            subj = tok.head  # "sessions that use X": the noun the clause describes
         if subj is not None:
             if subj.pos_ == "PRON":
                 return subj.lower_ == "you"  # "we" is often the project or company the page is about
-            if subj.pos_ != "NOUN":
-                return False
-            if not any(c.dep_ in ("det", "poss") for c in subj.children):
-                return True  # "Module authors", "users": people
-            # "the service" may be the page's subject itself, a word naming a kind of system or one
-            # of its name's words; "this command", "the following example" is the page's example
-            kind = subj.lemma_.lower()
-            page = doc.subject_at(block.start) or doc.subject
-            return kind not in _kind_nouns() and not (page is not None and kind in page.surface.lower().split())
+            return subj.pos_ == "NOUN" and _other_than_subject(doc, block, subj)
         if tok.dep_ == "ROOT":
             # the trigger is the sentence's verb, with no subject: an instruction ("..., use X");
             # "Detect retries using keys", a duty listed for the subject, keeps its subject
             return tok is trigger and tok.tag_ in ("VB", "VBP")
         tok = tok.head
     return False
+
+
+def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger the verb of "how to ..." ("Explains how to use X")? Then it is the reader's."""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    return tok is not None and {"how", "to"} <= {c.lower_ for c in tok.children if c.dep_ in ("advmod", "aux")}
+
+
+def _other_than_subject(doc: Document, block: Block, noun) -> bool:
+    """Does a common noun that acts name something other than the page's subject? A bare one
+    does ("Module authors", "users", "sessions"); "the service" may be the subject itself (a
+    word naming a kind of system, or one of its name's words); "this command", "the following
+    example" is the page's example, something else."""
+    if not any(c.dep_ in ("det", "poss") for c in noun.children):
+        return True
+    kind = noun.lemma_.lower()
+    page = doc.subject_at(block.start) or doc.subject
+    return kind not in _kind_nouns() and not (page is not None and kind in page.surface.lower().split())
 
 
 @functools.cache
@@ -617,13 +638,46 @@ def _kind_nouns() -> frozenset[str]:
     return frozenset(w for words in HEAD_TYPES.values() for w in words if " " not in w)
 
 
+def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: list):
+    """A trigger in a clause with no subject of its own ("using" in "jobs started by using X",
+    "when using X, Y is inferred", "loads data using X") acts for the subject of the clause it
+    modifies: that subject's span when it is a name before the trigger, False when that subject
+    is something else (another name after it, a noun, a pronoun other than "it"), None when
+    the parse names none (the caller's usual guess then)."""
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return None
+    tok = token_covering(sdoc, trigger_start - block.start)
+    if tok is None or tok.tag_ not in ("VBG", "VB") or tok.dep_ not in ("pcomp", "advcl", "acl", "xcomp"):
+        return None
+    for step in range(8):
+        if step and tok.dep_ in ("acl", "relcl"):
+            # "jobs created by using X", "modules that were created using X": what the clause
+            # describes was made with X; the name it is, if any, uses X
+            head = tok.head
+            return next((sp for sp in left if sp.start <= block.start + head.idx < sp.end), False)
+        if tok.dep_ == "ROOT" or tok.head is tok:
+            break
+        tok = tok.head
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is None:
+            continue
+        if subj.pos_ == "PRON" and subj.lower_ in ("it", "they", "we"):
+            return None  # may stand for the name before it: the caller resolves it
+        hit = _span_at(block, subj, left)
+        return hit if hit is not None else False
+    return None
+
+
 def _span_at(block: Block, token, spans: list):
     pos = block.start + token.idx
     for sp in spans:
         if sp.start <= pos < sp.end:
             return sp
+    # a name among the words before the head ("the new `ledger-svc` release"), not one in what
+    # follows it ("modules on the Spool Gallery that ...": the modules)
     lo = block.start + token.left_edge.idx
-    hi = block.start + token.right_edge.idx + len(token.right_edge)
+    hi = block.start + token.idx + len(token)
     inside = [sp for sp in spans if lo <= sp.start and sp.end <= hi]
     return inside[0] if inside else None
 

@@ -40,6 +40,25 @@ def test_the_subject_described_or_listing_a_duty_still_uses(rules):
     assert ("Ledger Service", "uses", "Token Vault") in got, got
 
 
+def test_a_clause_without_its_own_subject_uses_for_the_clause_it_modifies(rules):
+    """ "jobs started by using X" and "when using X, Y is inferred": whoever starts the jobs or
+    passes X uses it, not the name written before; "Sluice loads the rows using X": Sluice does."""
+    got = rules(
+        "# Wait-Task\n\nYou can use the `Wait-Task` cmdlet to wait for tasks started by using the "
+        "`Start-Task` cmdlet.\n\n"
+        "As of Tasker 7.1, when using the **SkipSame** parameter, **KeepSame** is inferred.\n\n"
+        "The Spool Daemon loads the rows using the Quarry Connector.\n\n"
+        "It explains how to use the Strata Index to find rows.\n\n"
+        "The cmdlet works on tasks, such as those created by using the `New-Task` cmdlet.\n\n"
+        "It lists the modules on the Spool Gallery that were created using Quarry.\n"
+    )
+    assert ("Wait-Task", "uses", "Start-Task") not in got, got
+    assert not [t for t in got if t[2] == "Strata Index"], got  # the reader is told how to use it
+    assert not [t for t in got if t[2] in ("New-Task", "Quarry")], got  # the tasks and modules were made with them
+    assert not [t for t in got if t[2] == "SkipSame"], got
+    assert ("Spool Daemon", "uses", "Quarry Connector") in got, got
+
+
 def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     from kgr.stages.extract import Span
     from kgr.stages.relations import types_ok
