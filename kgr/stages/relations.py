@@ -598,8 +598,6 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
             # "sessions that use the configuration": the noun the clause describes uses it
             return tok.head.pos_ == "NOUN" and _other_than_subject(doc, block, tok.head)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-        if subj is not None and subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
-            subj = tok.head  # "sessions that use X": the noun the clause describes
         if subj is not None:
             if subj.pos_ == "PRON":
                 return subj.lower_ == "you"  # "we" is often the project or company the page is about
@@ -642,8 +640,8 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
     """A trigger in a clause with no subject of its own ("using" in "jobs started by using X",
     "when using X, Y is inferred", "loads data using X") acts for the subject of the clause it
     modifies: that subject's span when it is a name before the trigger, False when that subject
-    is something else (another name after it, a noun, a pronoun other than "it"), None when
-    the parse names none (the caller's usual guess then)."""
+    is something else (a name after it, a common noun, "you"), None when the parse names none or
+    only "it", "they" or "we" (the caller's usual guess then)."""
     sdoc = _parse_of(doc, block)
     if sdoc is None:
         return None
