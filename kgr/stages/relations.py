@@ -652,8 +652,7 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
         if step and tok.dep_ in ("acl", "relcl"):
             # "jobs created by using X", "modules that were created using X": what the clause
             # describes was made with X; the name it is, if any, uses X
-            head = tok.head
-            return next((sp for sp in left if sp.start <= block.start + head.idx < sp.end), False)
+            return _span_at(block, tok.head, left) or False
         if tok.dep_ == "ROOT" or tok.head is tok:
             break
         tok = tok.head
