@@ -926,7 +926,10 @@ class Extractor:
         known = sorted(named, key=lambda s: s.start)  # disjoint: the names chosen
         known_starts = [sp.start for sp in known]
         out_starts: list[int] = []  # ``out`` grows in text order
-        for block in doc.blocks:
+        sdocs = (
+            spacy_docs if spacy_docs is not None and len(spacy_docs) == len(doc.blocks) else [None] * len(doc.blocks)
+        )
+        for block, sdoc in zip(doc.blocks, sdocs):
             if block.kind in ("code", "heading"):
                 continue
             section = doc.section_of(block.start)
@@ -954,6 +957,8 @@ class Extractor:
                     kind = "pronoun"
                 else:
                     if low == "it" and _expletive(block.masked, m.end()):
+                        continue
+                    if _continues_description(block, sdoc, pos, pool):
                         continue
                     target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
                     kind = "pronoun"
@@ -1085,6 +1090,27 @@ def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | N
     if fallback is not None and ok(fallback):
         return fallback
     return None
+
+
+def _continues_description(block: Block, sdoc, pos: int, pool: list[Span]) -> bool:
+    """Does "it" open a sentence that follows one whose subject is a description no name stands
+    for ("This command gets the services. It uses X ...")? Then "it" is that description: the
+    command, not the last name written before."""
+    if sdoc is None:
+        return False
+    rel = pos - block.start
+    here = block.sentence_index(rel)
+    start = block.sentences()[here][0] if here is not None else rel
+    if here is None or block.masked[start:rel].strip():
+        return False
+    last = next((t for t in reversed(sdoc) if t.idx < start), None)  # the previous sentence's last word
+    if last is None:
+        return False
+    subj = next((c for c in last.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None or subj.pos_ != "NOUN" or not any(c.dep_ == "det" for c in subj.children):
+        return False
+    lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
+    return not any(sp.start < hi and lo < sp.end for sp in pool)
 
 
 def _sentence_start_before(sp: Span, pool: list[Span]) -> int:

@@ -123,12 +123,15 @@ TRIGGERS: list[Trigger] = [
     # defines / cites
     _t(
         "defines",
-        rf"{AUX}(?:defined|specified|described|introduced|established|set)\s+(?:in|by)|as\s+(?:specified|defined|described)\s+in",
+        # "specified by" and "set by" are said of a value a parameter or a policy setting sets
+        # ("the directory specified by the Path parameter"), not of a definition
+        rf"{AUX}(?:defined|specified|described|introduced|established)\s+in|{AUX}(?:defined|introduced|established)\s+by|as\s+(?:specified|defined|described)\s+in",
         inverse=True,
         weight=0.85,
         name="defined in",
     ),
-    _t("defines", r"defines|introduces|specifies|establishes", weight=0.8, name="defines"),
+    # not "specifies": "The X parameter specifies the string Y" gives a value, it defines nothing
+    _t("defines", r"defines|introduces|establishes", weight=0.8, name="defines"),
     _t(
         "cites",
         r"cites|in\s+accordance\s+with|complies\s+with|compliant\s+with|following|under\s+the",
@@ -308,6 +311,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # the trigger word is inside a name
             if trig.rel == "uses" and masked_sentence[m.start()].isupper():
                 continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
+            if trig.rel == "uses" and _use_as_noun(doc, block, ts):
+                continue  # "while X is in use", "the use of X": no one is said to use anything
             if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
                 continue  # "SETL never calls the Charges API"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
@@ -327,6 +332,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None or subject.start >= ts:
                 if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
+                if _reader_acts(doc, block, ts):
+                    continue  # "you must be a member of X": the reader is, not the page's subject
                 borrowed = _borrowed_subject(doc, block, ts, left) if trig.rel == "uses" else None
                 if borrowed is False:
                     continue  # "jobs started by using X", "when using X, Y is ...": the name before does not use X
@@ -464,6 +471,8 @@ def types_ok(rel: str, src, dst) -> bool:
             and not dst.features.get("code_font")
         )
     if rel == "located_in":  # a nationality names its country too ("a Canadian province")
+        if re.search(r"\d\.\d", dst.surface):
+            return False  # "Windows 3.1", "Spooler 2.0": a release, whatever the tagger calls it
         return (
             dst.type == "LOCATION"
             or dst.features.get("ner_label") in ("GPE", "LOC", "FAC", "NORP")
@@ -581,33 +590,67 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     return None
 
 
+def _who_acts(doc: Document, block: Block, trigger_start: int):
+    """What says who acts in the trigger's clause, walking up from the trigger: ("relcl", the
+    noun a relative clause describes), ("subject", the clause's subject), ("root", the
+    sentence's verb with no subject), or None."""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    for _ in range(5):
+        if tok is None:
+            return None
+        if tok.dep_ == "relcl":
+            return ("relcl", tok.head)
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None:
+            return ("subject", subj)
+        if tok.dep_ == "ROOT":
+            return ("root", tok)
+        tok = tok.head
+    return None
+
+
+def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause about the reader ("you must be a member of X")?"""
+    found = _who_acts(doc, block, trigger_start)
+    return found is not None and found[0] == "subject" and found[1].lower_ == "you"
+
+
 def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     """Does the trigger's clause say who acts, and it is not the page's subject? An imperative
     ("To get only files, use X"), the reader ("you can use X"), a subject named by a bare common
     noun ("Module authors can ... by using X") or by a description of something else ("This
     command uses X" on a command's page): the page's subject is not the one that uses X. A
     pronoun or a description that may stand for the subject ("it", "we", "the service") is not."""
-    sdoc = _parse_of(doc, block)
-    if sdoc is None:
+    found = _who_acts(doc, block, trigger_start)
+    if found is None:
         return False
-    trigger = tok = token_covering(sdoc, trigger_start - block.start)
-    for _ in range(5):
-        if tok is None:
-            return False
-        if tok.dep_ == "relcl":
-            # "sessions that use the configuration": the noun the clause describes uses it
-            return tok.head.pos_ == "NOUN" and _other_than_subject(doc, block, tok.head)
-        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-        if subj is not None:
-            if subj.pos_ == "PRON":
-                return subj.lower_ == "you"  # "we" is often the project or company the page is about
-            return subj.pos_ == "NOUN" and _other_than_subject(doc, block, subj)
-        if tok.dep_ == "ROOT":
-            # the trigger is the sentence's verb, with no subject: an instruction ("..., use X");
-            # "Detect retries using keys", a duty listed for the subject, keeps its subject
-            return tok is trigger and tok.tag_ in ("VB", "VBP")
-        tok = tok.head
-    return False
+    kind, tok = found
+    if kind == "relcl":
+        # "sessions that use the configuration": the noun the clause describes uses it
+        return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+    if kind == "subject":
+        if tok.pos_ == "PRON":
+            return tok.lower_ == "you"  # "we" is often the project or company the page is about
+        return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+    # the trigger is the sentence's verb, with no subject: an instruction ("..., use X"), or an
+    # instruction's purpose ("To use X, run ..."); "Detect retries using keys", a duty listed
+    # for the subject, keeps its subject
+    trigger = token_covering(tok.doc, trigger_start - block.start)
+    return (tok.i == trigger.i or _infinitive(trigger)) and tok.tag_ in ("VB", "VBP")
+
+
+def _infinitive(tok) -> bool:
+    return any(c.dep_ == "aux" and c.lower_ == "to" for c in tok.children)
+
+
+def _use_as_noun(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger "use" the noun of "in use", "the use of X", "for use with X"?"""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    if tok is None or tok.pos_ != "NOUN" or tok.lemma_.lower() != "use":
+        return False
+    return tok.dep_ == "pobj" or any(c.dep_ in ("det", "poss") for c in tok.children)
 
 
 def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:

@@ -72,6 +72,23 @@ def test_coreference_to_the_subject(analyse):
     assert ("Quarry Scheduler", "owned_by", "Team Basin") in triples(rels)
 
 
+def test_it_after_a_description_is_the_description_not_the_last_name(analyse):
+    """ "This command gets the files of the Quarry Server. It uses ...": "it" is the command; a
+    description that stands for a name ("The scheduler ... It ...") still leads to the name."""
+    text = (
+        "# Spool-Item\n\nThis command gets the spooled files of the Quarry Server. It uses the Strata Index.\n\n"
+        "The Ferry Relay keeps the spool. It uses the Lumen Index.\n"
+    )
+    spans, rels = analyse(text)
+    corefs = [(s.surface, s.refers) for s in spans if s.source == "coref"]
+    assert ("It", "Quarry Server") not in corefs, corefs
+    assert ("Quarry Server", "uses", "Strata Index") not in triples(rels), triples(rels)
+    assert ("Ferry Relay", "uses", "Lumen Index") in triples(rels), triples(rels)
+    text = "# Quarry Scheduler\n\nThe Quarry Scheduler plans jobs.\n\nThe scheduler reads the calendar. It uses the Lumen Index.\n"
+    spans, rels = analyse(text)
+    assert ("Quarry Scheduler", "uses", "Lumen Index") in triples(rels), triples(rels)
+
+
 def test_coordinated_objects_and_inverse_triggers(analyse):
     text = "Team Basin owns the Quarry Scheduler, the Lumen Index and the Ferry Relay.\n"
     _, rels = analyse(text)

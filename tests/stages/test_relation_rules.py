@@ -59,6 +59,31 @@ def test_a_clause_without_its_own_subject_uses_for_the_clause_it_modifies(rules)
     assert ("Spool Daemon", "uses", "Quarry Connector") in got, got
 
 
+def test_use_as_a_noun_an_instructions_purpose_or_the_reader_relates_no_name(rules):
+    """ "while X is in use" says no one uses X; "To use X, run ..." tells the reader what to do,
+    whatever name the sentence also writes; "you must be a member of X" is said of the reader."""
+    got = rules(
+        "# Spool Daemon\n\nWhen the Spool Daemon is in use, the Quarry Connector waits.\n\n"
+        "To use the `Make-Cert` tool with the Spool Daemon, run the following command.\n\n"
+        "The Spool Daemon uses the Strata Index to find rows.\n\n"
+        "You must be a member of the Operators group to restart the Spool Daemon.\n"
+    )
+    assert ("Spool Daemon", "uses", "Quarry Connector") not in got, got
+    assert not [t for t in got if "Operators" in (t[0], t[2])], got  # the reader is a member
+    assert not [t for t in got if t[2] == "Make-Cert"], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_a_value_a_parameter_specifies_or_sets_is_not_a_definition(rules):
+    got = rules(
+        "# Find-Spool\n\nThe **Pattern** parameter specifies the string **Failed**.\n\n"
+        "MachinePolicy is set by a Group Policy for all users.\n\n"
+        "Access tokens are JSON Web Tokens as specified in RFC 7519.\n"
+    )
+    assert not [t for t in got if t[1] == "defines" and t[0] in ("Pattern", "Group Policy")], got
+    assert [t for t in got if t[:2] == ("RFC 7519", "defines")], got  # "as specified in" still defines
+
+
 def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     from kgr.stages.extract import Span
     from kgr.stages.relations import types_ok
@@ -72,6 +97,8 @@ def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     assert types_ok("located_in", alberta, span("Canada", "LOCATION", "GPE"))
     assert not types_ok("located_in", alberta, span("Int32", "PRODUCT", "PRODUCT"))
     assert not types_ok("located_in", alberta, span("Alice Smith", "PERSON", "PERSON"))
+    # a release is no place, however the tagger labels it
+    assert not types_ok("located_in", alberta, span("Spooler 3.0", "LOCATION", "GPE"))
 
 
 def test_an_owner_is_not_a_name_written_as_code(rules):
