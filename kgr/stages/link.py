@@ -82,6 +82,17 @@ def _tokens(surface: str) -> tuple[str, ...]:
     return tuple(t for t in re.split(r"[^a-z0-9]+", folded) if t)
 
 
+IDENTIFIER = re.compile(r"[^\W_][-_.:/][^\W_]|[a-z][A-Z]")
+
+
+def identifier(surface: str) -> bool:
+    """Is this name written as an identifier ("Get-ChildItem", "setl.release.enabled",
+    "PayloadSize"): one word joined by punctuation or in CamelCase? Two such names are the same
+    thing only when they are written the same (case and punctuation aside) or declared so."""
+    s = surface.strip()
+    return bool(s) and not any(c.isspace() for c in s) and bool(IDENTIFIER.search(s))
+
+
 # ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
 # not "ISO 27001" or "SOC 2", where the number is the name).
 VERSION_TAIL = re.compile(
@@ -351,6 +362,8 @@ class Linker:
             return special
         if any(c.isdigit() for c in n):
             return []  # "ADR-019" is not a typo of "ADR-012": ids and numbers only match exactly
+        if identifier(surface):
+            return []  # "Set-Item" is no typo of "Get-Item", nor "Get-ItemProperty" a longer "Get-Item"
         toks = set(tokens(surface))
         keys: set[str] = set()
         for t in toks:
@@ -362,7 +375,7 @@ class Linker:
             best = 0.0
             for name in [ent.name, *ent.aliases]:
                 en = norm(name)
-                if any(c.isdigit() for c in en):
+                if any(c.isdigit() for c in en) or identifier(name):
                     continue
                 et = set(tokens(name))
                 if len(n) >= 5 and Levenshtein.distance(n, en, score_cutoff=1) <= 1:

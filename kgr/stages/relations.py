@@ -611,9 +611,10 @@ def _who_acts(doc: Document, block: Block, trigger_start: int):
 
 
 def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:
-    """Is the trigger's clause about the reader ("you must be a member of X")?"""
+    """Is the trigger's clause about the reader ("you must be a member of X", "the user does
+    not need to be a member of X")?"""
     found = _who_acts(doc, block, trigger_start)
-    return found is not None and found[0] == "subject" and found[1].lower_ == "you"
+    return found is not None and found[0] == "subject" and found[1].lower_ in ("you", "user", "users")
 
 
 def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:

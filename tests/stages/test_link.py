@@ -103,3 +103,17 @@ def test_ids_and_numbers_only_link_exactly():
     assert linker.link("ADR-019", "CONCEPT", "a.md")[2] is True  # created, not merged into ADR-012
     assert linker.link("v3.2.2", "VERSION", "a.md")[2] is True
     assert linker.link("ADR-012", "CONCEPT", "a.md")[0].key == "adr012"
+
+
+def test_names_written_as_identifiers_only_link_exactly():
+    """ "Set-Spool" is not a typo of "Get-Spool", nor "Get-SpoolItem" a longer "Get-Spool": an
+    identifier is another thing unless it is written the same (case and punctuation aside)."""
+    linker = Linker([{"key": "getspool", "name": "Get-Spool", "type": "API"}])
+    for other in ("Set-Spool", "Get-SpoolItem", "Get-Spoal"):
+        ent, _, created = linker.link(other, "API", "a.md")
+        assert created and ent.key != "getspool", other
+    assert linker.link("get-spool", "API", "b.md")[0].key == "getspool"
+    assert linker.link("Get-Spool", "API", "b.md")[0].key == "getspool"
+    # a name in words still finds its typo
+    linker = Linker([{"key": "lumenindex", "name": "Lumen Index", "type": "SERVICE"}])
+    assert linker.link("Lumen Indx", "SERVICE", "b.md")[0].key == "lumenindex"

@@ -66,10 +66,11 @@ def test_use_as_a_noun_an_instructions_purpose_or_the_reader_relates_no_name(rul
         "# Spool Daemon\n\nWhen the Spool Daemon is in use, the Quarry Connector waits.\n\n"
         "To use the `Make-Cert` tool with the Spool Daemon, run the following command.\n\n"
         "The Spool Daemon uses the Strata Index to find rows.\n\n"
-        "You must be a member of the Operators group to restart the Spool Daemon.\n"
+        "You must be a member of the Operators group to restart the Spool Daemon.\n\n"
+        "The Spool Daemon runs, but the user does not need to be a member of the Keepers group.\n"
     )
     assert ("Spool Daemon", "uses", "Quarry Connector") not in got, got
-    assert not [t for t in got if "Operators" in (t[0], t[2])], got  # the reader is a member
+    assert not [t for t in got if {"Operators", "Keepers"} & {t[0], t[2]}], got  # the reader is a member
     assert not [t for t in got if t[2] == "Make-Cert"], got
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
 
