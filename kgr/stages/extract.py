@@ -1028,7 +1028,7 @@ def _expletive(text: str, end: int) -> bool:
     rest = text[end : end + 30].lower()
     return bool(
         re.match(
-            r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe)\b|\s+(?:seems|appears|takes)\b",
+            r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe|best|better|advisable|useful|helpful|common)\b|\s+(?:seems|appears|takes)\b",
             rest,
         )
     )

@@ -334,6 +334,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
                 if _reader_acts(doc, block, ts):
                     continue  # "you must be a member of X": the reader is, not the page's subject
+                if trig.rel not in ("uses", "depends_on") and _describes_a_noun(doc, block, ts):
+                    continue  # "the method implemented by X": the method is, not the page's subject
                 borrowed = _borrowed_subject(doc, block, ts, left) if trig.rel == "uses" else None
                 if borrowed is False:
                     continue  # "jobs started by using X", "when using X, Y is ...": the name before does not use X
@@ -590,16 +592,16 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     return None
 
 
-def _who_acts(doc: Document, block: Block, trigger_start: int):
+def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl",)):
     """What says who acts in the trigger's clause, walking up from the trigger: ("relcl", the
-    noun a relative clause describes), ("subject", the clause's subject), ("root", the
+    noun a clause of the ``described`` kinds describes), ("subject", the clause's subject), ("root", the
     sentence's verb with no subject), or None."""
     sdoc = _parse_of(doc, block)
     tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
     for _ in range(5):
         if tok is None:
             return None
-        if tok.dep_ == "relcl":
+        if tok.dep_ in described:
             return ("relcl", tok.head)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
@@ -608,6 +610,17 @@ def _who_acts(doc: Document, block: Block, trigger_start: int):
             return ("root", tok)
         tok = tok.head
     return None
+
+
+def _describes_a_noun(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause one that describes a common noun other than the page's subject
+    ("use the authentication method implemented by X")? Not a noun that itself describes the
+    subject ("**Term**: The strategy of X, specified in Y"; "X is the service owned by Y")."""
+    found = _who_acts(doc, block, trigger_start, ("relcl", "acl"))
+    if found is None or found[0] != "relcl":
+        return False
+    noun = found[1]
+    return noun.pos_ == "NOUN" and noun.dep_ not in ("ROOT", "attr", "appos") and _other_than_subject(doc, block, noun)
 
 
 def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:
@@ -630,15 +643,27 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if kind == "relcl":
         # "sessions that use the configuration": the noun the clause describes uses it
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+    trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if tok.pos_ == "PRON":
+            if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
+                return True  # "it is best to use X": the reader
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
-    # the trigger is the sentence's verb, with no subject: an instruction ("..., use X"), or an
-    # instruction's purpose ("To use X, run ..."); "Detect retries using keys", a duty listed
-    # for the subject, keeps its subject
-    trigger = token_covering(tok.doc, trigger_start - block.start)
-    return (tok.i == trigger.i or _infinitive(trigger)) and tok.tag_ in ("VB", "VBP")
+    # the trigger is the sentence's verb, with no subject: an instruction ("..., use X", "omit
+    # X or use Y"), an instruction's purpose ("To use X, run ..."), a heading that instructs
+    # ("Convert X by using Y"); "Detect retries using keys", a duty listed for the subject,
+    # keeps its subject
+    lead = trigger
+    while lead.dep_ == "conj" and lead.head.i != lead.i:
+        lead = lead.head
+    return tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading")
+
+
+def _expletive_it(it) -> bool:
+    """ "it is best / recommended / possible to ...": "it" stands for nothing."""
+    verb = it.head
+    return verb.lemma_ == "be" and any(c.dep_ == "acomp" for c in verb.children)
 
 
 def _infinitive(tok) -> bool:

@@ -75,6 +75,22 @@ def test_use_as_a_noun_an_instructions_purpose_or_the_reader_relates_no_name(rul
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
 
 
+def test_instructions_in_other_forms_and_a_described_noun_relate_no_name(rules):
+    """ "omit X or use Y" and a heading "Convert X by using Y" instruct; "it is best to use X"
+    is the reader's; "the method implemented by X" is the method's. "X is the service owned by
+    Y" still says who owns X."""
+    got = rules(
+        "# New-Spool\n\nThe `New-Spool` cmdlet creates a spool.\n\n"
+        "Default: Use the authentication method implemented by the Quarry Protocol.\n\n"
+        "To see hidden items, omit the **Hidden** parameter or use the **Attributes** parameter.\n\n"
+        "In practice, it is best to use the **WhatIf** parameter with all `Set-Spool` commands.\n\n"
+        "### Example 3: Convert spool rights to a Ledger Object by using ConvertFrom-Spool\n\n"
+        "The Ferry Relay is the service owned by Team Basin.\n"
+    )
+    assert not [t for t in got if t[2] in ("Quarry Protocol", "Attributes", "WhatIf", "ConvertFrom-Spool")], got
+    assert ("Ferry Relay", "owned_by", "Team Basin") in got, got
+
+
 def test_a_value_a_parameter_specifies_or_sets_is_not_a_definition(rules):
     got = rules(
         "# Find-Spool\n\nThe **Pattern** parameter specifies the string **Failed**.\n\n"
