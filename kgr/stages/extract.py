@@ -929,7 +929,9 @@ class Extractor:
         sdocs = (
             spacy_docs if spacy_docs is not None and len(spacy_docs) == len(doc.blocks) else [None] * len(doc.blocks)
         )
+        previous = (None, None)  # the block before, and its parse
         for block, sdoc in zip(doc.blocks, sdocs):
+            before, previous = previous, (block, sdoc)
             if block.kind in ("code", "heading"):
                 continue
             section = doc.section_of(block.start)
@@ -958,7 +960,7 @@ class Extractor:
                 else:
                     if low == "it" and _expletive(block.masked, m.end()):
                         continue
-                    if _continues_description(block, sdoc, pos, pool):
+                    if _continues_description(block, sdoc, pos, pool, before):
                         continue
                     target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
                     kind = "pronoun"
@@ -1092,18 +1094,32 @@ def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | N
     return None
 
 
-def _continues_description(block: Block, sdoc, pos: int, pool: list[Span]) -> bool:
+def _continues_description(block: Block, sdoc, pos: int, pool: list[Span], before=(None, None)) -> bool:
     """Does "it" open a sentence that follows one whose subject is a description no name stands
-    for ("This command gets the services. It uses X ...")? Then "it" is that description: the
-    command, not the last name written before."""
-    if sdoc is None:
-        return False
+    for ("This command gets the services. It uses X ...", in one paragraph or the paragraph
+    before), or a paragraph that follows a code block (an example's command)? Then "it" is that
+    description or that code, not the last name written before."""
     rel = pos - block.start
     here = block.sentence_index(rel)
     start = block.sentences()[here][0] if here is not None else rel
     if here is None or block.masked[start:rel].strip():
         return False
-    last = next((t for t in reversed(sdoc) if t.idx < start), None)  # the previous sentence's last word
+    if here == 0:  # "it" opens the paragraph: the block before says what it is
+        prev_block, prev_sdoc = before
+        if prev_block is None or prev_block.kind == "heading":
+            return False
+        if prev_block.kind == "code":
+            return True
+        return _described_subject(prev_block, prev_sdoc, len(prev_block.masked), pool)
+    return _described_subject(block, sdoc, start, pool)
+
+
+def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
+    """Is the subject of the sentence that ends before ``end`` (block offsets) a description
+    ("This command", "the new engine") that no name in ``pool`` covers?"""
+    if sdoc is None:
+        return False
+    last = next((t for t in reversed(sdoc) if t.idx < end), None)  # the previous sentence's last word
     if last is None:
         return False
     subj = next((c for c in last.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)

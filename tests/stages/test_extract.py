@@ -84,6 +84,13 @@ def test_it_after_a_description_is_the_description_not_the_last_name(analyse):
     assert ("It", "Quarry Server") not in corefs, corefs
     assert ("Quarry Server", "uses", "Strata Index") not in triples(rels), triples(rels)
     assert ("Ferry Relay", "uses", "Lumen Index") in triples(rels), triples(rels)
+    # a paragraph after an example's code, or after a paragraph whose subject is a description
+    text = (
+        "# Spool-Item\n\nThe Quarry Server keeps spools.\n\n```\nSpool-Item C:\\Ferry\\*.log\n```\n\n"
+        "It uses the Strata Index.\n\nThis example reads the Quarry Server log.\n\nIt uses the Lumen Index.\n"
+    )
+    spans, rels = analyse(text)
+    assert not [t for t in triples(rels) if t[0] in ("Quarry Server", "Ferry") and t[1] == "uses"], triples(rels)
     text = "# Quarry Scheduler\n\nThe Quarry Scheduler plans jobs.\n\nThe scheduler reads the calendar. It uses the Lumen Index.\n"
     spans, rels = analyse(text)
     assert ("Quarry Scheduler", "uses", "Lumen Index") in triples(rels), triples(rels)
