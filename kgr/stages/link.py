@@ -85,6 +85,7 @@ def _tokens(surface: str) -> tuple[str, ...]:
 IDENTIFIER = re.compile(r"[^\W_][-_.:/][^\W_]|[a-z][A-Z]")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def identifier(surface: str) -> bool:
     """Is this name written as an identifier ("Get-ChildItem", "setl.release.enabled",
     "PayloadSize"): one word joined by punctuation or in CamelCase? Two such names are the same

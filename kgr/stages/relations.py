@@ -646,8 +646,11 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if tok.pos_ == "PRON":
-            if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
-                return True  # "it is best to use X": the reader
+            if tok.lower_ == "it" and _infinitive(trigger):
+                from kgr.stages.extract import _expletive  # coreference's own test of the same "it"
+
+                if _expletive(block.masked, tok.idx + len(tok)):
+                    return True  # "it is best to use X": the reader
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     # the trigger is the sentence's verb, with no subject: an instruction ("..., use X", "omit
@@ -658,12 +661,6 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     while lead.dep_ == "conj" and lead.head.i != lead.i:
         lead = lead.head
     return tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading")
-
-
-def _expletive_it(it) -> bool:
-    """ "it is best / recommended / possible to ...": "it" stands for nothing."""
-    verb = it.head
-    return verb.lemma_ == "be" and any(c.dep_ == "acomp" for c in verb.children)
 
 
 def _infinitive(tok) -> bool:
