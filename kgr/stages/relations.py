@@ -646,11 +646,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if tok.pos_ == "PRON":
-            if tok.lower_ == "it" and _infinitive(trigger):
-                from kgr.stages.extract import _expletive  # coreference's own test of the same "it"
-
-                if _expletive(block.masked, tok.idx + len(tok)):
-                    return True  # "it is best to use X": the reader
+            if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
+                return True  # "it is best to use X", "it is more important to use X": the reader
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     # the trigger is the sentence's verb, with no subject: an instruction ("..., use X", "omit
@@ -661,6 +658,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     while lead.dep_ == "conj" and lead.head.i != lead.i:
         lead = lead.head
     return tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading")
+
+
+def _expletive_it(it) -> bool:
+    """ "it is best / more important / easier to ...": "it" stands for nothing. Read from the
+    parse (any adjective); coreference's `_expletive` reads the text against a list of
+    adjectives, which misses "it is more important to use X" (two PowerShell relations)."""
+    verb = it.head
+    return verb.lemma_ == "be" and any(c.dep_ == "acomp" for c in verb.children)
 
 
 def _infinitive(tok) -> bool:
