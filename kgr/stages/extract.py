@@ -1116,16 +1116,23 @@ def _continues_description(block: Block, sdoc, pos: int, pool: list[Span], befor
 
 def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
     """Is the subject of the sentence that ends before ``end`` (block offsets) a description
-    ("This command", "the new engine") that no name in ``pool`` covers?"""
+    ("This command", "the new engine") that no name in ``pool`` covers, or an "it" that stood
+    for nothing?"""
     if sdoc is None:
         return False
     last = next((t for t in reversed(sdoc) if t.idx < end), None)  # the previous sentence's last word
     if last is None:
         return False
     subj = next((c for c in last.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is not None and subj.lower_ == "it":
+        # "It uses X. It uses Y.": the second "it" is the first, which stood for no name when no
+        # resolved pronoun covers it (not the last name written, X)
+        at = block.start + subj.idx
+        return not any(sp.start <= at < sp.end for sp in pool)
     if subj is None or subj.pos_ != "NOUN" or not any(c.dep_ == "det" for c in subj.children):
         return False
-    lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
+    # a name must stand for the subject's head: "Each instance of Notepad" is an instance
+    lo, hi = block.start + subj.idx, block.start + subj.idx + len(subj)
     return not any(sp.start < hi and lo < sp.end for sp in pool)
 
 

@@ -325,6 +325,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
                 continue  # "It explains how to use X": the reader uses X
+            if _conditional(doc, block, ts):
+                continue  # "If X is specified in Y, ...": a supposition, not a fact
             subject = _dep_subject(doc, block, ts, sent_spans)
             if trig.name == "with its components":  # "owns NHub together with its components": NHub's
                 named = [sp for sp in left if sp.source != "coref"]
@@ -688,6 +690,19 @@ def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:
     return tok is not None and {"how", "to"} <= {c.lower_ for c in tok.children if c.dep_ in ("advmod", "aux")}
 
 
+def _conditional(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause a condition ("If X is specified in Y, ...", "unless X uses Y")?"""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    for _ in range(6):
+        if tok is None or tok.dep_ == "ROOT" or tok.head is tok:
+            return False
+        if tok.dep_ == "advcl":
+            return any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in tok.children)
+        tok = tok.head
+    return False
+
+
 def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     """Does a common noun that acts name something other than the page's subject? A bare one
     does ("Module authors", "users", "sessions"); "the service" may be the subject itself (a
@@ -821,8 +836,40 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         prev = [x for x in bspans if x.end <= sp.start]
         if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end : sp.start]) and len(prev[-1].surface.split()) > 1:
             continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
+        if _names_a_kind(doc, block, sp):
+            continue  # "Encodes in XYZ-32 format", "an ABC-256 hash": a kind of thing, not a record
         if subject is not None:
             add(subject, sp, "refers_to", 0.6, "names an id", block, block.start + s0, block.start + e0)
+
+
+def _names_a_kind(doc: Document, block: Block, sp) -> bool:
+    """Whether an id-shaped name modifies the common noun after it ("in XYZ-32 format", "the
+    ABC-256 algorithm"): then it names a kind of thing, not a ticket or a document one could
+    look up ("see OPS-12", "(OPS-12)", "OPS-12 proposes ...")."""
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return False
+    lo, hi = sp.start - block.start, sp.end - block.start
+    toks = list(tokens_starting_in(sdoc, lo, hi))
+    outside = [t for t in toks if not lo <= t.head.idx < hi]
+    if len(outside) != 1:
+        return False
+    tok = outside[0]
+    return (
+        tok.dep_ in ("compound", "nmod", "amod")
+        and tok.head.i > tok.i
+        and tok.head.tag_ == "NN"  # not "the period that OPS-12 sets": a verb read as a plural noun
+        and tok.head.lemma_.lower() not in RECORD_NOUNS
+    )
+
+
+# what an id names when it modifies one of these nouns is still a record, or a part of one
+# ("the OPS-12 incident", "RFC-7232 section 3.1")
+RECORD_NOUNS = frozenset(
+    "ticket issue incident bug fix patch change request proposal rfc decision record review report "
+    "postmortem advisory vulnerability task story epic item case thread discussion pr commit "
+    "release milestone outage alert finding action section chapter paragraph clause appendix page".split()
+)
 
 
 PLACE_PREP = re.compile(r"(?:\bin|\bfrom|\bat|\bbetween|\bwithin|\bout\s+of)\s+(?:the\s+)?$", re.I)

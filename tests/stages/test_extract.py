@@ -94,6 +94,23 @@ def test_it_after_a_description_is_the_description_not_the_last_name(analyse):
     text = "# Quarry Scheduler\n\nThe Quarry Scheduler plans jobs.\n\nThe scheduler reads the calendar. It uses the Lumen Index.\n"
     spans, rels = analyse(text)
     assert ("Quarry Scheduler", "uses", "Lumen Index") in triples(rels), triples(rels)
+    # a name inside the description does not stand for it: "each instance of X" is an instance
+    text = (
+        "# Spool-Item\n\nThis command stops the Ferry Relay. Each instance of Ferry Relay runs alone. "
+        "It uses the Strata Index.\n"
+    )
+    spans, rels = analyse(text)
+    assert ("It", "Ferry Relay") not in [(s.surface, s.refers) for s in spans if s.source == "coref"]
+    assert not [t for t in triples(rels) if t[0] == "Ferry Relay"], triples(rels)
+    # "it" after an "it" that stood for nothing is that same nothing, not the name just written
+    text = (
+        "# Spool-Item\n\nThe Quarry Server keeps spools.\n\n```\nSpool-Item -Path C:\\x -Force\n```\n\n"
+        "It uses the **Path** parameter to name the file. It uses the **Force** parameter too.\n\n"
+        "The Ferry Relay keeps the spool. It uses the Lumen Index. It also uses the Strata Index.\n"
+    )
+    spans, rels = analyse(text)
+    assert not [t for t in triples(rels) if t[0] in ("Path", "Quarry Server")], triples(rels)
+    assert {("Ferry Relay", "uses", "Lumen Index"), ("Ferry Relay", "uses", "Strata Index")} <= triples(rels)
 
 
 def test_coordinated_objects_and_inverse_triggers(analyse):

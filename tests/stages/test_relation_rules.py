@@ -176,3 +176,24 @@ def test_a_person_in_a_team_column_belongs_to_the_team():
     for name, typ in (("Ines Okafor", "PERSON"), ("Ledger Store", "SERVICE")):
         _add_cell(add, Span(0, len(name), name, typ, "ner", 0.9, {}), team, ("owned_by", False), "table:team", row)
     assert got == [("Ines Okafor", "part_of", "Payments Team"), ("Ledger Store", "owned_by", "Payments Team")]
+
+
+def test_an_id_naming_a_kind_of_thing_is_no_reference(rules):
+    got = rules(
+        "# Zorblat tool\n\nThe `Zorblat` tool writes files.\n\n"
+        "- `zbx32`: Encodes in ZBX-32 format.\n- `qrx`: Stores a QRX-256 hash of each file.\n\n"
+        "Zorblat fixed the crash (see FOO-1234). The FOO-1235 proposal was rejected. "
+        "Old files go once they pass the period that KAP-77 sets.\n"
+    )
+    refs = {t[2] for t in got if t[1] == "refers_to"}
+    assert {"FOO-1234", "FOO-1235", "KAP-77"} <= refs, got
+    assert not refs & {"ZBX-32", "QRX-256"}, got
+
+
+def test_a_condition_states_no_relation(rules):
+    got = rules(
+        "# Zorblat\n\nIf **Frob32** is specified in 64-bit Quibble, `Zorblat` throws an error.\n\n"
+        "The Flux format is specified in Quibble Standard 12.\n"
+    )
+    assert not [t for t in got if t[2] == "Frob32"], got
+    assert ("Quibble Standard", "defines", "Flux") in got, got
