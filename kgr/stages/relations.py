@@ -645,6 +645,17 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if kind == "relcl":
         # "sessions that use the configuration": the noun the clause describes uses it
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+    # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or head) describes it
+    # (on an object it may say how: "Detect retried requests using the vault")
+    participle = _who_acts(doc, block, trigger_start, described=("acl",))
+    if participle is not None and participle[0] == "relcl":
+        noun = participle[1]
+        if (
+            noun.dep_ in ("nsubj", "nsubjpass", "ROOT")
+            and noun.pos_ == "NOUN"
+            and _other_than_subject(doc, block, noun)
+        ):
+            return True
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if tok.pos_ == "PRON":
@@ -659,7 +670,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     lead = trigger
     while lead.dep_ == "conj" and lead.head.i != lead.i:
         lead = lead.head
-    return tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading")
+    # "When using X, omit Y", "Before using X, run Y": a clause that adverbially modifies an
+    # instruction in running text
+    # is the reader's too (in a list under a heading, "Detect retries using keys" is a duty)
+    up = lead.head if lead.dep_ == "pcomp" and lead.head.dep_ == "prep" else lead
+    adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and block.kind in ("para", "quote")
+    return tok.tag_ in ("VB", "VBP") and (
+        lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial
+    )
 
 
 def _expletive_it(it) -> bool:
@@ -707,8 +725,8 @@ def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     """Does a common noun that acts name something other than the page's subject? A bare one
     does ("Module authors", "users", "sessions"); "the service" may be the subject itself (a
     word naming a kind of system, or one of its name's words); "this command", "the following
-    example" is the page's example, something else."""
-    if not any(c.dep_ in ("det", "poss") for c in noun.children):
+    example" is the page's example, something else; so are "the services", several things."""
+    if not any(c.dep_ in ("det", "poss") for c in noun.children) or noun.tag_ == "NNS":
         return True
     kind = noun.lemma_.lower()
     page = doc.subject_at(block.start) or doc.subject

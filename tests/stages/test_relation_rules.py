@@ -197,3 +197,16 @@ def test_a_condition_states_no_relation(rules):
     )
     assert not [t for t in got if t[2] == "Frob32"], got
     assert ("Quibble Standard", "defines", "Flux") in got, got
+
+
+def test_a_clause_on_an_instruction_or_on_other_things_is_not_the_subjects(rules):
+    got = rules(
+        "# ConvertFrom-Zorb\n\nThe `ConvertFrom-Zorb` cmdlet converts zorb strings.\n\n"
+        "When using the **Header** parameter, omit the column header string.\n\n"
+        "Before using the Fnord Cache, run the `Clear-Zorb` command.\n\n"
+        "In contrast, a cmdlet run using a **Quib Session** runs on the target computer.\n\n"
+        "Stop the services that depend on the Lumen Index before you convert strings.\n\n"
+        "The Quibble Gateway checks tokens when using the Strata Index.\n"
+    )
+    assert not [t for t in got if t[0] == "ConvertFrom-Zorb"], got
+    assert ("Quibble Gateway", "uses", "Strata Index") in got, got
