@@ -251,18 +251,6 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
             short = m.group("short").strip()
             if declared_short_form(short, subject) or norm(short).startswith(norm(subject)[:4]):
                 pairs.append((short, subject))
-        # "Quarry (`quarry-db`) is ..." on the page of Quarry DB: the name before the parentheses is
-        # the subject too, when the parentheses spell the subject and the name is its first words
-        words = tokens(subject)
-        for m in ALIAS_PATTERNS[0].finditer(text):
-            if norm(m.group("short")) != norm(subject):
-                continue
-            long = m.group("long").split()
-            for i in range(len(long)):
-                head = tokens(" ".join(long[i:]))
-                if head and len(head) < len(words) and words[: len(head)] == head:
-                    pairs.append((" ".join(long[i:]), subject))
-                    break
     return pairs
 
 

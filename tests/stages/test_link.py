@@ -24,14 +24,6 @@ def test_declared_aliases():
     assert ("BasinOps", "Basin Operations") in pairs
 
 
-def test_a_name_before_the_subject_spelled_in_parentheses_is_the_subject():
-    text = "Quarry (`quarry-db`) is the document store of the project. Quarry runs on three nodes."
-    assert ("Quarry", "Quarry DB") in learn_aliases(text, "Quarry DB")
-    # the parentheses spell another thing, or the name is not the subject's first words: no alias
-    assert not learn_aliases("Quarry (`basin-db`) is the store.", "Quarry DB")
-    assert not learn_aliases("Lumen (`quarry-db`) is the store.", "Quarry DB")
-
-
 def mention(surface, type_="SERVICE", ord_=0, **kw):
     return {
         "kind": "mention",
