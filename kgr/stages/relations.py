@@ -645,8 +645,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if kind == "relcl":
         # "sessions that use the configuration": the noun the clause describes uses it
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
-    # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or head) describes it
-    # (on an object it may say how: "Detect retried requests using the vault")
+    # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or on its
+    # head noun) describes that noun; on an object it may say how ("Detect requests using the vault")
     participle = _who_acts(doc, block, trigger_start, described=("acl",))
     if participle is not None and participle[0] == "relcl":
         noun = participle[1]
@@ -671,8 +671,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     while lead.dep_ == "conj" and lead.head.i != lead.i:
         lead = lead.head
     # "When using X, omit Y", "Before using X, run Y": a clause that adverbially modifies an
-    # instruction in running text
-    # is the reader's too (in a list under a heading, "Detect retries using keys" is a duty)
+    # instruction in running text is the reader's too (in a list under a heading, "Detect
+    # retries using keys" is a duty)
     up = lead.head if lead.dep_ == "pcomp" and lead.head.dep_ == "prep" else lead
     adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and block.kind in ("para", "quote")
     return tok.tag_ in ("VB", "VBP") and (
