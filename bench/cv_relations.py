@@ -6,9 +6,9 @@
 1. Each annotated folder is ingested once to collect and label its candidates
    (kgr.learn.relations.collect).
 2. k-fold by document over all folders at once: the documents of every corpus are dealt
-   into k folds; fold f's model is trained on every other document of every corpus. The
-   threshold is chosen on those out-of-fold predictions.
-3. Leave one corpus out: a model trained on the other corpora only.
+   into k folds; fold f's model is trained on every other document of every corpus.
+3. Leave one corpus out: a model trained on the other corpora only. The thresholds are
+   chosen on the out-of-fold predictions of 2 and 3 (kgr.learn.relations.best_threshold).
 4. Each corpus is then run through ``kgr eval extraction`` twice more, extraction reading
    each document with a model that never saw it: the fold model of that document (k-fold),
    or the model without its corpus (left out). A third run uses a model trained on all the
@@ -54,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     examples = [e for d in data for e in d.examples]
     report: dict = {"threshold": cv.threshold, "folds": args.folds, "candidate_level": {}, "pipeline": {}}
     for setting, probs in (("kfold", cv.kfold_probs), ("left_out", cv.loco_probs)):
-        report["candidate_level"][setting] = learn.pair_scores(data, examples, probs, cv.threshold)
+        report["candidate_level"][setting] = learn.pair_scores(data, examples, probs, cv.threshold, cv.veto)
     if not args.no_pipeline:
-        full = learn.fit(examples, threshold=cv.threshold, **kwargs)
+        full = learn.fit(examples, threshold=cv.threshold, veto=cv.veto, **kwargs)
         for d in data:
             name = d.corpus.name
             row = {}

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cache:
             with open(args.cache, "wb") as fh:
                 pickle.dump(data, fh)
-    cv = learn.crossvalidate(data, k=args.folds, loco=False, log=log)
+    cv = learn.crossvalidate(data, k=args.folds, log=log)
     examples = [e for d in data for e in d.examples]
     scores = learn.pair_scores(data, examples, cv.kfold_probs, cv.threshold, cv.veto)
     for name, row in breakdown(data, examples, cv.kfold_probs, cv.threshold, cv.veto).items():

@@ -164,3 +164,26 @@ def test_a_corpus_is_scored_on_the_relation_types_it_annotates(tmp_path):
     probs = _probs([("located_in>", 0.9), ("uses>", 0.9)])
     # a "uses" edge is neither right nor wrong in a corpus that annotates located_in only
     assert learn.pair_scores(data, [right, unjudged], probs, 0.5)["c"]["precision"] == 1.0
+
+
+def test_a_relation_the_model_adds_at_no_measured_gain_is_not_claimed(tmp_path, monkeypatch):
+    from kgr.learn.corpus import Corpus, Scope
+
+    gold = [{"src": "e1", "rel": "uses", "dst": "e2"}, {"src": "e1", "rel": "uses", "dst": "e3"}]
+    types = {"e1": "PRODUCT", "e2": "PRODUCT", "e3": "PRODUCT", "e4": "PRODUCT"}
+    corpus = Corpus(tmp_path, "c", types, {"d.md": []}, {"d.md": gold}, Scope(relation_types=None, entity_types=None))
+    data = [learn.CorpusData(corpus, [], ["d.md"])]
+    said = learn.Example("c", "d.md", ["rule=uses>"], "uses>", ("Kiln", "e1"), ("Tarn", "e2"))
+    right = learn.Example("c", "d.md", [], "uses>", ("Kiln", "e1"), ("Brook", "e3"))
+    wrong = learn.Example("c", "d.md", [], "none", ("Kiln", "e1"), ("Scree", "e4"))
+    examples = [said, right, wrong]
+    probs = _probs([("uses>", 0.9), ("uses>", 0.6), ("uses>", 0.6)])
+    # the model alone adds one right and one wrong relation: F1 0.8 with them, 0.67 without
+    learn._READINGS.clear()
+    monkeypatch.setattr(learn, "TOLERANCE", 0.0)
+    thresholds, _veto, score = learn.best_threshold(data, examples, probs)
+    assert thresholds["uses"] <= 0.6 and score == pytest.approx(0.8)
+    # a gain smaller than the tolerance is no gain: the model's own claims are left out
+    monkeypatch.setattr(learn, "TOLERANCE", 0.2)
+    thresholds, _veto, score = learn.best_threshold(data, examples, probs)
+    assert thresholds["uses"] > 0.6 and score == pytest.approx(2 / 3)
