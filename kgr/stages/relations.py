@@ -327,6 +327,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "It explains how to use X": the reader uses X
             if _conditional(doc, block, ts):
                 continue  # "If X is specified in Y, ...": a supposition, not a fact
+            if _comparison(doc, block, ts):
+                continue  # "X is similar to using Y", "as you would use Y": a likeness, not a use
             subject = _dep_subject(doc, block, ts, sent_spans)
             if trig.name == "with its components":  # "owns NHub together with its components": NHub's
                 named = [sp for sp in left if sp.source != "coref"]
@@ -718,6 +720,31 @@ def _conditional(doc: Document, block: Block, trigger_start: int) -> bool:
         if tok.dep_ == "advcl":
             return any(c.dep_ == "mark" and c.lower_ in ("if", "unless") for c in tok.children)
         tok = tok.head
+    return False
+
+
+_LIKENESS = frozenset({"similar", "equivalent", "identical", "comparable", "analogous"})
+
+
+def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause what something is compared with ("X is similar to using Y",
+    "works like calling Y", "as you would use Y", "as if it used Y")? It says nothing of X."""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    for _ in range(4):
+        if tok is None or tok.dep_ == "ROOT" or tok.head is tok:
+            return False
+        head = tok.head
+        if tok.dep_ in ("pcomp", "pobj") and head.dep_ == "prep":
+            word = head.lower_
+            return word in ("like", "unlike", "than") or (
+                word in ("to", "with") and head.head.lemma_.lower() in _LIKENESS
+            )
+        if tok.dep_ == "advcl":
+            marks = {c.lower_ for c in tok.children if c.dep_ == "mark"}
+            would = any(c.dep_ == "aux" and c.lower_ in ("would", "might") for c in tok.children)
+            return "as" in marks and (bool(marks & {"if", "though"}) or would)
+        tok = head
     return False
 
 

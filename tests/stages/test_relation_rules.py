@@ -210,3 +210,14 @@ def test_a_clause_on_an_instruction_or_on_other_things_is_not_the_subjects(rules
     )
     assert not [t for t in got if t[0] == "ConvertFrom-Zorb"], got
     assert ("Quibble Gateway", "uses", "Strata Index") in got, got
+
+
+def test_a_likeness_states_no_use(rules):
+    got = rules(
+        "# Kiln\n\nKiln is the batch scheduler of the Tarnwick platform.\n\n"
+        "The `kiln-web` console works much like using `Harrowdale` from a shell.\n\n"
+        "The `kiln-sync` command is equivalent to using `Quernfield` with a lock.\n\n"
+        "The `kiln-run` command uses `Brook` to start each job.\n"
+    )
+    assert not [t for t in got if t[2] in ("Harrowdale", "Quernfield")], got
+    assert ("kiln-run", "uses", "Brook") in got, got
