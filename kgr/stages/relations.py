@@ -677,8 +677,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     # retries using keys" is a duty)
     up = lead.head if lead.dep_ == "pcomp" and lead.head.dep_ == "prep" else lead
     adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and block.kind in ("para", "quote")
-    return tok.tag_ in ("VB", "VBP") and (
-        lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial
+    # a verb in its base form with no subject, no modal and no "to" of its own is an imperative
+    # wherever the parser hangs it ("To get a key, use a `Get-Item` command in the `Cert:` drive":
+    # "drive" taken for the sentence's verb)
+    bare = trigger.tag_ == "VB" and not any(
+        c.dep_ in ("aux", "auxpass", "nsubj", "nsubjpass") for c in trigger.children
+    )
+    return bare or (
+        tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial)
     )
 
 

@@ -221,3 +221,18 @@ def test_a_likeness_states_no_use(rules):
     )
     assert not [t for t in got if t[2] in ("Harrowdale", "Quernfield")], got
     assert ("kiln-run", "uses", "Brook") in got, got
+
+
+def test_a_bare_verb_is_an_instruction_wherever_the_parse_hangs_it(rules):
+    # the parser takes "drive" for the sentence's verb and "use" for its complement
+    got = rules(
+        "# Connect-Zorb\n\nThe `Connect-Zorb` cmdlet reconnects to a zorb session.\n\n"
+        "## Parameters\n\n### -KeyThumbprint\n\n"
+        "Specifies the digital public key certificate of a user account that has permission to connect\n"
+        "to the disconnected session. Enter the certificate thumbprint of the certificate.\n\n"
+        "To get a certificate thumbprint, use a `Get-Zorb` or `Get-ChildZorb` command in the Quibble\n"
+        "`Cert:` drive.\n\n"
+        "The `Connect-Zorb` cmdlet uses `Quibble Remoting` to reach the session.\n"
+    )
+    assert not [t for t in got if t[2] in ("Get-Zorb", "Get-ChildZorb")], got
+    assert ("Connect-Zorb", "uses", "Quibble Remoting") in got, got
