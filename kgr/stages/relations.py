@@ -583,7 +583,13 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
         if subj is not None:
             if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
                 subj = tok.head
-            return _span_at(block, subj, sent_spans)
+            hit = _span_at(block, subj, sent_spans)
+            if hit is not None and subj.dep_ == "nsubjpass" and subj.pos_ == "NOUN":
+                # "PowerShell logs can be viewed using X": what is acted on is the logs, and the
+                # name only qualifies them; whoever views them is not said
+                if not hit.start <= block.start + subj.idx < hit.end:
+                    return None
+            return hit
         if tok.dep_ == "relcl":
             head = tok.head
             hit = _span_at(block, head, sent_spans)
@@ -738,7 +744,7 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
     sdoc = _parse_of(doc, block)
     tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
     for _ in range(4):
-        if tok is None or tok.dep_ == "ROOT" or tok.head is tok:
+        if tok is None:
             return False
         head = tok.head
         if tok.dep_ in ("pcomp", "pobj") and head.dep_ == "prep":
@@ -746,10 +752,14 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
             return word in ("like", "unlike", "than") or (
                 word in ("to", "with") and head.head.lemma_.lower() in _LIKENESS
             )
-        if tok.dep_ == "advcl":
-            marks = {c.lower_ for c in tok.children if c.dep_ == "mark"}
-            would = any(c.dep_ == "aux" and c.lower_ in ("would", "might") for c in tok.children)
-            return "as" in marks and (bool(marks & {"if", "though"}) or would)
+        # a clause marked "as if" or "as ... would", whether parsed as a clause of the sentence's
+        # verb or (a line break inside "Use\nthem as you would use X") as that verb itself
+        marks = {c.lower_ for c in tok.children if c.dep_ == "mark"}
+        would = any(c.dep_ == "aux" and c.lower_ in ("would", "might") for c in tok.children)
+        if "as" in marks and (bool(marks & {"if", "though"}) or would):
+            return True
+        if tok.dep_ in ("advcl", "ROOT") or head is tok:
+            return False
         tok = head
     return False
 

@@ -221,6 +221,14 @@ def test_a_likeness_states_no_use(rules):
     )
     assert not [t for t in got if t[2] in ("Harrowdale", "Quernfield")], got
     assert ("kiln-run", "uses", "Brook") in got, got
+    # a line break after "Use" makes the parser take "as you would use" for the sentence's verb
+    got = rules(
+        "# Test-Zorb\n\nThe `Test-Zorb` cmdlet checks zorb paths.\n\n"
+        "The cmdlets that contain the **Zorb** noun work with paths and return the\n"
+        "names in a concise format. They're designed for use in programs where you want to display a path. Use\n"
+        "them as you would use **Fellgate**, **Harrowdale**, or other path\nfunctions.\n"
+    )
+    assert not [t for t in got if t[2] in ("Fellgate", "Harrowdale")], got
 
 
 def test_a_bare_verb_is_an_instruction_wherever_the_parse_hangs_it(rules):
@@ -236,3 +244,14 @@ def test_a_bare_verb_is_an_instruction_wherever_the_parse_hangs_it(rules):
     )
     assert not [t for t in got if t[2] in ("Get-Zorb", "Get-ChildZorb")], got
     assert ("Connect-Zorb", "uses", "Quibble Remoting") in got, got
+
+
+def test_a_name_that_only_qualifies_what_is_acted_on_does_not_act(rules):
+    got = rules(
+        "# About Kiln logging\n\nKiln writes a record of every job it runs.\n\n"
+        "## Viewing the Kiln log entries\n\n"
+        "Tarnwick Kiln logs can be viewed using the `tarn-console` viewer. The log is\nkept for a week.\n\n"
+        "Kiln uses the Brook Store for its queue.\n"
+    )
+    assert not [t for t in got if t[2] == "tarn-console"], got
+    assert [t for t in got if t[1:] == ("uses", "Brook Store")], got
