@@ -1123,7 +1123,10 @@ def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
     last = next((t for t in reversed(sdoc) if t.idx < end), None)  # the previous sentence's last word
     if last is None:
         return False
-    subj = next((c for c in last.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    root = last.sent.root
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None and root.pos_ == "NOUN":
+        subj = root  # no verb found ("Each instance of Notepad\nruns in ...", a line break): the noun leads
     if subj is not None and subj.lower_ == "it":
         # "It uses X. It uses Y.": the second "it" is the first, which stood for no name when no
         # resolved pronoun covers it (not the last name written, X)

@@ -102,6 +102,13 @@ def test_it_after_a_description_is_the_description_not_the_last_name(analyse):
     spans, rels = analyse(text)
     assert ("It", "Ferry Relay") not in [(s.surface, s.refers) for s in spans if s.source == "coref"]
     assert not [t for t in triples(rels) if t[0] == "Ferry Relay"], triples(rels)
+    # the same with a line break that leaves the parser no verb ("Each instance of Ferry Relay\nruns")
+    text = (
+        "# Spool-Item\n\nThis command stops all instances of the Ferry Relay process on the computer. Each instance of "
+        "Ferry Relay\nruns in its own process. It uses the **Strata** parameter to name the processes.\n"
+    )
+    spans, rels = analyse(text)
+    assert not [t for t in triples(rels) if t[0] == "Ferry Relay"], triples(rels)
     # "it" after an "it" that stood for nothing is that same nothing, not the name just written
     text = (
         "# Spool-Item\n\nThe Quarry Server keeps spools.\n\n```\nSpool-Item -Path C:\\x -Force\n```\n\n"
