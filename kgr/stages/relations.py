@@ -613,6 +613,8 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return None
         if tok.dep_ in described:
             return ("relcl", tok.head)
+        if "relcl" in described and _topic_of(tok) is not None:
+            return ("relcl", _topic_of(tok))
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
             return ("subject", subj)
@@ -620,6 +622,16 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return ("root", tok)
         tok = tok.head
     return None
+
+
+def _topic_of(tok):
+    """The common noun a gerund is the topic of ("information about using X", "the cost of
+    running X"), or None. Not a noun that describes the sentence's subject ("X is a framework
+    for using Y")."""
+    if tok.dep_ != "pcomp" or tok.tag_ != "VBG" or tok.head.dep_ != "prep":
+        return None
+    noun = tok.head.head
+    return noun if noun.pos_ == "NOUN" and noun.dep_ not in ("ROOT", "attr", "appos") else None
 
 
 def _describes_a_noun(doc: Document, block: Block, trigger_start: int) -> bool:

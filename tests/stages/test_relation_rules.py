@@ -255,3 +255,14 @@ def test_a_name_that_only_qualifies_what_is_acted_on_does_not_act(rules):
     )
     assert not [t for t in got if t[2] == "tarn-console"], got
     assert [t for t in got if t[1:] == ("uses", "Brook Store")], got
+
+
+def test_a_gerund_that_is_a_nouns_topic_states_no_use(rules):
+    got = rules(
+        "# Zorb-Item\n\nThe `Zorb-Item` cmdlet gets zorb items from a location.\n\n"
+        "For more information about using `Quibble-Path`, see the provider help.\n\n"
+        "For details on using the **Fellgate** parameter, see the examples.\n\n"
+        "The `Zorb-Item` cmdlet uses the **Harrowdale** provider to read items.\n"
+    )
+    assert not [t for t in got if t[2] in ("Quibble-Path", "Fellgate")], got
+    assert ("Zorb-Item", "uses", "Harrowdale") in got, got
