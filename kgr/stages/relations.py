@@ -325,7 +325,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
                 continue  # "It explains how to use X": the reader uses X
-            if _conditional(doc, block, ts):
+            if conditional(doc, block, ts):
                 continue  # "If X is specified in Y, ...": a supposition, not a fact
             if _comparison(doc, block, ts):
                 continue  # "X is similar to using Y", "as you would use Y": a likeness, not a use
@@ -694,7 +694,9 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     # instruction in running text is the reader's too (in a list under a heading, "Detect
     # retries using keys" is a duty)
     up = lead.head if lead.dep_ == "pcomp" and lead.head.dep_ == "prep" else lead
-    adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and block.kind in ("para", "quote")
+    # so is one in a list item whose verb follows a purpose ("- To save X, start Y by using Z")
+    purpose = any(c.dep_ == "advcl" and c.i < tok.i and _infinitive(c) for c in tok.children)
+    adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and (block.kind in ("para", "quote") or purpose)
     # a verb in its base form with no subject, no modal and no "to" of its own is an imperative
     # wherever the parser hangs it ("To get a key, use a `Get-Item` command in the `Cert:` drive":
     # "drive" taken for the sentence's verb)
@@ -734,7 +736,7 @@ def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:
     return tok is not None and {"how", "to"} <= {c.lower_ for c in tok.children if c.dep_ in ("advmod", "aux")}
 
 
-def _conditional(doc: Document, block: Block, trigger_start: int) -> bool:
+def conditional(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger's clause a condition ("If X is specified in Y, ...", "unless X uses Y")?"""
     sdoc = _parse_of(doc, block)
     tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from kgr.stages.relations import VOCABULARY, types_ok
+from kgr.stages.relations import VOCABULARY, conditional, types_ok
 from kgr.stages.textmodel import Block, Document, tokens_starting_in
 
 NONE = "none"
@@ -544,7 +544,10 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
     covered = {tuple(sorted((k[0], k[2]))) for k in ruled}
     # Then, for every other pair of names, the model's likeliest relation when it is likely enough.
     best: dict[tuple, tuple] = {}
+    starts = [b.start for b in doc.blocks]
     for c, row in zip(cands, probs):
+        if _supposed(doc, starts, c):
+            continue
         k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
         label = model.labels[k]
         p = float(row[k])
@@ -565,6 +568,16 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
         if p >= model.threshold_for(rel) and types_ok(rel, src, dst)
     ]
     return out
+
+
+def _supposed(doc: Document, starts: list[int], c: Candidate) -> bool:
+    """Are both names of a sentence candidate inside an if/unless clause ("If **Dialect** is
+    Association, ...")? A supposition states no relation: the rules' own test, for what the model
+    would add alone."""
+    if c.kind != "sentence":
+        return False
+    block = doc.blocks[max(0, bisect.bisect_right(starts, c.a.start) - 1)]
+    return conditional(doc, block, c.a.start) and conditional(doc, block, c.b.start)
 
 
 def _said(c: Candidate) -> list[tuple[str, str]]:

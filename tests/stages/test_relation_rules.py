@@ -266,3 +266,15 @@ def test_a_gerund_that_is_a_nouns_topic_states_no_use(rules):
     )
     assert not [t for t in got if t[2] in ("Quibble-Path", "Fellgate")], got
     assert ("Zorb-Item", "uses", "Harrowdale") in got, got
+
+
+def test_an_instruction_after_its_purpose_is_the_readers_in_a_list_too(rules):
+    got = rules(
+        "# Save-Zorb\n\nThe `Save-Zorb` cmdlet saves zorb files to a folder.\n\n## Notes\n\n"
+        "- To save zorbs for modules in the Quibble folder, start Fellgate by using the Harrowdale\n"
+        "  option. Only members of the Operators group can save them.\n\n"
+        "## Duties\n\n- Detect retries using Brook keys.\n"
+    )
+    assert not [t for t in got if t[2] == "Harrowdale"], got
+    # a duty listed under a heading keeps the page's subject
+    assert ("Save-Zorb", "uses", "Brook") in got, got
