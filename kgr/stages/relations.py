@@ -613,8 +613,8 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return None
         if tok.dep_ in described:
             return ("relcl", tok.head)
-        if "relcl" in described and _topic_of(tok) is not None:
-            return ("relcl", _topic_of(tok))
+        if "relcl" in described and (topic := _topic_of(tok)) is not None:
+            return ("relcl", topic)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
             return ("subject", subj)

@@ -544,9 +544,9 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
     covered = {tuple(sorted((k[0], k[2]))) for k in ruled}
     # Then, for every other pair of names, the model's likeliest relation when it is likely enough.
     best: dict[tuple, tuple] = {}
-    starts = [b.start for b in doc.blocks]
+    parses = _Parses(doc)
     for c, row in zip(cands, probs):
-        if _supposed(doc, starts, c):
+        if _supposed(parses, c):
             continue
         k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
         label = model.labels[k]
@@ -570,13 +570,14 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
     return out
 
 
-def _supposed(doc: Document, starts: list[int], c: Candidate) -> bool:
+def _supposed(parses: _Parses, c: Candidate) -> bool:
     """Are both names of a sentence candidate inside an if/unless clause ("If **Dialect** is
     Association, ...")? A supposition states no relation: the rules' own test, for what the model
     would add alone."""
     if c.kind != "sentence":
         return False
-    block = doc.blocks[max(0, bisect.bisect_right(starts, c.a.start) - 1)]
+    doc = parses.doc
+    block = doc.blocks[parses.block_index(c.a.start)]
     return conditional(doc, block, c.a.start) and conditional(doc, block, c.b.start)
 
 
