@@ -1429,7 +1429,11 @@ def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
                 whole = True  # an entity reaching across its edge: leave it be
                 break
         labels = [e.features.get("ner_label") for e in inside]
-        if whole or not inside or not all(label in SPLITTING_SPACY for label in labels):
+        # a person's full name, then "of": an organisation or a name spaCy does not read is apart from the person
+        # ("Tim Cook of Apple", "Trent Reznor of Nine Inch Nails"); "Joan of Arc" is one name
+        full_person = bool(inside) and labels[0] == "PERSON" and " " in inside[0].surface.strip()
+        allowed = SPLITTING_SPACY | ({"ORG"} if full_person else set())
+        if whole or not inside or not all(label in allowed for label in labels):
             out.append(sp)
             continue
         pieces, pos, ok = [], sp.start, True
@@ -1460,7 +1464,19 @@ def _split_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
         # every piece an entity, and a person among them ("Democrat Sidney Yates") or two
         # entities on either side of "of", "in" or "at" ("Tony Day of Cape Town")
         linked = any(re.fullmatch(r"\s+(?:of|in|at)\s+", text[a.end : b.start]) for a, b in zip(inside, inside[1:]))
-        if not ok or len(pieces) < 2 or any(e is None for *_, e in pieces) or not ("PERSON" in labels or linked):
+        of_name = (
+            full_person
+            and len(pieces) == 2
+            and pieces[0][2] is not None
+            and pieces[1][2] is None
+            and re.fullmatch(r"\s+of\s+", text[pieces[0][1] : pieces[1][0]]) is not None
+        )
+        if (
+            not ok
+            or len(pieces) < 2
+            or (any(e is None for *_, e in pieces) and not of_name)
+            or not ("PERSON" in labels or linked)
+        ):
             out.append(sp)
             continue
         for a, b, e in pieces:

@@ -79,6 +79,24 @@ def test_names_spacy_reads_as_several_are_split():
     ]
 
 
+def test_a_full_name_then_of_and_an_organisation_or_an_unread_name_are_two():
+    text = "It was produced by Tobin Rusk of Hollow Lantern Crew, and Maren Solt of Vantor spoke."
+    primary = [_span(text, "Tobin Rusk of Hollow Lantern Crew"), _span(text, "Maren Solt of Vantor")]
+    ner = [
+        _span(text, "Tobin Rusk", "ner", "PERSON", "PERSON"),  # spaCy reads no entity in "Hollow Lantern Crew"
+        _span(text, "Maren Solt", "ner", "PERSON", "PERSON"),
+        _span(text, "Vantor", "ner", "ORG", "ORG"),
+    ]
+    got = [(sp.surface, sp.type) for sp in _split_names(text, primary, ner)]
+    assert [g[0] for g in got] == ["Tobin Rusk", "Hollow Lantern Crew", "Maren Solt", "Vantor"]
+    assert got[0][1] == got[2][1] == "PERSON" and got[3][1] == "ORG"
+    # one given name before "of" is one name ("Joan of Arc"); so is an organisation before "of"
+    text = "Orla of Brenn met the Guild Office of Tallis."
+    primary = [_span(text, "Orla of Brenn"), _span(text, "Guild Office of Tallis")]
+    ner = [_span(text, "Orla", "ner", "PERSON", "PERSON"), _span(text, "Guild Office", "ner", "ORG", "ORG")]
+    assert [sp.surface for sp in _split_names(text, primary, ner)] == ["Orla of Brenn", "Guild Office of Tallis"]
+
+
 def test_titles_before_a_name_and_titles_alone():
     text = "Prime Minister Ilsa Varn met the Chairman and the Governor of Velmar."
     primary = [_span(text, "Prime Minister Ilsa Varn"), _span(text, "Chairman"), _span(text, "Governor of Velmar")]
