@@ -31,9 +31,10 @@ Modes:
   subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
   placed next to the page that leads to them rather than scored against keyword matches, when
   the link is strong enough; so, weaker, are a page whose title names what a page names with
-  what the question asks ("List of Ohio area codes") and, from the second round, a page found for
-  the question that names a placed page's subject. Each result's ``placed_by`` says which link
-  placed it. A page the
+  what the question asks ("List of Ohio area codes"), a page the question's words find that also
+  names what a page names when nothing has a page about it, and, from the second round, a page
+  found for the question that names a placed page's subject. Each result's ``placed_by`` says
+  which link placed it. A page the
   question names in full goes first when the best result is about nothing the question names
   (``weights.place_first``); a name the question writes in lower case ("what time") is a common
   noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
@@ -94,12 +95,15 @@ BACK_LINK = 0.7
 # codes" for "the area code ... in the state where ..."), against the page whose subject it is
 FACET_LINK = 0.8
 FACET_COVER = 0.3  # the share of the title's other words the question must write
+# placement: a page the question's words or vector find among their VIA_DIRECT best that names what a page names,
+# when no page is about it and few pages name it (VIA_SPREAD), against the page whose subject a page names
+VIA_LINK = 0.8
+VIA_DIRECT = 5
+VIA_SPREAD = 0.98
+# placement: of the pages one page leads to, a page about what it names first, then a facet of it or a page naming
+# the leading page's subject, then a page naming what it names
+KIND_ORDER = {"subject": 0, "facet": 1, "mention": 1, "via": 2}
 OUTER_PAGED = True  # placement: only a longer name with a page hides a shorter name inside it
-BACK_ROUND = 1
-COMPOSITE = 0.0
-COMPOSITE_COVER = 0.0
-BACK_AFTER = True
-BACK_QUOTA = 0
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
@@ -941,9 +945,11 @@ def _place(
     X" for "the director of", ``place_context``) are placed right after the page that leads to them, behind placed
     pages of stronger links (a page the question names comes before one a page names). When a page leads to no
     page about what it names, weaker links may place one: a page whose title names it with more, most of which the
-    question writes ("List of Ohio area codes" for "the area code ... in the state where ...", ``FACET_LINK``); and,
+    question writes ("List of Ohio area codes" for "the area code ... in the state where ...", ``FACET_LINK``);
     from round 2, a page the searches found that names the leading page's subject ("... the only child of Petra
-    Quist" for "the child of the director of ...", ``BACK_LINK``). A link's strength is the
+    Quist" for "the child of the director of ...", ``BACK_LINK``); last, when what it names has no page, a page the
+    question's words or vector rank among their ``VIA_DIRECT`` best that names it too (``VIA_LINK``). A link's
+    strength is the
     product of what it rests on, each at most 1: how the entity is named (a name the question
     contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
     page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
@@ -1116,6 +1122,21 @@ def _place(
                     offer(lead, cid, doc_id, eid, st, "subject")
                 for cid, doc_id in facets.get(eid, []):
                     offer(lead, cid, doc_id, eid, strength[lead] * link * spread[eid] * FACET_LINK, "facet")
+        # what a page names that has no page of its own ("Hiroshima", where no page is about the city) leads to the
+        # pages that name it too, when the question's own words or vector find them among their best
+        pageless = {e for lst in named_by.values() for e, _ in lst if e not in pages and spread[e] >= VIA_SPREAD}
+        if VIA_LINK and pageless:
+            pool = [
+                cid
+                for cid, c in cands.items()
+                if cid not in taken and min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1) <= VIA_DIRECT
+            ]
+            for cid, doc_id, eid, link in _naming(store, pool, pageless):
+                for lead in ids:
+                    for named_eid, lead_link in named_by.get(lead, []):
+                        if named_eid == eid and cid != lead:
+                            st = strength[lead] * lead_link * link * spread[eid] * VIA_LINK
+                            offer(lead, cid, doc_id, eid, st, "via")
         subject_of = {lead: own[lead][0] for lead in ids if lead in own}
         if BACK_LINK and rnd >= 2 and subject_of:
             # the other way, from a page a link placed: a page found for the question that names its subject ("the
@@ -1130,9 +1151,8 @@ def _place(
         for lead in ids:
             picked = 0
             opts = options.get(lead, {})
-            # a page about what the lead names first; a facet of it or a page naming the lead's subject after
             for cid in sorted(
-                opts, key=lambda x: (opts[x][3] != "subject", -asks.get((lead, opts[x][2]), 0), -near[x], x)
+                opts, key=lambda x: (KIND_ORDER[opts[x][3]], -asks.get((lead, opts[x][2]), 0), -near[x], x)
             ):
                 if picked >= weights.place_per_page:
                     break
@@ -1371,6 +1391,8 @@ def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tupl
     kind = placed.get("kind", "subject")
     if kind == "mention":  # the other way: the leading page is about the entity, this page names it
         link = f"page {(by or {}).get('title') or lead} is about {name}; this page names {name}"
+    elif kind == "via":  # the entity has no page: this page names it too
+        link = f"{names_it}; this page names {name} too"
     elif kind == "facet":
         link = f"{names_it}; this page's title names {name}"
     else:

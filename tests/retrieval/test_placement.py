@@ -422,3 +422,37 @@ def test_a_found_page_that_names_a_placed_pages_subject_follows_it(tmp_path, mon
         monkeypatch.setattr(query_mod, "BACK_LINK", 0.0)
         off = hybrid_query(store, q, k=6, mode="graph", embed_query=embed, weights=weights)
         assert all(r["placed_by"] is None or r["placed_by"]["kind"] != "mention" for r in off["results"])
+
+
+def test_what_a_page_names_with_no_page_of_its_own_leads_to_a_found_page_that_names_it(tmp_path, monkeypatch):
+    from kgr.retrieval import query as query_mod
+
+    pages = {
+        "film.md": ("Orrin Vale", "Orrin Vale is a drama filmed in Dunmere, a harbour town, about what fell there."),
+        # no page is about Dunmere; this one names it and answers the question
+        "storm.md": ("The Great Gale", "The lighthouse of Dunmere fell in the great gale of the harbour."),
+        # a page with more of the question's words, about none of what it names
+        "other.md": ("Ada Brun", "Ada Brun filmed what fell in the harbour of a town."),
+    }
+    pages.update({f"noise{i}.md": (f"Festival report {i}", text) for i, text in enumerate(NOISE)})
+    # enough pages that two naming Dunmere is few (VIA_SPREAD)
+    pages.update({f"weather{i}.md": (f"Weather {i}", f"Rain on day {i}.") for i in range(150)})
+    names = {1: "Orrin Vale", 2: "Dunmere", 3: "Ada Brun"}
+    store, embed = _wiki(tmp_path / "via.sqlite", pages, names, {("film.md", 2): 1.0, ("storm.md", 2): 1.0})
+    with store:
+        q = "What fell in the harbour of the town where Orrin Vale was filmed?"
+        res = hybrid_query(store, q, k=6, mode="graph", embed_query=embed)
+        order = [r["path"] for r in res["results"]]
+        assert order[:2] == ["film.md", "storm.md"], order
+        placed = res["results"][1]["placed_by"]
+        assert placed["kind"] == "via" and placed["named_by"]["path"] == "film.md"
+        assert placed["link"] == "page Orrin Vale names Dunmere; this page names Dunmere too"
+        # without the link nothing places it (the graph's walk may still score it well)
+        monkeypatch.setattr(query_mod, "VIA_LINK", 0.0)
+        plain = hybrid_query(store, q, k=6, mode="graph", embed_query=embed)["results"]
+        assert all(r["placed_by"] is None for r in plain if r["path"] == "storm.md")
+        # a page the question's words do not find among their best is not placed this way
+        monkeypatch.setattr(query_mod, "VIA_LINK", 0.8)
+        monkeypatch.setattr(query_mod, "VIA_DIRECT", 0)
+        far = hybrid_query(store, q, k=6, mode="graph", embed_query=embed)
+        assert all(r["placed_by"] is None or r["placed_by"]["kind"] != "via" for r in far["results"])
