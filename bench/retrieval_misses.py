@@ -52,12 +52,19 @@ def main() -> None:
             )
         }
 
+    cache: dict[str, object] = {}
+
+    def embed(text: str):
+        # graph mode embeds a second text too (the feedback search): each text gets its own vector
+        if text not in cache:
+            cache[text] = embedder.embed_queries([text])[0]
+        return cache[text]
+
     causes: collections.Counter = collections.Counter()
     n = 0
     for q in ds.questions:
-        qv = embedder.embed_queries([q.text])[0]
         res = query.hybrid_query(
-            st, q.text, k=50, hops=r["hops"], rels=r["rels"], mode="graph", embed_query=lambda _t: qv, weights=w
+            st, q.text, k=50, hops=r["hops"], rels=r["rels"], mode="graph", embed_query=embed, weights=w
         )
         docs = evalret.doc_ranking(res, depth=1000)
         top = docs[:5]
