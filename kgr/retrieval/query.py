@@ -1367,7 +1367,9 @@ def snippet(text: str) -> str:
 
 def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tuple]) -> dict | None:
     """The link that placed a result (see :func:`_place`), for a person to read: who names the
-    entity (the question, or the page that leads to this one) and that the entity is this page's subject."""
+    entity (the question, or the page that leads to this one) and what ties it to this page
+    (``kind``): it is this page's subject, this page's title names it with more ("facet"), this
+    page names the leading page's subject ("mention"), or this page names it too ("via")."""
     if placed is None:
         return None
     if placed["entity"] is None:  # a raw string: the page's title
