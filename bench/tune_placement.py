@@ -3,7 +3,7 @@
     python bench/tune_placement.py DB:DATASET [DB:DATASET ...] [--variant NAME=VALUE[,NAME=VALUE]] ...
 
 Each DB is built first with `kgr eval retrieval --dataset DATASET --db DB`. A variant sets
-module constants of kgr.retrieval.query (VIA_LINK=0, FACET_LINK=0.8, ...) or retrieval
+module constants of kgr.retrieval.query (RAW_LINK=0.5, CHAIN_FIRST=1, ...) or retrieval
 weights (w.place=0.5) for its run; the first row is always the defaults. Prints graph R@2,
 R@5 and MRR@10 per set and variant.
 

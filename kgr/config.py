@@ -214,7 +214,7 @@ class RetrievalWeights(Section):
     # Graph mode placement: a page whose subject the question names, or a page that a placed page names (a linked
     # mention), is placed next to the page that leads to it when the link's strength reaches ``place`` (0: off).
     place: float = 0.6
-    place_rounds: int = 3  # rounds of "the placed page names X, X is the subject of the next page" (3-4 hop questions)
+    place_rounds: int = 2  # rounds of "the placed page names X, X is the subject of the next page" (3-4 hop questions)
     place_per_page: int = 1  # pages one placed page may lead to, the nearest to the question first
     # a page placed by the question's naming its subject with at least this strength goes before the best result
     # when that result is not about anything the question names (0: never)

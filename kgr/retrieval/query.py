@@ -30,11 +30,7 @@ Modes:
   subject the question names, and the pages a placed page leads to by a linked mention of their
   subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
   placed next to the page that leads to them rather than scored against keyword matches, when
-  the link is strong enough; so, weaker, are a page whose title names what a page names with
-  what the question asks ("List of Ohio area codes"), a page the question's words find that also
-  names what a page names when nothing has a page about it, and, from the second round, a page
-  found for the question that names a placed page's subject. Each result's ``placed_by`` says
-  which link placed it. A page the
+  the link is strong enough; each result's ``placed_by`` says which link placed it. A page the
   question names in full goes first when the best result is about nothing the question names
   (``weights.place_first``); a name the question writes in lower case ("what time") is a common
   noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
@@ -88,22 +84,6 @@ APPOSITION_SHARE = 0.9
 TITLE_WINDOW = 30  # placement: the best results whose titles are read for a raw title link
 FIRST_DIRECT = 10  # placement: a page goes first only when the question's own words or vector find it this high
 CHAIN_FIRST = 0.85  # placement: a page led to from a page placed first, by a link this strong, goes with it
-# placement, rounds 2 and later: a page found for the question that names the subject of a page a link placed,
-# against the page whose subject a page names
-BACK_LINK = 0.7
-# placement: a page whose title names what a page names, with more the question asks about ("List of Ohio area
-# codes" for "the area code ... in the state where ..."), against the page whose subject it is
-FACET_LINK = 0.8
-FACET_COVER = 0.3  # the share of the title's other words the question must write
-# placement: a page the question's words or vector find among their VIA_DIRECT best that names what a page names,
-# when no page is about it and few pages name it (VIA_SPREAD), against the page whose subject a page names
-VIA_LINK = 0.8
-VIA_DIRECT = 5
-VIA_SPREAD = 0.98
-# placement: of the pages one page leads to, a page about what it names first, then a facet of it or a page naming
-# the leading page's subject, then a page naming what it names
-KIND_ORDER = {"subject": 0, "facet": 1, "mention": 1, "via": 2}
-OUTER_PAGED = True  # placement: only a longer name with a page hides a shorter name inside it
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
@@ -152,11 +132,6 @@ def _stop_words() -> frozenset[str]:
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
     return frozenset(mod.STOP_WORDS)
-
-
-@functools.cache
-def _stop_stems() -> frozenset[str]:
-    return frozenset(_stems(" ".join(_stop_words())))
 
 
 def _content_words(q: str) -> str:
@@ -785,17 +760,14 @@ def _title_share(surface: str | None, title: str | None) -> float:
     return share
 
 
-def _outermost(named: dict[int, str], paged: set[int] | None = None) -> dict[int, str]:
+def _outermost(named: dict[int, str]) -> dict[int, str]:
     """The names the question contains that are not part of a longer one it contains: in "School
-    On Fire" the question names the film, not fire. With ``paged`` (the entities that have a page),
-    only a longer name with a page hides the shorter: "Constable Benton Fraser", a phrase with no
-    page of its own, leaves "Benton Fraser" and his page."""
+    On Fire" the question names the film, not fire."""
     words = {eid: f" {' '.join(tokens(name.lower()))} " for eid, name in named.items()}
-    longer = [w for eid, w in words.items() if paged is None or eid in paged]
     return {
         eid: name
         for eid, name in named.items()
-        if not any(len(w) > len(words[eid]) and words[eid] in w for w in longer)
+        if not any(len(w) > len(words[eid]) and words[eid] in w for w in words.values())
     }
 
 
@@ -835,44 +807,6 @@ def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tu
                     seen.add(cid)
                     out[eid].append((cid, doc_id, share, other == eid))
     return out
-
-
-def _facet_pages(store: Store, entity_ids: Sequence[int], q: str) -> dict[int, list[tuple[int, int]]]:
-    """The pages whose title names an entity with more, most of which the question writes: entity ->
-    [(chunk, doc)]. "List of Ohio area codes" is not about Ohio (the name covers little of the title)
-    but it is the page for "the area code ... in Ohio"."""
-    ids = sorted(set(entity_ids))
-    out: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    asked = _stems(" ".join(w for w in re.findall(r"\w+", q.lower()) if w not in _stop_words()))
-    if not ids or not asked:
-        return out
-    for i in range(0, len(ids), 400):
-        part = ids[i : i + 400]
-        for eid, cid, _len, title, doc_id, surface in store.query(_title_mentions_sql(len(part)), part):
-            if not 0.0 < _title_share(surface, title) < ABOUT_SHARE:
-                continue
-            core = QUALIFIER.sub("", title or "") or title or ""
-            rest = _stems(core.lower().replace((surface or "").lower(), " ")) - _stop_stems()
-            if rest and len(rest & asked) >= FACET_COVER * len(rest):
-                out[eid].append((cid, doc_id))
-    return out
-
-
-def _naming(store: Store, chunk_ids: Sequence[int], entity_ids: set[int]) -> list[tuple[int, int, int, float]]:
-    """Of these chunks, those that name one of these entities by a linked mention: (chunk, doc, entity, the
-    best link score)."""
-    if not chunk_ids or not entity_ids:
-        return []
-    ents = sorted(entity_ids)
-    return [
-        (cid, doc_id, eid, float(link))
-        for cid, doc_id, eid, link in store.query(
-            f"SELECT chunk_id, doc_id, entity_id, max(coalesce(link_score, 1.0)) FROM mentions "
-            f"WHERE chunk_id IN ({','.join('?' * len(chunk_ids))}) AND entity_id IN ({','.join('?' * len(ents))}) "
-            f"AND source != 'coref' GROUP BY chunk_id, entity_id",
-            [*chunk_ids, *ents],
-        )
-    ]
 
 
 def _titled(
@@ -943,13 +877,7 @@ def _place(
     mention ("page P names X; X is the subject of this page"); the ``place_per_page`` of them
     nearest to the question (after those it names right after the question's relation word: "directed by
     X" for "the director of", ``place_context``) are placed right after the page that leads to them, behind placed
-    pages of stronger links (a page the question names comes before one a page names). When a page leads to no
-    page about what it names, weaker links may place one: a page whose title names it with more, most of which the
-    question writes ("List of Ohio area codes" for "the area code ... in the state where ...", ``FACET_LINK``);
-    from round 2, a page the searches found that names the leading page's subject ("... the only child of Petra
-    Quist" for "the child of the director of ...", ``BACK_LINK``); last, when what it names has no page, a page the
-    question's words or vector rank among their ``VIA_DIRECT`` best that names it too (``VIA_LINK``). A link's
-    strength is the
+    pages of stronger links (a page the question names comes before one a page names). A link's strength is the
     product of what it rests on, each at most 1: how the entity is named (a name the question
     contains, 1; a linked mention, its linking score; a raw title, ``RAW_LINK``), how much of the
     page's title the entity covers (``SAME_NAME`` when the page's subject is another entity of the
@@ -1011,7 +939,7 @@ def _place(
             ):
                 spread[eid] = max(0.0, 1.0 - df / n_docs)
 
-    named = _outermost(named, set(_subject_pages(store, list(named))) if OUTER_PAGED else None)
+    named = _outermost(named)
     window = [c.chunk_id for c in ranked[: max(TITLE_WINDOW, weights.seed_chunks)]]
     titled, titles = _titled(store, window, q, list(named.values()))
     named = _inside_titles(named, titles)
@@ -1101,65 +1029,32 @@ def _place(
             spans[(cid, eid)].append((start, end))
         asks = _asked_for(store, ids, spans, q) if weights.place_context else {}
         pages = _subject_pages(store, [e for lst in named_by.values() for e, _ in lst])
-        specific([e for lst in named_by.values() for e, _ in lst])
-        options: dict[int, dict[int, tuple[float, int, int, str]]] = defaultdict(dict)
-
-        def offer(lead: int, cid: int, doc_id: int, eid: int, st: float, kind: str) -> None:
-            if (
-                st >= weights.place
-                and cid not in taken
-                and doc_id not in placed_docs
-                and (allowed is None or cid in allowed)
-                and st > options[lead].get(cid, (0.0,))[0]
-            ):
-                options[lead][cid] = (st, doc_id, eid, kind)
-
-        facets = _facet_pages(store, [e for lst in named_by.values() for e, _ in lst], q) if FACET_LINK else {}
+        specific(list(pages))
+        options: dict[int, dict[int, tuple[float, int, int]]] = defaultdict(dict)
         for lead in ids:
             for eid, link in named_by.get(lead, []):
                 for cid, doc_id, share, same in pages.get(eid, []):
                     st = strength[lead] * link * share * (1.0 if same else SAME_NAME) * spread[eid]
-                    offer(lead, cid, doc_id, eid, st, "subject")
-                for cid, doc_id in facets.get(eid, []):
-                    offer(lead, cid, doc_id, eid, strength[lead] * link * spread[eid] * FACET_LINK, "facet")
-        # what a page names that has no page of its own ("Hiroshima", where no page is about the city) leads to the
-        # pages that name it too, when the question's own words or vector find them among their best
-        pageless = {e for lst in named_by.values() for e, _ in lst if e not in pages and spread[e] >= VIA_SPREAD}
-        if VIA_LINK and pageless:
-            pool = [
-                cid
-                for cid, c in cands.items()
-                if cid not in taken and min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1) <= VIA_DIRECT
-            ]
-            for cid, doc_id, eid, link in _naming(store, pool, pageless):
-                for lead in ids:
-                    for named_eid, lead_link in named_by.get(lead, []):
-                        if named_eid == eid and cid != lead:
-                            st = strength[lead] * lead_link * link * spread[eid] * VIA_LINK
-                            offer(lead, cid, doc_id, eid, st, "via")
-        subject_of = {lead: own[lead][0] for lead in ids if lead in own}
-        if BACK_LINK and rnd >= 2 and subject_of:
-            # the other way, from a page a link placed: a page found for the question that names its subject ("the
-            # daughter of ... Paul Gross" on Hannah Gross's page); only pages the searches found, never the fan-in
-            specific(list(subject_of.values()))
-            pool = [c.chunk_id for c in ranked[:TITLE_WINDOW] if c.chunk_id not in taken]
-            for cid, doc_id, eid, link in _naming(store, pool, set(subject_of.values())):
-                for lead in (lead for lead, subject in subject_of.items() if subject == eid):
-                    offer(lead, cid, doc_id, eid, strength[lead] * link * spread[eid] * BACK_LINK, "mention")
+                    if (
+                        st >= weights.place
+                        and cid not in taken
+                        and doc_id not in placed_docs
+                        and (allowed is None or cid in allowed)
+                        and st > options[lead].get(cid, (0.0,))[0]
+                    ):
+                        options[lead][cid] = (st, doc_id, eid)
         near = nearness(sorted({cid for opts in options.values() for cid in opts}))
         nxt: list[Candidate] = []
         for lead in ids:
             picked = 0
             opts = options.get(lead, {})
-            for cid in sorted(
-                opts, key=lambda x: (KIND_ORDER[opts[x][3]], -asks.get((lead, opts[x][2]), 0), -near[x], x)
-            ):
+            for cid in sorted(opts, key=lambda x: (-asks.get((lead, opts[x][2]), 0), -near[x], x)):
                 if picked >= weights.place_per_page:
                     break
-                st, doc_id, eid, kind = opts[cid]
+                st, doc_id, eid = options[lead][cid]
                 if cid in taken or doc_id in placed_docs:
                     continue
-                link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3), "kind": kind}
+                link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3)}
                 nxt.append(place(cid, doc_id, link, lead))
                 strength[cid] = st
                 picked += 1
@@ -1367,15 +1262,12 @@ def snippet(text: str) -> str:
 
 def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tuple]) -> dict | None:
     """The link that placed a result (see :func:`_place`), for a person to read: who names the
-    entity (the question, or the page that leads to this one) and what ties it to this page
-    (``kind``): it is this page's subject, this page's title names it with more ("facet"), this
-    page names the leading page's subject ("mention"), or this page names it too ("via")."""
+    entity (the question, or the page that leads to this one) and that the entity is this page's subject."""
     if placed is None:
         return None
     if placed["entity"] is None:  # a raw string: the page's title
         return {
             "link": "question contains this page's title",
-            "kind": "title",
             "entity": None,
             "named_by": None,
             "round": placed["round"],
@@ -1390,18 +1282,8 @@ def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tupl
         path, title = leads.get(lead, (None, None))
         names_it = f"page {title or path or lead} names {name}"
         by = {"chunk_id": lead, "path": path, "title": title}
-    kind = placed.get("kind", "subject")
-    if kind == "mention":  # the other way: the leading page is about the entity, this page names it
-        link = f"page {(by or {}).get('title') or lead} is about {name}; this page names {name}"
-    elif kind == "via":  # the entity has no page: this page names it too
-        link = f"{names_it}; this page names {name} too"
-    elif kind == "facet":
-        link = f"{names_it}; this page's title names {name}"
-    else:
-        link = f"{names_it}; {name} is the subject of this page"
     return {
-        "link": link,
-        "kind": kind,
+        "link": f"{names_it}; {name} is the subject of this page",
         "entity": {"id": placed["entity"], "name": name},
         "named_by": by,  # None: the question itself
         "round": placed["round"],
