@@ -11,6 +11,8 @@ Issue 18's rule: tune only on hipporag_hotpotqa_train100, hipporag_musique_train
 2wikimultihopqa_dev200, leaving out of the last the questions that are also in the HippoRAG
 2WikiMultiHopQA set (read from hipporag_2wikimultihopqa/gold.json beside it); the reported
 sets (hotpotqa_dev200, musique_dev200, hipporag_2wikimultihopqa, SciFact test) are refused.
+Issue 13's annotated folders (../shared/golden, ../shared/golden2: a folder with
+``annotations/``) are its tuning corpora for company documents, and are accepted too.
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ def main() -> None:
     for pair in args.pairs:
         db, dataset = pair.split(":", 1)
         path = Path(dataset)
-        if path.name not in ALLOWED:
-            sys.exit(f"refusing to tune on {dataset}: only {', '.join(sorted(ALLOWED))}")
+        if path.name not in ALLOWED and not (path / "annotations").is_dir():
+            sys.exit(f"refusing to tune on {dataset}: only {', '.join(sorted(ALLOWED))} or an annotated folder")
         ds = evalret.load_dataset(path)
         skip = left_out(path, ds)
         questions = [q for q in ds.questions if q.id not in skip]

@@ -145,23 +145,44 @@ def _label(corpus: Corpus, gold, c) -> str | None:
 # -- fitting ------------------------------------------------------------------------------------
 
 
-def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: float = 0.0, meta: dict | None = None):
+def features_of(train: list[Example]) -> list[str]:
+    """The features the model learns weights for: those of at least ``MIN_COUNT`` training examples."""
+    counts = collections.Counter(f for e in train for f in set(e.features))
+    return sorted(f for f, n in counts.items() if n >= MIN_COUNT)
+
+
+def design_matrix(vocabulary: list[str], examples: list[Example]):
+    """One sparse 0/1 row per example over ``vocabulary`` (a feature outside it is ignored)."""
     import numpy as np
     from scipy.sparse import csr_matrix
-    from sklearn.linear_model import LogisticRegression
 
-    train = [e for e in examples if e.label is not None]
-    counts = collections.Counter(f for e in train for f in set(e.features))
-    vocabulary = sorted(f for f, n in counts.items() if n >= MIN_COUNT)
     index = {f: i for i, f in enumerate(vocabulary)}
     rows, cols = [], []
-    for r, e in enumerate(train):
+    for r, e in enumerate(examples):
         for f in set(e.features):
             i = index.get(f)
             if i is not None:
                 rows.append(r)
                 cols.append(i)
-    X = csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(train), len(vocabulary)))
+    return csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(examples), len(vocabulary)))
+
+
+def corpus_weights(train: list[Example]):
+    """Each example's weight, so that a large corpus does not drown a small one (``BALANCE``)."""
+    import numpy as np
+
+    sizes = collections.Counter(e.corpus for e in train)
+    total = sum(sizes.values())
+    return np.array([(total / (len(sizes) * sizes[e.corpus])) ** BALANCE for e in train])
+
+
+def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: float = 0.0, meta: dict | None = None):
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    train = [e for e in examples if e.label is not None]
+    vocabulary = features_of(train)
+    X = design_matrix(vocabulary, train)
     y = [e.label for e in train]
     if len(set(y)) < 2:
         from kgr.errors import KgrError
@@ -170,11 +191,8 @@ def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: f
             f"cannot train on {len(train)} candidates of {len(set(y))} label(s)",
             hint="the annotated folders need related and unrelated pairs of annotated entities",
         )
-    sizes = collections.Counter(e.corpus for e in train)
-    total = sum(sizes.values())
-    weight = np.array([(total / (len(sizes) * sizes[e.corpus])) ** BALANCE for e in train])
     clf = LogisticRegression(C=C, max_iter=MAX_ITER, tol=1e-4)
-    clf.fit(X, y, sample_weight=weight)
+    clf.fit(X, y, sample_weight=corpus_weights(train))
     W = np.zeros((len(vocabulary), len(LABELS)), dtype=np.float32)
     b = np.full(len(LABELS), -30.0, dtype=np.float32)  # a label never seen in training is never predicted
     classes = list(clf.classes_)
