@@ -1,4 +1,4 @@
-"""Graph mode's placement constants side by side on the tuning sets, one variant per column.
+"""Graph mode's placement constants and retrieval weights side by side on the tuning sets, one variant per row.
 
     python bench/tune_placement.py DB:DATASET [DB:DATASET ...] [--variant NAME=VALUE[,NAME=VALUE]] ...
 

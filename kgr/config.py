@@ -190,8 +190,8 @@ class SecuritySettings(Section):
 class RetrievalWeights(Section):
     """Seed 000 section 14 (semantic, hop, rel), tuned on the train splits only
     (hipporag_musique_train100, hipporag_hotpotqa_train100) and the two golden corpora
-    the issue names for tuning: bench/tune_retrieval.py. Seed 000's ``graph`` weight, when
-    set, splits 2:1 into ``hop`` and ``rel``."""
+    the issue names for tuning: bench/tune_placement.py --variant w.<weight>=<value>. Seed
+    000's ``graph`` weight, when set, splits 2:1 into ``hop`` and ``rel``."""
 
     PATH: ClassVar[str] = "retrieval.weights"
     semantic: float = 0.75
