@@ -47,14 +47,13 @@ def between_texts(data, got) -> list[str]:
     return out
 
 
-def embed(texts: list[str], log):
+def embed(texts: list[str], cfg, log):
     import numpy as np
 
-    from kgr import config as config_mod
     from kgr.config import settings_of
     from kgr.embedders import get_embedder
 
-    embedder = get_embedder(settings_of(config_mod.load(None)), purpose="document")
+    embedder = get_embedder(settings_of(cfg), purpose="document")
     unique = sorted({t for t in texts if t})
     started = time.perf_counter()
     vectors = np.asarray(embedder.embed_documents(unique), dtype=np.float32)
@@ -150,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     examples = [e for d in data for e in d.examples]
     texts = between_texts(data, got)
     assert len(texts) == len(examples), "collect() and the candidates it was given disagree"
-    dense, seconds, distinct = embed(texts, log)
+    dense, seconds, distinct = embed(texts, cfg, log)
     print(f"{len(examples)} candidates, {distinct} distinct between-texts embedded in {seconds:.0f} s")
     print(f"{'variant':<16}{'setting':<10}" + "".join(f"{d.corpus.name:>22}" for d in data))
     for variant, matrix in (("sparse", None), ("sparse+between", dense)):
