@@ -1,23 +1,35 @@
 """Does the embedding model's view of a candidate help the relation classifier? Measured, side by side.
 
     python bench/relation_dense.py --golden ../shared/golden --golden ../shared/golden2 \
-        --golden ../shared/eval/redocred_dev [--dims 64] [--scale 1.0] [--folds 5]
+        --golden ../shared/eval/redocred_dev [--variants sparse,logistic:between,mlp:mentions,mean:mentions] \
+        [--dims 64] [--scale 1.0] [--folds 5]
 
 Issue 13 suggests, besides the parse features, "cheaply, the embedding model's view of the
 marked context". This runs the relation classifier's cross-validation (k-fold by document,
 and each corpus left out; thresholds chosen on both, as kgr.learn.relations.crossvalidate
-does) twice on the same candidates:
+does) on the same candidates for each of ``--variants``:
 
-- ``sparse``: the shipped model's features alone;
-- ``sparse+between``: the same, plus the default embedding model's vector of the words
-  between the two names of a sentence or near candidate (up to ``MAX_BETWEEN_CHARS``; the
-  phrase that states the relation, "is a village in", "is maintained by"), reduced by PCA
-  fitted on each training split to ``--dims`` dimensions and scaled by ``--scale``. Other
-  candidates (a section's subject, a table row) get zeros.
+- ``sparse``: the shipped model, a logistic regression on its string features.
+- a head on a view, ``HEAD:VIEW``. The views:
+  - ``between``: the default embedding model's sentence vector of the words between the two
+    names of a sentence or near candidate (up to ``MAX_BETWEEN_CHARS``; the phrase that
+    states the relation, "is a village in", "is maintained by"). Other candidates (a
+    section's subject, a table row) get zeros.
+  - ``mentions``: the same model read in context. Each candidate's evidence (its sentence,
+    the sentences of a near pair, a table row) goes through the model's transformer once,
+    and the token states over each of its two names are averaged: two vectors, side by
+    side, that know what the sentence says around each name. A name outside the evidence
+    (a page's subject) gets zeros.
+  The heads:
+  - ``logistic``: the sparse model with the view added as columns, reduced by PCA fitted on
+    each training split to ``--dims`` dimensions and scaled by ``--scale``;
+  - ``mlp``: a one-hidden-layer network (torch) on the view, the product of its two halves,
+    and the candidate's kind, types and block as one-hot columns, and nothing else;
+  - ``mean``: the mean of the sparse model's and the mlp's probabilities.
 
 Prints candidate-level relation F1 (kgr.learn.relations.pair_scores, the quick figure, not
-the pipeline's) per corpus for both, and how long embedding took: what extraction would pay
-per candidate. Skips with a message when a folder is missing.
+the pipeline's) per corpus for each, and how long the model took: what extraction would pay.
+Skips with a message when a folder is missing.
 """
 
 from __future__ import annotations
@@ -28,23 +40,93 @@ import time
 from pathlib import Path
 
 MAX_BETWEEN_CHARS = 200
+MAX_TOKENS = 256  # the default model's max_seq_length: a name past it in a long evidence gets zeros
+VIEWS = ("between", "mentions")
+HEADS = ("logistic", "mlp", "mean")  # mean: of the sparse logistic model's and the mlp's probabilities
+MLP_HIDDEN = 256
+MLP_EPOCHS = 8
+MLP_ONE_HOT = ("k=", "t=", "ta=", "tb=", "sd=", "bk=", "subj=")  # what the mlp reads besides the vectors
+
+
+def candidates_in_order(data, got):
+    """(document text, candidate) per example of ``data``, in the order collect() made them."""
+    docs = {(d.corpus.name, doc) for d in data for doc in d.docs}
+    for d, collected in zip(data, got):
+        for path, text, cands in collected:
+            if (d.corpus.name, path) in docs:
+                for c in cands:
+                    yield text, c
 
 
 def between_texts(data, got) -> list[str]:
     """Per example of ``data`` (in order), the text between its two names, or "" when it has none."""
     out = []
-    docs = {(d.corpus.name, doc) for d in data for doc in d.docs}
-    names = [d.corpus.name for d in data]
-    for name, collected in zip(names, got):
-        for path, text, cands in collected:
-            if (name, path) not in docs:
-                continue
-            for c in cands:
-                first, second = sorted([(c.a.start, c.a.end), (c.b.start, c.b.end)])
-                between = text[first[1] : second[0]].strip() if first[1] <= second[0] else ""
-                usable = c.kind in ("sentence", "near") and len(between) <= MAX_BETWEEN_CHARS
-                out.append(between if usable else "")
+    for text, c in candidates_in_order(data, got):
+        first, second = sorted([(c.a.start, c.a.end), (c.b.start, c.b.end)])
+        between = text[first[1] : second[0]].strip() if first[1] <= second[0] else ""
+        usable = c.kind in ("sentence", "near") and len(between) <= MAX_BETWEEN_CHARS
+        out.append(between if usable else "")
     return out
+
+
+def evidence_spans(data, got) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    """Per example of ``data`` (in order), its evidence text and its two names' offsets in it."""
+    return [
+        (text[c.start : c.end], (c.a.start - c.start, c.a.end - c.start), (c.b.start - c.start, c.b.end - c.start))
+        for text, c in candidates_in_order(data, got)
+    ]
+
+
+def mention_vectors(evidence, log, *, batch: int = 32):
+    """The default model's token states averaged over each name, in its evidence: (a | b) per example."""
+    import numpy as np
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from kgr.embedders.models import default_model_dir, quiet_hf
+
+    quiet_hf()
+    model_dir = str(default_model_dir())
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModel.from_pretrained(model_dir).eval()
+    windows = sorted({w for w, _, _ in evidence}, key=len)  # like lengths batch with little padding
+    states = {}
+    started = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(windows), batch):
+            chunk = windows[i : i + batch]
+            enc = tokenizer(
+                chunk,
+                return_offsets_mapping=True,
+                truncation=True,
+                max_length=MAX_TOKENS,
+                padding=True,
+                return_tensors="pt",
+            )
+            offsets = enc.pop("offset_mapping").numpy()
+            hidden = model(**enc).last_hidden_state.numpy()
+            mask = enc["attention_mask"].numpy()
+            for k, w in enumerate(chunk):
+                states[w] = (offsets[k], hidden[k], mask[k])
+    seconds = time.perf_counter() - started
+    log(f"read {len(windows)} distinct evidence texts ({sum(map(len, windows))} characters) in {seconds:.0f} s")
+
+    def pooled(w: str, span: tuple[int, int]):
+        offsets, hidden, mask = states[w]
+        s, e = span
+        if s < 0 or e > len(w):
+            return None
+        inside = (mask > 0) & (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 1] > s) & (offsets[:, 0] < e)
+        return hidden[inside].mean(axis=0) if inside.any() else None
+
+    dim = model.config.hidden_size
+    out = np.zeros((len(evidence), 2 * dim), dtype=np.float32)
+    for row, (w, a, b) in enumerate(evidence):
+        for col, span in ((0, a), (dim, b)):
+            v = pooled(w, span)
+            if v is not None:
+                out[row, col : col + dim] = v
+    return out, seconds, len(windows)
 
 
 def embed(texts: list[str], cfg, log):
@@ -67,8 +149,8 @@ def embed(texts: list[str], cfg, log):
     return out, seconds, len(unique)
 
 
-def crossvalidate(data, examples, dense, *, folds: int, dims: int, scale: float, log):
-    """Out-of-fold and left-out-corpus label probabilities, with or without the dense columns."""
+def logistic_head(examples, dense, *, dims: int, scale: float):
+    """fit_predict of the shipped model's logistic regression, with ``dense`` columns reduced by PCA when given."""
     import numpy as np
     from scipy.sparse import csr_matrix, hstack
     from sklearn.decomposition import PCA
@@ -105,6 +187,68 @@ def crossvalidate(data, examples, dense, *, folds: int, dims: int, scale: float,
             probs[:, LABELS.index(k)] = p
         return probs
 
+    return fit_predict
+
+
+def mlp_head(examples, dense, *, hidden: int = MLP_HIDDEN, epochs: int = MLP_EPOCHS, seed: int = 0):
+    """fit_predict of a one-hidden-layer network (torch) on the two name vectors of ``dense``, their
+    product, and the candidate's kind, types and block (one-hot): no other sparse feature."""
+    import numpy as np
+    import torch
+
+    from kgr.learn import relations as learn
+    from kgr.stages.relmodel import LABELS
+
+    keys = sorted({f for e in examples for f in e.features if f.startswith(MLP_ONE_HOT) and "|" not in f})
+    column = {k: i for i, k in enumerate(keys)}
+    one_hot = np.zeros((len(examples), len(keys)), dtype=np.float32)
+    for r, e in enumerate(examples):
+        for f in e.features:
+            if f in column:
+                one_hot[r, column[f]] = 1.0
+    half = dense.shape[1] // 2
+    X = np.hstack([dense, dense[:, :half] * dense[:, half:], one_hot]).astype(np.float32)
+    labels = np.array([LABELS.index(e.label) if e.label is not None else -1 for e in examples])
+
+    def fit_predict(train_rows: list[int], test_rows: list[int]):
+        rows = np.array([i for i in train_rows if labels[i] >= 0])
+        weight = np.asarray(learn.corpus_weights([examples[i] for i in rows]), dtype=np.float32)
+        mean, std = X[rows].mean(axis=0), X[rows].std(axis=0) + 1e-4
+        X_train = torch.from_numpy((X[rows] - mean) / std)
+        y_train = torch.from_numpy(labels[rows])
+        w_train = torch.from_numpy(weight / weight.mean())
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(
+            torch.nn.Dropout(0.1),
+            torch.nn.Linear(X.shape[1], hidden),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.3),
+            torch.nn.Linear(hidden, len(LABELS)),
+        )
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-2)
+        for _ in range(epochs):
+            net.train()
+            order = torch.randperm(len(rows))
+            for start in range(0, len(rows), 512):
+                batch = order[start : start + 512]
+                loss = torch.nn.functional.cross_entropy(net(X_train[batch]), y_train[batch], reduction="none")
+                optimizer.zero_grad()
+                (loss * w_train[batch]).mean().backward()
+                optimizer.step()
+        net.eval()
+        with torch.no_grad():
+            return torch.softmax(net(torch.from_numpy((X[test_rows] - mean) / std)), dim=-1).numpy()
+
+    return fit_predict
+
+
+def crossvalidate(data, examples, fit_predict, *, folds: int, log):
+    """Out-of-fold and left-out-corpus label probabilities of one ``fit_predict(train_rows, test_rows)``."""
+    import numpy as np
+
+    from kgr.learn import relations as learn
+    from kgr.stages.relmodel import LABELS
+
     fold = learn.folds_of(data, folds)
     kfold = np.zeros((len(examples), len(LABELS)), dtype=np.float32)
     for f in range(folds):
@@ -129,7 +273,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--dims", type=int, default=64)
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument(
+        "--variants",
+        default="sparse,logistic:between",
+        help="comma-separated: sparse (the shipped features alone) and HEAD:VIEW, HEAD one of "
+        f"{', '.join(HEADS)} and VIEW one of {', '.join(VIEWS)}",
+    )
     args = parser.parse_args(argv)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    for v in variants:
+        head, _, view = v.partition(":")
+        if v != "sparse" and (head not in HEADS or view not in VIEWS):
+            parser.error(f"unknown variant {v!r}: sparse, or HEAD:VIEW with HEAD in {HEADS} and VIEW in {VIEWS}")
+    views = {v.partition(":")[2] for v in variants if v != "sparse"}
     missing = [g for g in args.golden if not (Path(g) / "annotations").is_dir()]
     if missing:
         print(f"skipped: annotated folder(s) not found: {', '.join(missing)}", file=sys.stderr)
@@ -147,20 +303,43 @@ def main(argv: list[str] | None = None) -> int:
             data.append(learn.collect(g, cfg, progress=log))
         got.append(collected)
     examples = [e for d in data for e in d.examples]
-    texts = between_texts(data, got)
-    assert len(texts) == len(examples), "collect() and the candidates it was given disagree"
-    dense, seconds, distinct = embed(texts, cfg, log)
-    print(f"{len(examples)} candidates, {distinct} distinct between-texts embedded in {seconds:.0f} s")
-    print(f"{'variant':<16}{'setting':<10}" + "".join(f"{d.corpus.name:>22}" for d in data))
-    for variant, matrix in (("sparse", None), ("sparse+between", dense)):
-        kfold, left_out = crossvalidate(
-            data, examples, matrix, folds=args.folds, dims=args.dims, scale=args.scale, log=log
-        )
+    vectors = {}
+    if "between" in views:
+        texts = between_texts(data, got)
+        assert len(texts) == len(examples), "collect() and the candidates it was given disagree"
+        vectors["between"], seconds, distinct = embed(texts, cfg, log)
+        print(f"{len(examples)} candidates, {distinct} distinct between-texts embedded in {seconds:.0f} s")
+    if "mentions" in views:
+        evidence = evidence_spans(data, got)
+        assert len(evidence) == len(examples), "collect() and the candidates it was given disagree"
+        vectors["mentions"], seconds, distinct = mention_vectors(evidence, log)
+        print(f"{len(examples)} candidates, {distinct} distinct evidence texts read in context in {seconds:.0f} s")
+    print(f"{'variant':<18}{'setting':<10}" + "".join(f"{d.corpus.name:>22}" for d in data))
+    done: dict[str, tuple] = {}
+
+    def probabilities(variant: str) -> tuple:
+        if variant not in done:
+            head, _, view = variant.partition(":")
+            if variant == "sparse":
+                fit_predict = logistic_head(examples, None, dims=args.dims, scale=args.scale)
+            elif head == "logistic":
+                fit_predict = logistic_head(examples, vectors[view], dims=args.dims, scale=args.scale)
+            elif head == "mlp":
+                fit_predict = mlp_head(examples, vectors[view])
+            else:  # mean
+                (sk, sl), (mk, ml) = probabilities("sparse"), probabilities(f"mlp:{view}")
+                done[variant] = ((sk + mk) / 2, (sl + ml) / 2)
+                return done[variant]
+            done[variant] = crossvalidate(data, examples, fit_predict, folds=args.folds, log=log)
+        return done[variant]
+
+    for variant in variants:
+        kfold, left_out = probabilities(variant)
         threshold, veto, _ = learn.best_threshold(data, examples, kfold, left_out)
         for setting, probs in (("k-fold", kfold), ("left out", left_out)):
             scores = learn.pair_scores(data, examples, probs, threshold, veto)
             cells = "".join(f"{cell(s):>22}" for s in scores.values())
-            print(f"{variant:<16}{setting:<10}{cells}", flush=True)
+            print(f"{variant:<18}{setting:<10}{cells}", flush=True)
     return 0
 
 
