@@ -1,10 +1,15 @@
 """Extract + link throughput on the PowerShell corpus, and the share of time in spaCy.
 
-    python bench/bench_graph.py [CORPUS_DIR] [--limit N]
+    python bench/bench_graph.py [CORPUS_DIR] [--keep DB] [--relation-view]
 
 Loads the corpus without the graph, then builds the graph of every document and
 reports chunks/s, with the time spent in spaCy's pipeline (the physical floor of this
 design: every block of prose goes through tagger, parser and NER) against the rest.
+
+``--relation-view`` also times what reading each relation candidate's evidence with the
+default embedding model (bench/relation_dense.py's ``mentions`` view) would add to the
+build: for every candidate, and for only those the shipped relation model gives a relation
+at least ``CASCADE`` (a cascade that reads the rest with the sparse model alone).
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora" / "powershell-docs"
+CASCADE = 0.05
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
     ap.add_argument("--keep", help="keep the database at this path (for inspection)")
+    ap.add_argument("--relation-view", action="store_true", help="also time the mentions view of the candidates")
     args = ap.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -30,7 +37,7 @@ def main() -> None:
     from kgr import config
     from kgr.ingest.graphbuild import build_pending
     from kgr.ingest.pipeline import ingest
-    from kgr.stages import extract
+    from kgr.stages import extract, relmodel
     from kgr.store import Store
 
     spent = {"spacy": 0.0}
@@ -57,8 +64,11 @@ def main() -> None:
             extract.load_nlp("en_core_web_sm")
             load_s = time.perf_counter() - t
             t = time.perf_counter()
-            docs = build_pending(store, config.load(None))
-            wall = time.perf_counter() - t
+            with relmodel.collecting() as collected:
+                docs = build_pending(store, config.load(None))
+                wall = time.perf_counter() - t
+                if not args.relation_view:
+                    collected.clear()
             counts = {k: store.scalar(f"SELECT count(*) FROM {k}") for k in ("entities", "mentions", "relations")}
     rest = wall - spent["spacy"]
     print(f"corpus          {corpus} ({docs} documents, {chunks} chunks)")
@@ -68,6 +78,35 @@ def main() -> None:
         f"in spaCy        {spent['spacy']:.1f} s ({100 * spent['spacy'] / wall:.0f}%), the rest {rest:.1f} s ({100 * rest / wall:.0f}%)"
     )
     print(f"graph           {counts}")
+    if args.relation_view:
+        relation_view(collected, wall)
+
+
+def relation_view(collected: list, wall: float) -> None:
+    from relation_dense import mention_vectors
+
+    from kgr.stages.relmodel import default_model
+
+    model = default_model()
+    every, likely = [], []
+    for _, text, cands in collected:
+        probs = model.probabilities([c.features for c in cands]) if cands else []
+        for c, row in zip(cands, probs):
+            item = (
+                text[c.start : c.end],
+                (c.a.start - c.start, c.a.end - c.start),
+                (c.b.start - c.start, c.b.end - c.start),
+            )
+            every.append(item)
+            if row[1:].max() >= CASCADE:
+                likely.append(item)
+    quiet = lambda msg: None  # noqa: E731
+    for what, items in (("every candidate", every), (f"candidates >= {CASCADE}", likely)):
+        _, seconds, distinct = mention_vectors(items, quiet)
+        print(
+            f"mentions view   {what}: {len(items)} candidates, {distinct} distinct evidence texts, "
+            f"{seconds:.1f} s (+{100 * seconds / wall:.0f}% of extract + link)"
+        )
 
 
 if __name__ == "__main__":
