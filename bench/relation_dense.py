@@ -69,12 +69,14 @@ def between_texts(data, got) -> list[str]:
     return out
 
 
+def evidence_of(text: str, c) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """A candidate's evidence text and its two names' offsets in it."""
+    return text[c.start : c.end], (c.a.start - c.start, c.a.end - c.start), (c.b.start - c.start, c.b.end - c.start)
+
+
 def evidence_spans(data, got) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """Per example of ``data`` (in order), its evidence text and its two names' offsets in it."""
-    return [
-        (text[c.start : c.end], (c.a.start - c.start, c.a.end - c.start), (c.b.start - c.start, c.b.end - c.start))
-        for text, c in candidates_in_order(data, got)
-    ]
+    return [evidence_of(text, c) for text, c in candidates_in_order(data, got)]
 
 
 def mention_vectors(evidence, log, *, batch: int = 32):
