@@ -83,9 +83,10 @@ def main() -> None:
 
 
 def relation_view(collected: list, wall: float) -> None:
-    from relation_dense import evidence_of, mention_vectors
+    from relation_dense import mention_vectors
 
     from kgr.stages.relmodel import default_model
+    from kgr.stages.relview import evidence_of
 
     model = default_model()
     every, likely = [], []

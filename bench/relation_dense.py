@@ -25,7 +25,10 @@ does) on the same candidates for each of ``--variants``:
     each training split to ``--dims`` dimensions and scaled by ``--scale``;
   - ``mlp``: a one-hidden-layer network (torch) on the view, the product of its two halves,
     and the candidate's kind, types and block as one-hot columns, and nothing else;
-  - ``mean``: the mean of the sparse model's and the mlp's probabilities.
+  - ``mean``: the mean of the sparse model's and the mlp's probabilities;
+  - ``cascade``: the mean where the sparse model gives some relation at least ``CASCADE``,
+    the sparse model's alone elsewhere (what extraction can afford: the view is read only
+    for those candidates).
 
 Prints candidate-level relation F1 (kgr.learn.relations.pair_scores, the quick figure, not
 the pipeline's) per corpus for each, and how long the model took: what extraction would pay.
@@ -40,12 +43,9 @@ import time
 from pathlib import Path
 
 MAX_BETWEEN_CHARS = 200
-MAX_TOKENS = 256  # the default model's max_seq_length: a name past it in a long evidence gets zeros
 VIEWS = ("between", "mentions")
-HEADS = ("logistic", "mlp", "mean")  # mean: of the sparse logistic model's and the mlp's probabilities
-MLP_HIDDEN = 256
-MLP_EPOCHS = 8
-MLP_ONE_HOT = ("k=", "t=", "ta=", "tb=", "sd=", "bk=", "subj=")  # what the mlp reads besides the vectors
+HEADS = ("logistic", "mlp", "mean", "cascade")  # mean: of the sparse logistic model's and the mlp's probabilities
+CASCADE = 0.05  # cascade: the mean only where the sparse model gives a relation at least this, else the sparse
 
 
 def candidates_in_order(data, got):
@@ -69,66 +69,25 @@ def between_texts(data, got) -> list[str]:
     return out
 
 
-def evidence_of(text: str, c) -> tuple[str, tuple[int, int], tuple[int, int]]:
-    """A candidate's evidence text and its two names' offsets in it."""
-    return text[c.start : c.end], (c.a.start - c.start, c.a.end - c.start), (c.b.start - c.start, c.b.end - c.start)
-
-
 def evidence_spans(data, got) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
     """Per example of ``data`` (in order), its evidence text and its two names' offsets in it."""
+    from kgr.stages.relview import evidence_of
+
     return [evidence_of(text, c) for text, c in candidates_in_order(data, got)]
 
 
-def mention_vectors(evidence, log, *, batch: int = 32):
-    """The default model's token states averaged over each name, in its evidence: (a | b) per example."""
-    import numpy as np
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+def mention_vectors(evidence, log):
+    """The default model's token states averaged over each name, in its evidence (kgr.stages.relview,
+    what extraction reads): (a | b) per example, the seconds it took and the distinct texts read."""
+    from kgr.stages.relview import MentionReader
 
-    from kgr.embedders.models import default_model_dir, quiet_hf
-
-    quiet_hf()
-    model_dir = str(default_model_dir())
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModel.from_pretrained(model_dir).eval()
-    windows = sorted({w for w, _, _ in evidence}, key=len)  # like lengths batch with little padding
-    states = {}
+    reader = MentionReader.load()
+    distinct = len({w for w, _, _ in evidence})
     started = time.perf_counter()
-    with torch.no_grad():
-        for i in range(0, len(windows), batch):
-            chunk = windows[i : i + batch]
-            enc = tokenizer(
-                chunk,
-                return_offsets_mapping=True,
-                truncation=True,
-                max_length=MAX_TOKENS,
-                padding=True,
-                return_tensors="pt",
-            )
-            offsets = enc.pop("offset_mapping").numpy()
-            hidden = model(**enc).last_hidden_state.numpy()
-            mask = enc["attention_mask"].numpy()
-            for k, w in enumerate(chunk):
-                states[w] = (offsets[k], hidden[k], mask[k])
+    out = reader.vectors(evidence)
     seconds = time.perf_counter() - started
-    log(f"read {len(windows)} distinct evidence texts ({sum(map(len, windows))} characters) in {seconds:.0f} s")
-
-    def pooled(w: str, span: tuple[int, int]):
-        offsets, hidden, mask = states[w]
-        s, e = span
-        if s < 0 or e > len(w):
-            return None
-        inside = (mask > 0) & (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 1] > s) & (offsets[:, 0] < e)
-        return hidden[inside].mean(axis=0) if inside.any() else None
-
-    dim = model.config.hidden_size
-    out = np.zeros((len(evidence), 2 * dim), dtype=np.float32)
-    for row, (w, a, b) in enumerate(evidence):
-        for col, span in ((0, a), (dim, b)):
-            v = pooled(w, span)
-            if v is not None:
-                out[row, col : col + dim] = v
-    return out, seconds, len(windows)
+    log(f"read {distinct} distinct evidence texts in {seconds:.0f} s")
+    return out, seconds, distinct
 
 
 def embed(texts: list[str], cfg, log):
@@ -192,54 +151,17 @@ def logistic_head(examples, dense, *, dims: int, scale: float):
     return fit_predict
 
 
-def mlp_head(examples, dense, *, hidden: int = MLP_HIDDEN, epochs: int = MLP_EPOCHS, seed: int = 0):
-    """fit_predict of a one-hidden-layer network (torch) on the two name vectors of ``dense``, their
-    product, and the candidate's kind, types and block (one-hot): no other sparse feature."""
-    import numpy as np
-    import torch
-
+def mlp_head(examples, dense):
+    """fit_predict of the dense head kgr ships (kgr.learn.relations.fit_dense: a one-hidden-layer
+    network on the two name vectors of ``dense``, their product, and the candidate's kind, types
+    and block as one-hot columns), here on any view."""
     from kgr.learn import relations as learn
-    from kgr.stages.relmodel import LABELS
-
-    keys = sorted({f for e in examples for f in e.features if f.startswith(MLP_ONE_HOT) and "|" not in f})
-    column = {k: i for i, k in enumerate(keys)}
-    one_hot = np.zeros((len(examples), len(keys)), dtype=np.float32)
-    for r, e in enumerate(examples):
-        for f in e.features:
-            if f in column:
-                one_hot[r, column[f]] = 1.0
-    half = dense.shape[1] // 2
-    X = np.hstack([dense, dense[:, :half] * dense[:, half:], one_hot]).astype(np.float32)
-    labels = np.array([LABELS.index(e.label) if e.label is not None else -1 for e in examples])
 
     def fit_predict(train_rows: list[int], test_rows: list[int]):
-        rows = np.array([i for i in train_rows if labels[i] >= 0])
-        weight = np.asarray(learn.corpus_weights([examples[i] for i in rows]), dtype=np.float32)
-        mean, std = X[rows].mean(axis=0), X[rows].std(axis=0) + 1e-4
-        X_train = torch.from_numpy((X[rows] - mean) / std)
-        y_train = torch.from_numpy(labels[rows])
-        w_train = torch.from_numpy(weight / weight.mean())
-        torch.manual_seed(seed)
-        net = torch.nn.Sequential(
-            torch.nn.Dropout(0.1),
-            torch.nn.Linear(X.shape[1], hidden),
-            torch.nn.ReLU(),
-            torch.nn.Dropout(0.3),
-            torch.nn.Linear(hidden, len(LABELS)),
-        )
-        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-2)
-        for _ in range(epochs):
-            net.train()
-            order = torch.randperm(len(rows))
-            for start in range(0, len(rows), 512):
-                batch = order[start : start + 512]
-                loss = torch.nn.functional.cross_entropy(net(X_train[batch]), y_train[batch], reduction="none")
-                optimizer.zero_grad()
-                (loss * w_train[batch]).mean().backward()
-                optimizer.step()
-        net.eval()
-        with torch.no_grad():
-            return torch.softmax(net(torch.from_numpy((X[test_rows] - mean) / std)), dim=-1).numpy()
+        for e, v in zip(examples, dense):
+            e.view = v
+        head = learn.fit_dense([examples[i] for i in train_rows])
+        return head.probabilities(dense[test_rows], [examples[i].features for i in test_rows])
 
     return fit_predict
 
@@ -293,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skipped: annotated folder(s) not found: {', '.join(missing)}", file=sys.stderr)
         return 0
 
+    import numpy as np
+
     from kgr import config as config_mod
     from kgr.learn import relations as learn
     from kgr.stages.relmodel import collecting
@@ -328,9 +252,15 @@ def main(argv: list[str] | None = None) -> int:
                 fit_predict = logistic_head(examples, vectors[view], dims=args.dims, scale=args.scale)
             elif head == "mlp":
                 fit_predict = mlp_head(examples, vectors[view])
-            else:  # mean
+            else:  # mean, cascade
                 (sk, sl), (mk, ml) = probabilities("sparse"), probabilities(f"mlp:{view}")
-                done[variant] = ((sk + mk) / 2, (sl + ml) / 2)
+                if head == "mean":
+                    done[variant] = ((sk + mk) / 2, (sl + ml) / 2)
+                else:
+                    done[variant] = tuple(
+                        np.where(s[:, 1:].max(axis=1, keepdims=True) >= CASCADE, (s + m) / 2, s)
+                        for s, m in ((sk, mk), (sl, ml))
+                    )
                 return done[variant]
             done[variant] = crossvalidate(data, examples, fit_predict, folds=args.folds, log=log)
         return done[variant]

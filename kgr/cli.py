@@ -1145,7 +1145,8 @@ def train_relations(goldens, out, c, as_json, config_path):
     """Fit the relation classifier on annotated folders and write its weights.
 
     Each folder is ingested into a scratch database (no vectors); the candidates extraction
-    makes are labelled from annotations/relations.jsonl. The decision thresholds are chosen
+    makes are labelled from annotations/relations.jsonl and read in context by the default
+    embedding model (the dense head learns from that view). The decision thresholds are chosen
     on documents left out of training (5-fold by document, and each folder left out when
     there are several); where that makes no measured difference, the model adds no relation
     of its own. Deterministic: the same folders give the same weights.

@@ -3,7 +3,11 @@
 ``kgr train relations --golden A --golden B ... --out FILE`` ingests each annotated folder
 into a scratch database (no vectors), collects the candidates extraction makes for every
 document, labels them from the annotation, and fits a multinomial logistic regression
-(scikit-learn). The labels:
+(scikit-learn) on their features and a small network (torch, :func:`fit_dense`) on each
+candidate's two names as the default embedding model reads them in the evidence
+(:mod:`kgr.stages.relview`). Extraction averages the two for the candidates the logistic
+model finds plausible (``RelationModel.cascade``), and so do the cross-validated
+predictions the thresholds are chosen on. The labels:
 
 - a candidate whose two ends are annotated mentions of two entities the document relates
   is labelled with that relation and its direction, when the candidate lies in the
@@ -37,7 +41,8 @@ from typing import Any, Callable, Iterable
 
 from kgr.learn.corpus import Corpus, locate, read_corpus
 from kgr.stages.relations import types_ok
-from kgr.stages.relmodel import LABELS, NONE, VOCABULARY, RelationModel, collecting, name_of
+from kgr.stages.relmodel import LABELS, NONE, VOCABULARY, DenseHead, RelationModel, collecting, name_of
+from kgr.stages.relview import default_reader, evidence_of
 
 IGNORE = None
 BALANCE = 0.5
@@ -46,6 +51,11 @@ MIN_COUNT = 2  # features seen fewer times in training are dropped
 FOLDS = 5
 SEED = 13
 MAX_ITER = 300
+# the dense head (a network with one hidden layer on the candidate's names read in context):
+DENSE_HIDDEN = 256
+DENSE_EPOCHS = 8
+DENSE_BATCH = 512
+DENSE_SEED = 0
 THRESHOLDS = [round(0.05 * k, 2) for k in range(1, 20)]
 VETOES = [0.0, 0.01, 0.02, 0.05, 0.1]
 # mean relation F1 that choosing thresholds may give up to claim fewer relations: in a mean
@@ -65,6 +75,8 @@ class Example:
     # the labels the pipeline keeps when the model gives them alone (the relation's signature,
     # :func:`kgr.stages.relations.types_ok`); None: any
     allowed: frozenset[str] | None = None
+    # the candidate's dense view (kgr.stages.relview: its two names read in context); None: not read
+    view: Any = None
 
 
 @dataclass
@@ -74,8 +86,11 @@ class CorpusData:
     docs: list[str] = field(default_factory=list)
 
 
-def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | None = None) -> CorpusData:
-    """Ingest an annotated folder into a scratch database and label the candidates extraction made."""
+def collect(
+    root: str | Path, config=None, *, progress: Callable[[str], None] | None = None, views: bool = True
+) -> CorpusData:
+    """Ingest an annotated folder into a scratch database and label the candidates extraction
+    made; with ``views``, read each candidate's dense view (what the dense head learns from)."""
     from kgr import config as config_mod
     from kgr.ingest.pipeline import ingest
     from kgr.store.lock import writing
@@ -88,6 +103,7 @@ def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | 
             ingest([str(corpus.root / "docs")], store, config=cfg, embed=False)
     if progress:
         progress(f"{corpus.name}: {len(got)} documents read")
+    evidence = []
     for path, text, cands in got:
         if path not in corpus.mentions and path not in corpus.relations:
             continue
@@ -101,6 +117,14 @@ def collect(root: str | Path, config=None, *, progress: Callable[[str], None] | 
             data.examples.append(
                 Example(corpus.name, path, c.features, label, *ends, (c.start, c.end), allowed=signature_ok(c))
             )
+            evidence.append(evidence_of(text, c))
+    if views and data.examples:
+        reader = default_reader()
+        if reader is not None:
+            for e, v in zip(data.examples, reader.vectors(evidence)):
+                e.view = v
+            if progress:
+                progress(f"{corpus.name}: {len(evidence)} candidates read in context")
     return data
 
 
@@ -176,7 +200,16 @@ def corpus_weights(train: list[Example]):
     return np.array([(total / (len(sizes) * sizes[e.corpus])) ** BALANCE for e in train])
 
 
-def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: float = 0.0, meta: dict | None = None):
+def fit(
+    examples: list[Example],
+    *,
+    C: float = DEFAULT_C,
+    threshold=0.5,
+    veto: float = 0.0,
+    meta: dict | None = None,
+    dense: bool = True,
+):
+    """The sparse logistic regression and, with ``dense`` and every example's view read, the dense head."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
@@ -205,7 +238,68 @@ def fit(examples: list[Example], *, C: float = DEFAULT_C, threshold=0.5, veto: f
     keep = np.abs(W).max(axis=1) >= 1e-3
     vocabulary = [f for f, k in zip(vocabulary, keep) if k]
     info = {"C": C, "balance": BALANCE, "min_count": MIN_COUNT, "examples": len(train), **(meta or {})}
-    return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto})
+    head = fit_dense(train) if dense and all(e.view is not None for e in train) else None
+    return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto}, head)
+
+
+def fit_dense(train: list[Example], *, seed: int = DENSE_SEED) -> DenseHead:
+    """The dense head (:class:`kgr.stages.relmodel.DenseHead`) fitted with torch on labelled
+    examples' views, weighted by corpus like the sparse model."""
+    import numpy as np
+    import torch
+
+    train = [e for e in train if e.label is not None]
+    keys = DenseHead.one_hot_keys(e.features for e in train)
+    vectors = np.stack([e.view for e in train]).astype(np.float32)
+    features = [e.features for e in train]
+    plain = DenseHead(keys, 0.0, 1.0, *([np.zeros(1)] * 4))
+    X = plain.inputs(vectors, features)
+    shift, scale = X.mean(axis=0), X.std(axis=0) + 1e-4
+    X = torch.from_numpy((X - shift) / scale)
+    y = torch.tensor([LABELS.index(e.label) for e in train])
+    weight = np.asarray(corpus_weights(train), dtype=np.float32)
+    w = torch.from_numpy(weight / weight.mean())
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(
+        torch.nn.Dropout(0.1),
+        torch.nn.Linear(X.shape[1], DENSE_HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.3),
+        torch.nn.Linear(DENSE_HIDDEN, len(LABELS)),
+    )
+    optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-2)
+    net.train()
+    for _ in range(DENSE_EPOCHS):
+        order = torch.randperm(len(train))
+        for start in range(0, len(train), DENSE_BATCH):
+            batch = order[start : start + DENSE_BATCH]
+            loss = torch.nn.functional.cross_entropy(net(X[batch]), y[batch], reduction="none")
+            optimizer.zero_grad()
+            (loss * w[batch]).mean().backward()
+            optimizer.step()
+    first, second = net[1], net[4]
+    return DenseHead(
+        keys,
+        shift,
+        scale,
+        first.weight.detach().numpy().T,
+        first.bias.detach().numpy(),
+        second.weight.detach().numpy().T,
+        second.bias.detach().numpy(),
+    )
+
+
+def example_probabilities(model: RelationModel, examples: list[Example]):
+    """What extraction's :func:`kgr.stages.relmodel.probabilities` gives these examples, from their stored views."""
+    import numpy as np
+
+    probs = model.probabilities([e.features for e in examples])
+    rows = model.reads(probs)
+    rows = np.array([i for i in rows if examples[i].view is not None], dtype=np.int64)
+    if not len(rows):
+        return probs
+    vectors = np.stack([examples[i].view for i in rows]).astype(np.float32)
+    return model.combined(probs, rows, vectors, [examples[i].features for i in rows])
 
 
 # -- scoring without the rest of the pipeline -----------------------------------------------------
@@ -392,7 +486,7 @@ def crossvalidate(
         model = fit(train, C=C)
         models.append(model)
         test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
-        kprobs[test] = model.probabilities([examples[i].features for i in test])
+        kprobs[test] = example_probabilities(model, [examples[i] for i in test])
         if log:
             log(f"fold {f + 1}/{k}: trained on {len(train)} candidates")
     lprobs = np.zeros_like(kprobs)
@@ -403,7 +497,7 @@ def crossvalidate(
             model = fit([e for e in examples if e.corpus != name], C=C)
             loco_models[name] = model
             test = [i for i, e in enumerate(examples) if e.corpus == name]
-            lprobs[test] = model.probabilities([examples[i].features for i in test])
+            lprobs[test] = example_probabilities(model, [examples[i] for i in test])
             if log:
                 log(f"left out {name}")
     threshold, veto, _ = best_threshold(data, examples, kprobs, lprobs if loco_models else None)

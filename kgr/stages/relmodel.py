@@ -17,14 +17,18 @@ spaCy's parse and the lemma where the two meet, the role of each end (subject, o
 preposition that governs it), the words between them, the section heading's words, the
 label of a key/value line, a table column's header, and what the rules say about the pair.
 A multinomial logistic regression over those features gives, for each candidate, the
-probability of every relation in each direction and of none; a pair of names is related
-when its best candidate's probability passes the model's threshold (chosen on documents
-left out of training), and keeps that candidate's sentence as evidence and that
-probability as its confidence.
+probability of every relation in each direction and of none. For the candidates it finds
+plausible (some relation at least ``CASCADE``), a small network (:class:`DenseHead`) also
+reads the candidate's two names in context, as the default embedding model's transformer
+reads them in the evidence (:mod:`kgr.stages.relview`), and the two models' probabilities
+are averaged. A pair of names is related when its best candidate's probability passes the
+model's threshold (chosen on documents left out of training), and keeps that candidate's
+sentence as evidence and that probability as its confidence.
 
 The weights ship in ``kgr/stages/models/relations.npz`` (no download) and come from
 ``kgr train relations`` over annotated folders (see :mod:`kgr.learn.relations`).
-Inference needs numpy only.
+Inference needs numpy, and the default embedding model (a package dependency) for the
+dense view; without it, the sparse model decides alone.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ NONE = "none"
 LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
 MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
 
+CASCADE = 0.05  # the dense view is read for candidates the sparse model gives a relation at least this
 MAX_APART = 24  # mentions between the two ends of a sentence or near candidate, at most
 # sentences between the two ends of a near candidate, at most: an article's introduction
 # says where a place lies a few sentences after it names it
@@ -410,9 +415,19 @@ def _between_lemmas(sdoc, block: Block, start: int, end: int) -> list[str]:
 
 
 class RelationModel:
-    """Weights of a multinomial logistic regression over string features (numpy only)."""
+    """Weights of a multinomial logistic regression over string features (numpy only), and of
+    the dense head when the model has one."""
 
-    def __init__(self, vocabulary: list[str], weights, bias, labels: list[str], threshold, meta: dict):
+    def __init__(
+        self,
+        vocabulary: list[str],
+        weights,
+        bias,
+        labels: list[str],
+        threshold,
+        meta: dict,
+        dense: "DenseHead | None" = None,
+    ):
         import numpy as np
 
         self.index = {f: i for i, f in enumerate(vocabulary)}
@@ -423,6 +438,9 @@ class RelationModel:
         self.threshold = dict(threshold) if isinstance(threshold, dict) else float(threshold)
         self.veto = float(meta.get("veto", 0.0))  # a rule's relation the model gives less is dropped
         self.meta = meta
+        self.dense = dense
+        # the dense view is read for a candidate the sparse model gives some relation at least this
+        self.cascade = float(meta.get("cascade", CASCADE))
 
     def threshold_for(self, rel: str) -> float:
         return self.threshold.get(rel, 1.0) if isinstance(self.threshold, dict) else self.threshold
@@ -436,7 +454,10 @@ class RelationModel:
         with np.load(path, allow_pickle=False) as z:
             vocabulary = str(z["vocabulary"]).split("\n") if z["vocabulary"].size else []
             meta = json.loads(str(z["meta"]))
-            return cls(vocabulary, z["weights"].astype(np.float32), z["bias"], meta["labels"], meta["threshold"], meta)
+            dense = DenseHead.from_arrays(z) if "dense_w1" in z.files else None
+            return cls(
+                vocabulary, z["weights"].astype(np.float32), z["bias"], meta["labels"], meta["threshold"], meta, dense
+            )
 
     def save(self, path: str | Path) -> None:
         import json
@@ -447,6 +468,8 @@ class RelationModel:
         for f, i in self.index.items():
             vocabulary[i] = f
         meta = {**self.meta, "labels": self.labels, "threshold": self.threshold, "veto": self.veto}
+        if self.dense is not None:
+            meta["cascade"] = self.cascade
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
             np.savez_compressed(
@@ -455,6 +478,7 @@ class RelationModel:
                 weights=self.weights.astype(np.float16),
                 bias=self.bias.astype(np.float32),
                 meta=np.array(json.dumps(meta, sort_keys=True)),
+                **(self.dense.arrays() if self.dense is not None else {}),
             )
 
     def probabilities(self, feature_lists: list[list[str]]):
@@ -467,10 +491,91 @@ class RelationModel:
             idx = [self.index[x] for x in set(feats) if x in self.index]
             if idx:
                 scores[row] += self.weights[idx].sum(axis=0)
-        scores -= scores.max(axis=1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=1, keepdims=True)
-        return scores
+        return _softmax(scores)
+
+    def reads(self, probs):
+        """The rows of ``probs`` (the sparse model's) whose candidates the dense head reads too."""
+        import numpy as np
+
+        if self.dense is None or not len(probs):
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(probs[:, 1:].max(axis=1) >= self.cascade)
+
+    def combined(self, probs, rows, vectors, feature_lists):
+        """``probs`` with the ``rows`` the dense head read (their ``vectors`` and features) replaced
+        by the mean of the sparse model's and the head's probabilities."""
+        out = probs.copy()
+        if len(rows):
+            out[rows] = (probs[rows] + self.dense.probabilities(vectors, feature_lists)) / 2
+        return out
+
+
+class DenseHead:
+    """A network with one hidden layer (ReLU) over a candidate's dense view (its two name vectors,
+    :mod:`kgr.stages.relview`), their product, and the candidate's kind, types and block as
+    one-hot columns (the features of ``ONE_HOT`` prefixes). Inference is numpy; the weights are
+    fitted by :func:`kgr.learn.relations.fit_dense`."""
+
+    ONE_HOT = ("k=", "t=", "ta=", "tb=", "sd=", "bk=", "subj=")
+
+    def __init__(self, keys: list[str], shift, scale, w1, b1, w2, b2):
+        import numpy as np
+
+        self.keys = list(keys)
+        self.column = {k: i for i, k in enumerate(self.keys)}
+        self.shift, self.scale = (np.asarray(x, dtype=np.float32) for x in (shift, scale))
+        self.w1, self.b1, self.w2, self.b2 = (np.asarray(x, dtype=np.float32) for x in (w1, b1, w2, b2))
+
+    @classmethod
+    def one_hot_keys(cls, feature_lists) -> list[str]:
+        return sorted({f for feats in feature_lists for f in feats if f.startswith(cls.ONE_HOT) and "|" not in f})
+
+    def inputs(self, vectors, feature_lists):
+        """The head's standardised input rows."""
+        import numpy as np
+
+        one_hot = np.zeros((len(feature_lists), len(self.keys)), dtype=np.float32)
+        for r, feats in enumerate(feature_lists):
+            for f in feats:
+                k = self.column.get(f)
+                if k is not None:
+                    one_hot[r, k] = 1.0
+        half = vectors.shape[1] // 2
+        X = np.hstack([vectors, vectors[:, :half] * vectors[:, half:], one_hot]).astype(np.float32)
+        return (X - self.shift) / self.scale
+
+    def probabilities(self, vectors, feature_lists):
+        import numpy as np
+
+        hidden = np.maximum(self.inputs(vectors, feature_lists) @ self.w1 + self.b1, 0.0)
+        return _softmax(hidden @ self.w2 + self.b2)
+
+    def arrays(self) -> dict:
+        import numpy as np
+
+        return {
+            "dense_keys": np.array("\n".join(self.keys)),
+            "dense_shift": self.shift,
+            "dense_scale": self.scale,
+            "dense_w1": self.w1.astype(np.float16),
+            "dense_b1": self.b1,
+            "dense_w2": self.w2.astype(np.float16),
+            "dense_b2": self.b2,
+        }
+
+    @classmethod
+    def from_arrays(cls, z) -> "DenseHead":
+        keys = str(z["dense_keys"]).split("\n") if z["dense_keys"].size and str(z["dense_keys"]) else []
+        return cls(keys, *(z[f"dense_{k}"] for k in ("shift", "scale", "w1", "b1", "w2", "b2")))
+
+
+def _softmax(scores):
+    import numpy as np
+
+    scores = scores - scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    return scores
 
 
 @functools.lru_cache(maxsize=4)
@@ -527,7 +632,7 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
         got.append((doc.path, doc.text, cands))
     if model is None or not cands:
         return [_strip(r) for r in rules]
-    probs = model.probabilities([c.features for c in cands])
+    probs = probabilities(model, doc.text, cands)
     label_index = {label: k for k, label in enumerate(model.labels)}
     # First what the rules say of two mentions, unless the model finds it unlikely; its
     # probability for that relation is the confidence.
@@ -568,6 +673,22 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
         if p >= model.threshold_for(rel) and types_ok(rel, src, dst)
     ]
     return out
+
+
+def probabilities(model: RelationModel, text: str, cands: list[Candidate]):
+    """Label probabilities per candidate: the sparse model's, and for the candidates it finds
+    plausible, their mean with the dense head's when the model has one and the reader loads."""
+    probs = model.probabilities([c.features for c in cands])
+    rows = model.reads(probs)
+    if not len(rows):
+        return probs
+    from kgr.stages.relview import default_reader, evidence_of
+
+    reader = default_reader()
+    if reader is None:
+        return probs
+    vectors = reader.vectors([evidence_of(text, cands[i]) for i in rows])
+    return model.combined(probs, rows, vectors, [cands[i].features for i in rows])
 
 
 def _supposed(parses: _Parses, c: Candidate) -> bool:

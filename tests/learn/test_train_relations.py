@@ -116,6 +116,72 @@ def test_training_is_deterministic(corpus, tmp_path):
     learn.train([corpus], b)
     ma, mb = RelationModel.load(a), RelationModel.load(b)
     assert ma.index == mb.index and (ma.weights == mb.weights).all() and ma.threshold == mb.threshold
+    assert ma.dense is not None and mb.dense is not None
+    assert ma.dense.keys == mb.dense.keys and (ma.dense.w1 == mb.dense.w1).all() and (ma.dense.w2 == mb.dense.w2).all()
+
+
+def test_the_dense_head_is_saved_with_the_model_and_decides_with_it(corpus, tmp_path):
+    import numpy as np
+
+    data = learn.collect(corpus)
+    assert all(e.view is not None and e.view.shape == (768,) for e in data.examples)
+    model = learn.fit(data.examples, threshold=0.5)
+    assert model.dense is not None and "k=sentence" in model.dense.keys
+    model.save(tmp_path / "m.npz")
+    loaded = RelationModel.load(tmp_path / "m.npz")
+    assert loaded.cascade == model.cascade and loaded.dense.keys == model.dense.keys
+    vectors = np.stack([e.view for e in data.examples])
+    features = [e.features for e in data.examples]
+    before, after = model.dense.probabilities(vectors, features), loaded.dense.probabilities(vectors, features)
+    assert np.allclose(before, after, atol=0.02)  # the weights are stored as float16
+    assert np.allclose(after.sum(axis=1), 1.0, atol=1e-4)
+    # the head learned the taught relation from the view: the statement, not the weather report
+    statement = [i for i, e in enumerate(data.examples) if e.label == "uses>"]
+    unrelated = [i for i, e in enumerate(data.examples) if e.label == "none"]
+    uses = LABELS.index("uses>")
+    assert after[statement, uses].mean() > 0.5 > after[unrelated, uses].mean()
+    # only what the sparse model finds plausible is read, and mixed half and half
+    sparse = model.probabilities(features)
+    rows = model.reads(sparse)
+    assert 0 < len(rows) < len(features) and (sparse[rows, 1:].max(axis=1) >= model.cascade).all()
+    mixed = learn.example_probabilities(model, data.examples)
+    rest = np.setdiff1d(np.arange(len(features)), rows)
+    assert np.array_equal(mixed[rest], sparse[rest])
+    assert np.allclose(mixed[rows], (sparse[rows] + before[rows]) / 2)
+
+
+def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(corpus, monkeypatch):
+    import numpy as np
+
+    from kgr.stages import relmodel, relview
+
+    data = learn.collect(corpus, views=False)
+    assert all(e.view is None for e in data.examples)
+    model = learn.fit(data.examples, threshold=0.5)
+    assert model.dense is None and len(model.reads(model.probabilities([["k=sentence"]]))) == 0
+    dense = learn.fit(learn.collect(corpus).examples, threshold=0.5)
+    monkeypatch.setattr(relview, "default_reader", lambda: None)
+    text = "# Vesper Service\n\nVesper Service feeds Willow Store every night.\n"
+    cands = [type("C", (), {"features": e.features})() for e in data.examples[:5]]
+    assert np.array_equal(relmodel.probabilities(dense, text, cands), dense.probabilities([c.features for c in cands]))
+
+
+def test_the_reader_pools_each_name_in_its_own_sentence():
+    import numpy as np
+
+    from kgr.stages.relview import default_reader
+
+    reader = default_reader()
+    first = "Dune Service feeds Nimbus Store every night."
+    second = "The weather report mentions Nimbus Store and Dune Service."
+    a = (first.index("Nimbus Store"), first.index("Nimbus Store") + 12)
+    b = (second.index("Nimbus Store"), second.index("Nimbus Store") + 12)
+    vectors = reader.vectors([(first, (0, 12), a), (second, b, (-5, 3)), (first, (0, 12), a)])
+    assert vectors.shape == (3, 2 * reader.dim)
+    assert np.array_equal(vectors[0], vectors[2])  # the same evidence reads the same
+    assert not np.allclose(vectors[0, reader.dim :], vectors[1, : reader.dim])  # one name, two contexts
+    assert np.abs(vectors[0, : reader.dim] - vectors[0, reader.dim :]).max() > 0.1  # two names, one context
+    assert not vectors[1, reader.dim :].any()  # a name outside the evidence reads as zeros
 
 
 def test_a_folder_without_annotations_is_a_clear_error(tmp_path):
