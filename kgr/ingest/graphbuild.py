@@ -438,6 +438,17 @@ def extract_batch(extractor, docs: list[list[dict]]) -> list[tuple[list[dict], s
     from kgr.stages.extract import extract
 
     parsed, failed = parse_batch(extractor, [recs[0] for recs in docs])
+    ok = [recs for recs in docs if recs[0]["path"] not in failed]
+    try:  # the batch in one stream: its relations decided together (one pass of the dense view's reader)
+        every = [r for recs in ok for r in recs]
+        stream = list(extract(every, extractor=extractor, parsed=parsed, batch=len(ok), isolate=True))
+    except Exception:  # noqa: BLE001 - each document again on its own, so that only the failing one fails
+        stream = None
+    got: dict[str, list[dict]] = {}
+    for rec in stream or ():
+        if rec["kind"] == records.DOC:
+            path = rec["path"]
+        got.setdefault(path, []).append(rec)
     out: list[tuple[list[dict], str | None]] = []
     for recs in docs:
         path = recs[0]["path"]
@@ -445,12 +456,11 @@ def extract_batch(extractor, docs: list[list[dict]]) -> list[tuple[list[dict], s
             out.append(([], failed[path]))
             continue
         try:
-            got = []
-            for rec in extract(recs, extractor=extractor, parsed=parsed):
-                if rec["kind"] == records.ERROR:
-                    raise ExtractionFailed(rec["message"])
-                got.append(rec)
-            out.append((got, None))
+            mine = got[path] if stream is not None else list(extract(recs, extractor=extractor, parsed=parsed))
+            errors = [rec["message"] for rec in mine if rec["kind"] == records.ERROR]
+            if errors:
+                raise ExtractionFailed(errors[0])
+            out.append((mine, None))
         except ExtractionFailed as exc:
             out.append(([], str(exc)))
         except Exception as exc:  # noqa: BLE001 - recorded and reported by the writer

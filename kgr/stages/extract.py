@@ -990,13 +990,18 @@ class Extractor:
     # relations ---------------------------------------------------------------------------
 
     def relations(self, doc: Document, spans: list[Span]) -> list[dict]:
+        from kgr.stages.relmodel import decide_all
+
+        return [_without_spans(r) for r in decide_all([self.relation_decision(doc, spans)])[0]]
+
+    def relation_decision(self, doc: Document, spans: list[Span]):
+        """The document's relations up to reading the dense view (:func:`kgr.stages.relmodel.decide_all`
+        finishes many at once)."""
         from kgr.stages.relations import extract_relations
-        from kgr.stages.relmodel import learned_relations
+        from kgr.stages.relmodel import Decision, decision
 
         rules = extract_relations(doc, spans, nlp_docs=None)
-        if not self.learned:
-            return [_without_spans(r) for r in rules]
-        return [_without_spans(r) for r in learned_relations(doc, spans, rules)]
+        return decision(doc, spans, rules) if self.learned else Decision(doc, spans, rules)
 
 
 def _without_spans(rel: dict) -> dict:
@@ -1684,37 +1689,86 @@ def extract(
     nlp_name: str = _DEFAULTS.ner,
     gazetteer: Gazetteer | None = None,
     parsed: Mapping[str, Document] | None = None,
+    batch: int = 1,
+    isolate: bool = False,
 ) -> Iterator[dict]:
     """The stage: pass doc and chunk records on, each doc's chunks followed by its mentions and relations.
 
     ``parsed`` maps a doc's path to its text already through :func:`parse_document` (and
     perhaps :meth:`Extractor.parse_many`, which runs spaCy over many documents at once);
-    a document not in it is parsed here."""
+    a document not in it is parsed here. The relations of up to ``batch`` documents are
+    decided together (:func:`kgr.stages.relmodel.decide_all`: one pass of the dense view's
+    reader), their records held back until then. With ``isolate``, a document whose
+    extraction raises gets an error record instead of ending the stream."""
+    from kgr.stages.relmodel import decide_all
+
     if extractor is None:
         extractor = Extractor(nlp=load_nlp(nlp_name), gazetteer=gazetteer)
     pending_doc: dict | None = None
     pending_chunks: list[dict] = []
+    held: list[list[dict] | StartedDoc] = []  # in order: records ready, and documents waiting for relations
+
+    caught = Exception if isolate else RecursionError  # RecursionError: pathological input, always
+
+    def failed(doc: dict, exc: BaseException) -> dict:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        text = text if text.startswith("cannot extract") else f"cannot extract: {text}"
+        return records.error("extract", text, path=doc.get("path"))
+
+    def release() -> Iterator[dict]:
+        started = [h for h in held if isinstance(h, StartedDoc)]
+        try:
+            decided = dict(zip(map(id, started), decide_all([s.decision for s in started])))
+        except caught:  # decided again one by one, so that only the failing document fails
+            decided = {}
+        for h in held:
+            if isinstance(h, StartedDoc):
+                try:
+                    rels = decided[id(h)] if id(h) in decided else decide_all([h.decision])[0]
+                except caught as exc:
+                    yield failed(h.doc, exc)
+                    continue
+                yield from h.records(rels)
+            else:
+                yield from h
+        held.clear()
 
     def flush() -> Iterator[dict]:
         nonlocal pending_doc, pending_chunks
         if pending_doc is not None:
-            yield from pending_chunks
             ready = parsed.get(pending_doc.get("path")) if parsed else None
-            yield from extract_doc(extractor, pending_doc, pending_chunks, ready)
+            try:
+                started = start_doc(extractor, pending_doc, pending_chunks, ready)
+            except caught as exc:
+                started = [failed(pending_doc, exc)]
+            if isinstance(started, list) and not held:
+                yield from pending_chunks
+                yield from started
+            else:
+                held.extend([pending_chunks, started])
+                if sum(isinstance(h, StartedDoc) for h in held) >= batch:
+                    yield from release()
         pending_doc, pending_chunks = None, []
+
+    def emit(rec: dict) -> Iterator[dict]:
+        if held:  # behind a document still waiting for its relations
+            held.append([rec])
+        else:
+            yield rec
 
     for rec in recs:
         kind = rec.get("kind")
         if kind == records.DOC:
             yield from flush()
-            yield rec
+            yield from emit(rec)
             pending_doc = rec
         elif kind == records.CHUNK and pending_doc is not None and rec.get("doc") == pending_doc.get("path"):
             pending_chunks.append(rec)
         else:
             yield from flush()
-            yield rec
+            yield from emit(rec)
     yield from flush()
+    yield from release()
 
 
 PARSE_BATCH = 64  # texts spaCy parses at once
@@ -1768,6 +1822,72 @@ def _block_texts(doc: Document) -> list[str]:
 def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Document | None = None) -> list[dict]:
     """Mention and relation records for one document and its chunks (``parsed``: the
     document already through :func:`parse_document`, and perhaps :meth:`Extractor.parse_many`)."""
+    from kgr.stages.relmodel import decide_all
+
+    started = start_doc(extractor, doc, chunks, parsed)
+    if isinstance(started, list):
+        return started
+    try:
+        (rels,) = decide_all([started.decision])
+    except RecursionError as exc:
+        return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
+    return started.records(rels)
+
+
+@dataclass
+class StartedDoc:
+    """A document through mentions, waiting for its relations (:func:`start_doc`)."""
+
+    doc: dict
+    chunks: list[dict]
+    parsed: Document
+    spans: list
+    decision: Any
+
+    def records(self, rels: list[dict]) -> list[dict]:
+        """The document's mention records, then its relation records ``rels``."""
+        doc, parsed, spans = self.doc, self.parsed, self.spans
+        rels = [_without_spans(r) for r in rels]
+        out = []
+        chunk_for = _ChunkIndex([(c["start"], c["end"], c) for c in self.chunks if c.get("start") is not None])
+        for sp in spans:
+            chunk = chunk_for(sp.start, sp.end)
+            if chunk is None:
+                continue
+            rec = {
+                "kind": records.MENTION,
+                "chunk": records.chunk_id(doc["path"], chunk["ord"]),
+                "surface": sp.surface,
+                "type": sp.type,
+                "start": sp.start - chunk["start"],
+                "end": sp.end - chunk["start"],
+                "score": round(sp.score, 4),
+                "source": sp.source,
+                "features": {
+                    **sp.features,
+                    "in_title": sp.start < parsed.title_end,
+                    "section": parsed.section_title(sp.start),
+                },
+            }
+            if sp.refers is not None:
+                rec["refers_to"] = sp.refers
+            out.append(rec)
+        for rel in rels:
+            chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(
+                rel["evidence"]["start"], rel["evidence"]["start"] + 1
+            )
+            if chunk is not None:
+                rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
+            rel["evidence"]["doc"] = doc["path"]
+            out.append(rel)
+        return out
+
+
+def start_doc(
+    extractor: Extractor, doc: dict, chunks: list[dict], parsed: Document | None = None
+) -> StartedDoc | list[dict]:
+    """A document's mentions and the relation decision it waits for; or, when there is nothing
+    to wait for, its records (none without chunks; an error record when extraction fails)."""
     if not chunks:
         return []
     try:
@@ -1775,42 +1895,10 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
             parsed = parse_document(doc["text"], title=doc.get("title"), path=doc.get("path"))
         spans = extractor.mentions(parsed)
         parsed.set_subject(spans)
-        rels = extractor.relations(parsed, spans)
+        decision = extractor.relation_decision(parsed, spans)
     except RecursionError as exc:  # pathological input: one error record, not the run
         return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
-    out = []
-    chunk_for = _ChunkIndex([(c["start"], c["end"], c) for c in chunks if c.get("start") is not None])
-    for sp in spans:
-        chunk = chunk_for(sp.start, sp.end)
-        if chunk is None:
-            continue
-        rec = {
-            "kind": records.MENTION,
-            "chunk": records.chunk_id(doc["path"], chunk["ord"]),
-            "surface": sp.surface,
-            "type": sp.type,
-            "start": sp.start - chunk["start"],
-            "end": sp.end - chunk["start"],
-            "score": round(sp.score, 4),
-            "source": sp.source,
-            "features": {
-                **sp.features,
-                "in_title": sp.start < parsed.title_end,
-                "section": parsed.section_title(sp.start),
-            },
-        }
-        if sp.refers is not None:
-            rec["refers_to"] = sp.refers
-        out.append(rec)
-    for rel in rels:
-        chunk = chunk_for(rel["evidence"]["start"], rel["evidence"]["end"]) or chunk_for(
-            rel["evidence"]["start"], rel["evidence"]["start"] + 1
-        )
-        if chunk is not None:
-            rel["evidence"]["chunk"] = records.chunk_id(doc["path"], chunk["ord"])
-        rel["evidence"]["doc"] = doc["path"]
-        out.append(rel)
-    return out
+    return StartedDoc(doc, chunks, parsed, spans, decision)
 
 
 class _ChunkIndex:

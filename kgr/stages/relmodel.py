@@ -47,7 +47,7 @@ NONE = "none"
 LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
 MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
 
-CASCADE = 0.05  # the dense view is read for candidates the sparse model gives a relation at least this
+CASCADE = 0.1  # the dense view is read for candidates the sparse model gives a relation at least this
 MAX_APART = 24  # mentions between the two ends of a sentence or near candidate, at most
 # sentences between the two ends of a near candidate, at most: an article's introduction
 # says where a place lies a few sentences after it names it
@@ -621,8 +621,37 @@ class collecting:
         _collect.remove(self.got)
 
 
-def learned_relations(doc: Document, spans: list, rules: list[dict], model: RelationModel | None = None) -> list[dict]:
-    """Relation records (the shape :func:`kgr.stages.relations.extract_relations` gives) for one document."""
+@dataclass
+class Decision:
+    """A document's relations before the dense view is read: its candidates, the sparse model's
+    probabilities, and the rows the dense head reads (:func:`decide_all` reads those of many
+    documents at once, the transformer being faster on a few large batches than many small)."""
+
+    doc: Document
+    spans: list
+    rules: list[dict]
+    model: RelationModel | None = None
+    cands: list[Candidate] = field(default_factory=list)
+    probs: Any = None
+    rows: Any = ()
+
+    def evidence(self) -> list:
+        from kgr.stages.relview import evidence_of
+
+        return [evidence_of(self.doc.text, self.cands[i]) for i in self.rows]
+
+    def finish(self, vectors=None) -> list[dict]:
+        """The relation records, with the dense view of :attr:`rows` when read."""
+        if self.model is None or not self.cands:
+            return [_strip(r) for r in self.rules]
+        probs = self.probs
+        if vectors is not None and len(self.rows):
+            probs = self.model.combined(probs, self.rows, vectors, [self.cands[i].features for i in self.rows])
+        return _decided(self.doc, self.model, self.cands, probs)
+
+
+def decision(doc: Document, spans: list, rules: list[dict], model: RelationModel | None = None) -> Decision:
+    """Everything of :func:`learned_relations` up to reading the dense view."""
     if model is None and _override:
         model = _override[-1](doc.path)
     if model is None:
@@ -631,8 +660,35 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
     for got in _collect:
         got.append((doc.path, doc.text, cands))
     if model is None or not cands:
-        return [_strip(r) for r in rules]
-    probs = probabilities(model, doc.text, cands)
+        return Decision(doc, spans, rules, model, cands)
+    probs = model.probabilities([c.features for c in cands])
+    return Decision(doc, spans, rules, model, cands, probs, model.reads(probs))
+
+
+def decide_all(decisions: list[Decision]) -> list[list[dict]]:
+    """Each decision's relation records, the dense view of all of them read in one pass."""
+    import numpy as np
+
+    wanted = [d for d in decisions if len(d.rows)]
+    reader = None
+    if wanted:
+        from kgr.stages.relview import default_reader
+
+        reader = default_reader()
+    if reader is None:
+        return [d.finish() for d in decisions]
+    vectors = reader.vectors([e for d in wanted for e in d.evidence()])
+    bounds = np.cumsum([0] + [len(d.rows) for d in wanted])
+    read = {id(d): vectors[a:b] for d, a, b in zip(wanted, bounds, bounds[1:])}
+    return [d.finish(read.get(id(d))) for d in decisions]
+
+
+def learned_relations(doc: Document, spans: list, rules: list[dict], model: RelationModel | None = None) -> list[dict]:
+    """Relation records (the shape :func:`kgr.stages.relations.extract_relations` gives) for one document."""
+    return decide_all([decision(doc, spans, rules, model)])[0]
+
+
+def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs) -> list[dict]:
     label_index = {label: k for k, label in enumerate(model.labels)}
     # First what the rules say of two mentions, unless the model finds it unlikely; its
     # probability for that relation is the confidence.
@@ -673,22 +729,6 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
         if p >= model.threshold_for(rel) and types_ok(rel, src, dst)
     ]
     return out
-
-
-def probabilities(model: RelationModel, text: str, cands: list[Candidate]):
-    """Label probabilities per candidate: the sparse model's, and for the candidates it finds
-    plausible, their mean with the dense head's when the model has one and the reader loads."""
-    probs = model.probabilities([c.features for c in cands])
-    rows = model.reads(probs)
-    if not len(rows):
-        return probs
-    from kgr.stages.relview import default_reader, evidence_of
-
-    reader = default_reader()
-    if reader is None:
-        return probs
-    vectors = reader.vectors([evidence_of(text, cands[i]) for i in rows])
-    return model.combined(probs, rows, vectors, [cands[i].features for i in rows])
 
 
 def _supposed(parses: _Parses, c: Candidate) -> bool:

@@ -59,8 +59,9 @@ def test_ingest_runs_the_filter_functions_of_every_stage(tmp_path, monkeypatch):
         assert summary.ingested == 3 and summary.extracted == 3
         assert store.scalar("SELECT count(*) FROM docs WHERE graph_sig IS NULL") == 0
         assert store.scalar("SELECT count(*) FROM entities") > 0
-    # one stream through normalize, chunk and load; each document through extract and link
-    assert calls == {"normalize_files": 1, "chunk": 1, "load": 1, "extract": 3, "link": 3}
+    # one stream through normalize, chunk and load; the documents through extract, each through link
+    # (extract once for the batch of three, whose relations it decides together)
+    assert calls == {"normalize_files": 1, "chunk": 1, "load": 1, "extract": 1, "link": 3}
 
 
 def test_graph_records_are_extract_then_link(tmp_path):

@@ -150,10 +150,9 @@ def test_the_dense_head_is_saved_with_the_model_and_decides_with_it(corpus, tmp_
     assert np.allclose(mixed[rows], (sparse[rows] + before[rows]) / 2)
 
 
-def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(corpus, monkeypatch):
-    import numpy as np
-
+def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(corpus, monkeypatch, learned_extractor):
     from kgr.stages import relmodel, relview
+    from kgr.stages.textmodel import parse_document
 
     data = learn.collect(corpus, views=False)
     assert all(e.view is None for e in data.examples)
@@ -161,9 +160,12 @@ def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(co
     assert model.dense is None and len(model.reads(model.probabilities([["k=sentence"]]))) == 0
     dense = learn.fit(learn.collect(corpus).examples, threshold=0.5)
     monkeypatch.setattr(relview, "default_reader", lambda: None)
-    text = "# Vesper Service\n\nVesper Service feeds Willow Store every night.\n"
-    cands = [type("C", (), {"features": e.features})() for e in data.examples[:5]]
-    assert np.array_equal(relmodel.probabilities(dense, text, cands), dense.probabilities([c.features for c in cands]))
+    doc = parse_document("# Vesper Service\n\nVesper Service feeds Willow Store every night.\n", path="new.md")
+    spans = learned_extractor.mentions(doc)
+    decided = relmodel.decision(doc, spans, [], model=dense)
+    assert len(decided.rows)  # the head would read the statement, but the reader is missing
+    (alone,) = relmodel.decide_all([decided])
+    assert alone == relmodel.Decision(doc, spans, [], dense, decided.cands, decided.probs).finish()
 
 
 def test_the_reader_pools_each_name_in_its_own_sentence():
@@ -253,3 +255,27 @@ def test_a_relation_the_model_adds_at_no_measured_gain_is_not_claimed(tmp_path, 
     monkeypatch.setattr(learn, "TOLERANCE", 0.2)
     thresholds, _veto, score = learn.best_threshold(data, examples, probs)
     assert thresholds["uses"] > 0.6 and score == pytest.approx(2 / 3)
+
+
+def test_documents_decided_together_get_what_each_gets_alone(corpus, tmp_path, learned_extractor):
+    from kgr.stages import relmodel
+    from kgr.stages.textmodel import parse_document
+
+    model = learn.fit(learn.collect(corpus).examples, threshold=0.3)
+    texts = [
+        "# Vesper Service\n\nVesper Service feeds Willow Store every night.\n",
+        "# Alder Service\n\nThe weather report mentions Alder Service.\n\nAlder Service feeds Cedar Store at dawn.\n",
+    ]
+    decisions = []
+    for k, text in enumerate(texts):
+        doc = parse_document(text, path=f"new{k}.md")
+        decisions.append(relmodel.decision(doc, learned_extractor.mentions(doc), [], model=model))
+    assert all(len(d.rows) for d in decisions)  # both read by the dense head
+    together = relmodel.decide_all(decisions)
+    alone = [relmodel.decide_all([d])[0] for d in decisions]
+    assert [[(r["src"], r["rel"], r["dst"]) for r in rels] for rels in together] == [
+        [(r["src"], r["rel"], r["dst"]) for r in rels] for rels in alone
+    ]
+    assert ("Vesper Service", "uses", "Willow Store") in {(r["src"], r["rel"], r["dst"]) for r in together[0]}
+    for a, b in zip(together, alone):
+        assert [r["confidence"] for r in a] == pytest.approx([r["confidence"] for r in b], abs=1e-3)
