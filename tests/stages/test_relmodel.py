@@ -125,3 +125,5 @@ def test_the_shipped_model_is_in_the_package_and_says_how_it_was_trained():
     assert m.labels == list(LABELS) and all(0 < m.threshold_for(rel) <= 1.01 for rel in relmodel.VOCABULARY)
     assert m.meta["command"].startswith("kgr train relations") and m.meta["trained_on"]
     assert relmodel.MODEL_FILE.stat().st_size < 5_000_000
+    # with the dense head, read for the candidates the sparse model finds plausible
+    assert m.dense is not None and m.dense.w1.shape[1] == m.dense.w2.shape[0] and 0 < m.cascade < 1
