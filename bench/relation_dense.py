@@ -158,9 +158,10 @@ def mlp_head(examples, dense):
     from kgr.learn import relations as learn
 
     def fit_predict(train_rows: list[int], test_rows: list[int]):
-        for e, v in zip(examples, dense):
-            e.view = v
-        head = learn.fit_dense([examples[i] for i in train_rows])
+        train = [examples[i] for i in train_rows]
+        for e, i in zip(train, train_rows):
+            e.view = dense[i]  # this head's view (fit_dense reads each example's)
+        head = learn.fit_dense(train)
         return head.probabilities(dense[test_rows], [examples[i].features for i in test_rows])
 
     return fit_predict

@@ -290,7 +290,8 @@ def fit_dense(train: list[Example], *, seed: int = DENSE_SEED) -> DenseHead:
 
 
 def example_probabilities(model: RelationModel, examples: list[Example]):
-    """What extraction's :func:`kgr.stages.relmodel.probabilities` gives these examples, from their stored views."""
+    """The probabilities extraction decides these examples on (:meth:`kgr.stages.relmodel.Decision.finish`),
+    from their stored views."""
     import numpy as np
 
     probs = model.probabilities([e.features for e in examples])

@@ -1001,7 +1001,14 @@ class Extractor:
         from kgr.stages.relmodel import Decision, decision
 
         rules = extract_relations(doc, spans, nlp_docs=None)
-        return decision(doc, spans, rules) if self.learned else Decision(doc, spans, rules)
+        return decision(doc, spans, rules) if self.learned else Decision(doc, rules)
+
+
+def _failed(doc: dict, exc: BaseException) -> dict:
+    """The error record of a document whose extraction raised ``exc``."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = text if text.startswith("cannot extract") else f"cannot extract: {text}"
+    return records.error("extract", text, path=doc.get("path"))
 
 
 def _without_spans(rel: dict) -> dict:
@@ -1710,11 +1717,6 @@ def extract(
 
     caught = Exception if isolate else RecursionError  # RecursionError: pathological input, always
 
-    def failed(doc: dict, exc: BaseException) -> dict:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        text = text if text.startswith("cannot extract") else f"cannot extract: {text}"
-        return records.error("extract", text, path=doc.get("path"))
-
     def release() -> Iterator[dict]:
         started = [h for h in held if isinstance(h, StartedDoc)]
         try:
@@ -1726,7 +1728,7 @@ def extract(
                 try:
                     rels = decided[id(h)] if id(h) in decided else decide_all([h.decision])[0]
                 except caught as exc:
-                    yield failed(h.doc, exc)
+                    yield _failed(h.doc, exc)
                     continue
                 yield from h.records(rels)
             else:
@@ -1740,7 +1742,7 @@ def extract(
             try:
                 started = start_doc(extractor, pending_doc, pending_chunks, ready)
             except caught as exc:
-                started = [failed(pending_doc, exc)]
+                started = [_failed(pending_doc, exc)]
             if isinstance(started, list) and not held:
                 yield from pending_chunks
                 yield from started
@@ -1830,7 +1832,7 @@ def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Doc
     try:
         (rels,) = decide_all([started.decision])
     except RecursionError as exc:
-        return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
+        return [_failed(doc, exc)]
     return started.records(rels)
 
 
@@ -1897,7 +1899,7 @@ def start_doc(
         parsed.set_subject(spans)
         decision = extractor.relation_decision(parsed, spans)
     except RecursionError as exc:  # pathological input: one error record, not the run
-        return [records.error("extract", f"cannot extract: {exc}", path=doc.get("path"))]
+        return [_failed(doc, exc)]
     return StartedDoc(doc, chunks, parsed, spans, decision)
 
 

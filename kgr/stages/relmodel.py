@@ -628,7 +628,6 @@ class Decision:
     documents at once, the transformer being faster on a few large batches than many small)."""
 
     doc: Document
-    spans: list
     rules: list[dict]
     model: RelationModel | None = None
     cands: list[Candidate] = field(default_factory=list)
@@ -660,9 +659,9 @@ def decision(doc: Document, spans: list, rules: list[dict], model: RelationModel
     for got in _collect:
         got.append((doc.path, doc.text, cands))
     if model is None or not cands:
-        return Decision(doc, spans, rules, model, cands)
+        return Decision(doc, rules, model, cands)
     probs = model.probabilities([c.features for c in cands])
-    return Decision(doc, spans, rules, model, cands, probs, model.reads(probs))
+    return Decision(doc, rules, model, cands, probs, model.reads(probs))
 
 
 def decide_all(decisions: list[Decision]) -> list[list[dict]]:

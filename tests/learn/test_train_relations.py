@@ -165,7 +165,7 @@ def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(co
     decided = relmodel.decision(doc, spans, [], model=dense)
     assert len(decided.rows)  # the head would read the statement, but the reader is missing
     (alone,) = relmodel.decide_all([decided])
-    assert alone == relmodel.Decision(doc, spans, [], dense, decided.cands, decided.probs).finish()
+    assert alone == relmodel.Decision(doc, [], dense, decided.cands, decided.probs).finish()
 
 
 def test_the_reader_pools_each_name_in_its_own_sentence():
