@@ -251,7 +251,58 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
             short = m.group("short").strip()
             if declared_short_form(short, subject) or norm(short).startswith(norm(subject)[:4]):
                 pairs.append((short, subject))
+        lead = lead_name(text, subject)
+        if lead:
+            pairs.append((subject, lead))
     return pairs
+
+
+# the name a page's first sentence is about: "Anvil (`anvil-ci`) is ...", "The Quay Gateway was ..."
+LEAD_NAME = re.compile(
+    r"(?:The\s+)?\**`?(?P<name>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3})`?\**(?:\s*\([^()]*\))?\s+(?:is|are|was|were)\s"
+)
+
+
+def _first_paragraph(text: str, title: str = "") -> str:
+    """The first paragraph of prose: not a heading, a table, markup, or the title on its own line."""
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if para and not para.startswith(("#", "|", "<", "---", "```")) and para.lower() != title.strip().lower():
+            return para
+    return ""
+
+
+def lead_name(text: str, subject: str) -> str | None:
+    """The shorter name the first sentence gives the page's subject, when the title adds only
+    the class that sentence says it is: "# Anvil CI" over "Anvil (`anvil-ci`) is the continuous
+    integration system ..." ("CI" abbreviates "continuous integration"), "# Strata storage
+    engine" over "Strata is the storage engine of ...". The two name one thing. A title that adds
+    anything the sentence does not say ("Ledger Service Runbook" over "Ledger Service is ...")
+    names another."""
+    sentence = re.split(r"(?<=[.!?])\s", _first_paragraph(text, subject), maxsplit=1)[0]
+    m = LEAD_NAME.match(sentence)
+    if not m:
+        return None
+    name = m.group("name")
+    short, long = tokens(name), tokens(subject)
+    if not short or len(short) >= len(long) or long[: len(short)] != short:
+        return None
+    rest = subject.split()[len(name.split()) :]
+    if len(rest) != len(long) - len(short):  # the title's words and its tokens do not line up
+        return None
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    if any(w.lower() in STOP_WORDS for w in rest):  # "Basalt and Sluice", "Boxing in Armenia": more than one thing
+        return None
+    said = [w.lower() for w in re.findall(r"[\w'’-]+", sentence[m.end() :])]
+    words = {singular(w) for w in said}
+    if all(singular(w.lower()) in words for w in rest):
+        return name
+    if len(rest) == 1 and rest[0].isupper() and 2 <= len(rest[0]) <= 5:
+        runs = (" ".join(said[i : i + n]) for n in range(len(rest[0]), 1, -1) for i in range(len(said) - n + 1))
+        if any(len(run.split()) == len(rest[0]) and is_abbreviation(rest[0], run) for run in runs):
+            return name
+    return None
 
 
 def _trim_long(long: str, short: str, check=None) -> str:
@@ -404,7 +455,10 @@ class Linker:
         if len(words) == 1 and (re.search(r"[-_]", surface) or re.search(r"[a-z][A-Z]", surface)):
             first = norm(surface)[:1]
             for key, ent in self.entities.items():
-                if len(ent.name.split()) > 1 and norm(ent.name)[:1] == first and is_abbreviation(surface, ent.name):
+                if any(
+                    len(name.split()) > 1 and norm(name)[:1] == first and is_abbreviation(surface, name)
+                    for name in (ent.name, *ent.aliases)
+                ):
                     fits.append(key)
         elif len(words) == 1 and surface[:1].isupper() and surface[1:].islower():
             n = norm(surface)

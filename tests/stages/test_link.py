@@ -1,4 +1,4 @@
-from kgr.stages.link import Linker, is_abbreviation, learn_aliases, link, norm, unversioned
+from kgr.stages.link import Linker, is_abbreviation, lead_name, learn_aliases, link, norm, unversioned
 
 
 def test_norm_and_abbreviations():
@@ -22,6 +22,57 @@ def test_declared_aliases():
     assert ("QIS", "Quarry Intake Service") in pairs
     assert ("LIX", "Lumen Index") in pairs
     assert ("BasinOps", "Basin Operations") in pairs
+
+
+def test_lead_name_is_the_titles_subject_only_when_the_title_adds_its_class():
+    # the title adds the class the first sentence gives: one thing
+    assert (
+        lead_name("# Forge CI\n\nForge (`forge-ci`) is the continuous integration system of Pell.", "Forge CI")
+        == "Forge"
+    )
+    assert lead_name(
+        "# Quay storage engine\n\nQuay is the storage engine of Pell. It is fast.", "Quay storage engine"
+    ) == ("Quay")
+    assert (
+        lead_name("Marsh Hollow, Oregon\n\nMarsh Hollow is a hamlet in Oregon.", "Marsh Hollow, Oregon")
+        == "Marsh Hollow"
+    )
+    # the title says more than the sentence, or names two things, or the sentence is not about a name
+    assert lead_name("# Forge CI\n\nForge is a tool we like.", "Forge CI") is None
+    assert (
+        lead_name("# Quay Service Runbook\n\nQuay Service is the service that stores blobs.", "Quay Service Runbook")
+        is None
+    )
+    assert lead_name("# Quay and Weir\n\nQuay is a store, and Weir its index.", "Quay and Weir") is None
+    assert lead_name("# Fen, Moor\n\nFen, Moor is an album.", "Fen, Moor") is None
+    assert lead_name("# Quay storage engine\n\nQuay storage engine is fast.", "Quay storage engine") is None
+    # declared as the title's name for the sentence's: the title mention links to the short name's entity
+    assert ("Forge CI", "Forge") in learn_aliases(
+        "# Forge CI\n\nForge is the continuous integration system.", "Forge CI"
+    )
+
+
+def test_a_title_that_adds_its_class_links_to_the_name_used_everywhere_else():
+    docs = [
+        ({"kind": "doc", "path": "a.md", "title": "Notes", "text": "Forge builds every branch."}, [mention("Forge")]),
+        (
+            {
+                "kind": "doc",
+                "path": "b.md",
+                "title": "Forge CI",
+                "text": "# Forge CI\n\nForge (`forge-ci`) is the continuous integration system of Pell.",
+            },
+            [mention("Forge CI"), mention("forge-ci", "COMPONENT"), mention("Forge")],
+        ),
+    ]
+    linker = Linker()
+    for doc, ms in docs:
+        linker.learn(doc["text"], doc["title"])
+    out = [r for doc, ms in docs for r in link([doc, *[dict(m, chunk=f"{doc['path']}#0") for m in ms]], linker=linker)]
+    keys = {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}
+    assert keys["Forge CI"] == keys["Forge"] == keys["forge-ci"]
+    (ent,) = {e["key"]: e for e in out if e["kind"] == "entity" and e["key"] == keys["Forge"]}.values()
+    assert {"Forge", "Forge CI"} <= {ent["name"], *ent["aliases"]}
 
 
 def mention(surface, type_="SERVICE", ord_=0, **kw):
