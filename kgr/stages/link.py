@@ -257,7 +257,7 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
-# the name a page's first sentence is about: "Anvil (`anvil-ci`) is ...", "The Quay Gateway was ..."
+# the name a page's first sentence is about: "Forge (`forge-ci`) is ...", "The Quay Gateway was ..."
 LEAD_NAME = re.compile(
     r"(?:The\s+)?\**`?(?P<name>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3})`?\**(?:\s*\([^()]*\))?\s+(?:is|are|was|were)\s"
 )
@@ -274,10 +274,10 @@ def _first_paragraph(text: str, title: str = "") -> str:
 
 def lead_name(text: str, subject: str) -> str | None:
     """The shorter name the first sentence gives the page's subject, when the title adds only
-    the class that sentence says it is: "# Anvil CI" over "Anvil (`anvil-ci`) is the continuous
-    integration system ..." ("CI" abbreviates "continuous integration"), "# Strata storage
-    engine" over "Strata is the storage engine of ...". The two name one thing. A title that adds
-    anything the sentence does not say ("Ledger Service Runbook" over "Ledger Service is ...")
+    the class that sentence says it is: "# Forge CI" over "Forge (`forge-ci`) is the continuous
+    integration system ..." ("CI" abbreviates "continuous integration"), "# Quay storage
+    engine" over "Quay is the storage engine of ...". The two name one thing. A title that adds
+    anything the sentence does not say ("Quay Service Runbook" over "Quay Service is ...")
     names another."""
     sentence = re.split(r"(?<=[.!?])\s", _first_paragraph(text, subject), maxsplit=1)[0]
     m = LEAD_NAME.match(sentence)
@@ -292,7 +292,7 @@ def lead_name(text: str, subject: str) -> str | None:
         return None
     from spacy.lang.en.stop_words import STOP_WORDS
 
-    if any(w.lower() in STOP_WORDS for w in rest):  # "Basalt and Sluice", "Boxing in Armenia": more than one thing
+    if any(w.lower() in STOP_WORDS for w in rest):  # "Quay and Weir", "Boxing in Armenia": more than one thing
         return None
     said = [w.lower() for w in re.findall(r"[\w'’-]+", sentence[m.end() :])]
     words = {singular(w) for w in said}
