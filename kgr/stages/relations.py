@@ -124,8 +124,10 @@ TRIGGERS: list[Trigger] = [
     _t(
         "defines",
         # "specified by" and "set by" are said of a value a parameter or a policy setting sets
-        # ("the directory specified by the Path parameter"), not of a definition
-        rf"{AUX}(?:defined|specified|described|introduced|established)\s+in|{AUX}(?:defined|introduced|established)\s+by|as\s+(?:specified|defined|described)\s+in",
+        # ("the directory specified by the Path parameter"), not of a definition; "introduced in"
+        # and "established in" say when ("introduced in version 3.0", "established in 1998"):
+        # "introduced by" says who
+        rf"{AUX}(?:defined|specified|described)\s+in|{AUX}(?:defined|introduced|established)\s+by|as\s+(?:specified|defined|described)\s+in",
         inverse=True,
         weight=0.85,
         name="defined in",

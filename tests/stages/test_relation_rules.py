@@ -101,6 +101,16 @@ def test_a_value_a_parameter_specifies_or_sets_is_not_a_definition(rules):
     assert [t for t in got if t[:2] == ("RFC 7519", "defines")], got  # "as specified in" still defines
 
 
+def test_introduced_in_says_when_introduced_by_says_who(rules):
+    got = rules(
+        "# Find-Spool\n\nThe **Depth** parameter was introduced in Tasker 3.0.\n\n"
+        "The **Strict** mode was introduced in the Quarry module in 2019.\n\n"
+        "The **Block Index** was introduced by QRFC-0041.\n"
+    )
+    assert not [t for t in got if t[1] == "defines" and t[0] in ("Tasker 3.0", "Tasker", "Quarry")], got
+    assert [t for t in got if t[:2] == ("QRFC-0041", "defines")], got
+
+
 def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     from kgr.stages.extract import Span
     from kgr.stages.relations import types_ok
