@@ -352,12 +352,21 @@ def load(input, db, prune_root, config_path):
 @input_argument
 @db_option()
 @click.option("--no-db", is_flag=True, help="Do not read the mined gazetteer from the database.")
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Documents read together: spaCy parses their text in one stream and the relation model decides "
+    "their relations in one pass. 1 writes each document's records as soon as it is read.",
+)
 @config_option
-def extract(input, db, no_db, config_path):
+def extract(input, db, no_db, batch, config_path):
     """Find entity mentions and relations in chunk records.
 
     Each doc record and its chunks pass on, followed by the document's mention and
-    relation records. The gazetteer mined by `kgr mine` is used when the database exists.
+    relation records, in the order read. The gazetteer mined by `kgr mine` is used when
+    the database exists.
 
     \b
     Example:
@@ -376,7 +385,7 @@ def extract(input, db, no_db, config_path):
             gazetteer = load_gazetteer(store)
     extractor = extracting.extractor_from_config(cfg, gazetteer)
     counter = Counter("extract")
-    emit(counter.watch(extracting.extract(read_input(input, "extract"), extractor=extractor)))
+    emit(counter.watch(extracting.extract_batched(read_input(input, "extract"), extractor=extractor, batch=batch)))
     finish(counter)
 
 

@@ -1773,6 +1773,46 @@ def extract(
     yield from release()
 
 
+def extract_batched(recs: Iterable[dict], *, extractor: Extractor, batch: int = 32) -> Iterator[dict]:
+    """:func:`extract` over ``batch`` documents at a time: their blocks go through spaCy in one
+    stream (:meth:`Extractor.parse_many`) and their relations are decided together, so the
+    per-call costs of both models are paid once a batch. The records are those of
+    :func:`extract`, in the same order; a batch's come out once it is read and decided."""
+    group: list[dict] = []
+    docs = 0
+
+    def run(group: list[dict], n: int) -> Iterator[dict]:
+        parsed: dict[str, Document] = {}
+        for rec in group:
+            if rec.get("kind") == records.DOC and rec.get("path") is not None:
+                try:
+                    parsed[rec["path"]] = parse_document(
+                        rec.get("text") or "", title=rec.get("title"), path=rec["path"]
+                    )
+                except RecursionError:
+                    pass  # extract parses it again and reports it
+        try:
+            extractor.parse_many(list(parsed.values()))
+        except Exception:  # noqa: BLE001 - one text spoils the shared stream: each is parsed alone
+            for path, doc in list(parsed.items()):
+                if getattr(doc, "parsed_blocks", None) is None:
+                    try:
+                        extractor.parse_many([doc])
+                    except Exception:  # noqa: BLE001 - extract parses it again and raises where it fails
+                        del parsed[path]
+        yield from extract(group, extractor=extractor, parsed=parsed, batch=max(1, n))
+
+    for rec in recs:
+        if rec.get("kind") == records.DOC:
+            if docs >= batch:
+                yield from run(group, docs)
+                group, docs = [], 0
+            docs += 1
+        group.append(rec)
+    if group:
+        yield from run(group, docs)
+
+
 PARSE_BATCH = 64  # texts spaCy parses at once
 COREF_WINDOW = 500  # names looked back at for an antecedent: far more than a section of a page holds
 PIECE_CHARS = 100_000  # spaCy's parser and NER need about 1 GB of working memory per 100,000 characters
