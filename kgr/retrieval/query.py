@@ -41,7 +41,6 @@ that reached it and a one-line reason.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import defaultdict
@@ -51,7 +50,7 @@ from typing import Any, Callable, Sequence
 from kgr.config import RetrievalSettings, RetrievalWeights
 from kgr.errors import UsageError
 from kgr.retrieval.entities import fts_query
-from kgr.stages.link import tokens
+from kgr.stages.link import stop_words, tokens
 from kgr.store import Store, dumps, loads, vectors
 
 MODES = ("bm25", "vector", "hybrid", "graph")
@@ -119,26 +118,11 @@ def clamp(value: int, low: int, high: int, name: str) -> int:
     return value
 
 
-@functools.lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    """spaCy's English stop words, read from their module alone: importing spaCy itself takes
-    seconds, which a cold `kgr query` cannot afford."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("spacy")
-    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
-    mod_spec = importlib.util.spec_from_file_location("_kgr_spacy_en_stop_words", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return frozenset(mod.STOP_WORDS)
-
-
 def _content_words(q: str) -> str:
     """The question without English function words ("how do I ... to a ..."): they carry
     almost no BM25 weight but make the full-text match read most of the corpus."""
     words = re.findall(r"\w+", q, flags=re.UNICODE)
-    kept = [w for w in words if w.lower() not in _stop_words()]
+    kept = [w for w in words if w.lower() not in stop_words()]
     return " ".join(kept) if kept else q
 
 
@@ -1115,7 +1099,7 @@ def _asked_for(
     """For each (page, entity) it names: how many of the question's lower-case content words (the relation it
     asks through: "director", "born", "composer") the page writes just before the mention ("directed by
     John Guillermin", "composed by ..."). Names are left out: they say which page, not which link."""
-    asked = _stems(" ".join(w for w in re.findall(r"\w+", q) if w.islower() and w not in _stop_words()))
+    asked = _stems(" ".join(w for w in re.findall(r"\w+", q) if w.islower() and w not in stop_words()))
     if not asked:
         return {}
     texts = {

@@ -62,6 +62,21 @@ GENERIC_HEADS = {
 }
 
 
+@functools.lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    """spaCy's English stop words, read from their module alone: importing spaCy itself takes
+    seconds, which a cold `kgr query` or `kgr link` cannot afford."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("spacy")
+    path = Path(spec.origin).parent / "lang" / "en" / "stop_words.py"
+    mod_spec = importlib.util.spec_from_file_location("_kgr_spacy_en_stop_words", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return frozenset(mod.STOP_WORDS)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def norm(surface: str) -> str:
     """lowercase(alnum_only(surface)), accents folded: "Lucía Ferrante" -> "luciaferrante"."""
@@ -290,9 +305,7 @@ def lead_name(text: str, subject: str) -> str | None:
     rest = subject.split()[len(name.split()) :]
     if len(rest) != len(long) - len(short):  # the title's words and its tokens do not line up
         return None
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    if any(w.lower() in STOP_WORDS for w in rest):  # "Quay and Weir", "Boxing in Armenia": more than one thing
+    if any(w.lower() in stop_words() for w in rest):  # "Quay and Weir", "Boxing in Armenia": more than one thing
         return None
     said = [w.lower() for w in re.findall(r"[\w'’-]+", sentence[m.end() :])]
     words = {singular(w) for w in said}
