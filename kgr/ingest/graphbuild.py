@@ -304,32 +304,6 @@ def graph_records(recs: Iterable[dict], extractor, linker, *, parsed=None) -> It
     return link(extract(recs, extractor=extractor, parsed=parsed), linker=linker)
 
 
-def parse_batch(extractor, docs: list[dict]) -> tuple[dict, dict[str, str]]:
-    """Parse a batch of doc records and run spaCy over all their blocks in one stream (its
-    per-call cost is paid once, not per document). Returns ({path: parsed document}, {path:
-    why its parse failed}); a text too deep to parse is left out, for the extract stage to
-    try again and report."""
-    from kgr.stages.textmodel import parse_document
-
-    parsed = {}
-    for doc in docs:
-        try:
-            parsed[doc["path"]] = parse_document(doc["text"], title=doc.get("title"), path=doc["path"])
-        except RecursionError:
-            pass  # the extract stage tries again and reports it
-    failed: dict[str, str] = {}
-    try:
-        extractor.parse_many(list(parsed.values()))
-    except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
-        for path, doc in parsed.items():
-            if getattr(doc, "parsed_blocks", None) is None:
-                try:
-                    extractor.parse_many([doc])
-                except Exception as exc:  # noqa: BLE001 - recorded and reported by the caller
-                    failed[path] = _message(exc)
-    return parsed, failed
-
-
 def build_pending(
     store: Store,
     cfg,
@@ -433,11 +407,12 @@ def build_pending(
 
 def extract_batch(extractor, docs: list[list[dict]]) -> list[tuple[list[dict], str | None]]:
     """``kgr extract`` over a batch of documents (each its doc record, then its chunk records),
-    their blocks through spaCy in one stream (:func:`parse_batch`): for each document, (the
+    their blocks through spaCy in one stream (:func:`kgr.stages.extract.parse_batch`): for each document, (the
     extract stage's records, None), or ([], why its extraction failed)."""
-    from kgr.stages.extract import extract
+    from kgr.stages.extract import extract, parse_batch
 
-    parsed, failed = parse_batch(extractor, [recs[0] for recs in docs])
+    parsed, broken = parse_batch(extractor, [recs[0] for recs in docs])
+    failed = {path: _message(exc) for path, exc in broken.items()}
     ok = [recs for recs in docs if recs[0]["path"] not in failed]
     try:  # the batch in one stream: its relations decided together (one pass of the dense view's reader)
         every = [r for recs in ok for r in recs]

@@ -1773,6 +1773,32 @@ def extract(
     yield from release()
 
 
+def parse_batch(extractor: Extractor, docs: list[dict]) -> tuple[dict[str, Document], dict[str, BaseException]]:
+    """Parse doc records and run spaCy over all their blocks in one stream (its per-call cost is
+    paid once, not per document). Returns ({path: parsed document}, {path: why its parse
+    failed}); a text too deep to parse is left out of both, for :func:`extract` to try again
+    and report."""
+    parsed: dict[str, Document] = {}
+    for doc in docs:
+        if doc.get("path") is None:
+            continue
+        try:
+            parsed[doc["path"]] = parse_document(doc.get("text") or "", title=doc.get("title"), path=doc["path"])
+        except RecursionError:
+            pass  # extract tries again and reports it
+    failed: dict[str, BaseException] = {}
+    try:
+        extractor.parse_many(list(parsed.values()))
+    except Exception:  # noqa: BLE001 - one text spoils the shared stream: parse each alone to find it
+        for path, doc in parsed.items():
+            if getattr(doc, "parsed_blocks", None) is None:
+                try:
+                    extractor.parse_many([doc])
+                except Exception as exc:  # noqa: BLE001 - returned to the caller
+                    failed[path] = exc
+    return {path: doc for path, doc in parsed.items() if path not in failed}, failed
+
+
 def extract_batched(recs: Iterable[dict], *, extractor: Extractor, batch: int = 32) -> Iterator[dict]:
     """:func:`extract` over ``batch`` documents at a time: their blocks go through spaCy in one
     stream (:meth:`Extractor.parse_many`) and their relations are decided together, so the
@@ -1782,24 +1808,7 @@ def extract_batched(recs: Iterable[dict], *, extractor: Extractor, batch: int = 
     docs = 0
 
     def run(group: list[dict], n: int) -> Iterator[dict]:
-        parsed: dict[str, Document] = {}
-        for rec in group:
-            if rec.get("kind") == records.DOC and rec.get("path") is not None:
-                try:
-                    parsed[rec["path"]] = parse_document(
-                        rec.get("text") or "", title=rec.get("title"), path=rec["path"]
-                    )
-                except RecursionError:
-                    pass  # extract parses it again and reports it
-        try:
-            extractor.parse_many(list(parsed.values()))
-        except Exception:  # noqa: BLE001 - one text spoils the shared stream: each is parsed alone
-            for path, doc in list(parsed.items()):
-                if getattr(doc, "parsed_blocks", None) is None:
-                    try:
-                        extractor.parse_many([doc])
-                    except Exception:  # noqa: BLE001 - extract parses it again and raises where it fails
-                        del parsed[path]
+        parsed, _ = parse_batch(extractor, [r for r in group if r.get("kind") == records.DOC])
         yield from extract(group, extractor=extractor, parsed=parsed, batch=max(1, n))
 
     for rec in recs:

@@ -278,9 +278,12 @@ LEAD_NAME = re.compile(
 )
 
 
+FIRST_PARAGRAPH_CHARS = 5000  # where a page's first paragraph of prose is looked for
+
+
 def _first_paragraph(text: str, title: str = "") -> str:
     """The first paragraph of prose: not a heading, a table, markup, or the title on its own line."""
-    for para in re.split(r"\n\s*\n", text):
+    for para in re.split(r"\n\s*\n", text[:FIRST_PARAGRAPH_CHARS]):
         para = para.strip()
         if para and not para.startswith(("#", "|", "<", "---", "```")) and para.lower() != title.strip().lower():
             return para

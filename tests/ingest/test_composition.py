@@ -75,7 +75,7 @@ def test_graph_records_are_extract_then_link(tmp_path):
     extractor = extracting.extractor_from_config(config.load(None))
     by_pipe = list(linking.link(extracting.extract(recs, extractor=extractor), linker=linking.Linker()))
     docs = [r for r in recs if r["kind"] == records.DOC]
-    parsed, failed = graphbuild.parse_batch(extractor, docs)
+    parsed, failed = extracting.parse_batch(extractor, docs)
     assert not failed and set(parsed) == set(PAGES)
     composed = list(graphbuild.graph_records(recs, extractor, linking.Linker(), parsed=parsed))
     assert composed == by_pipe
