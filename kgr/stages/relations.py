@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from kgr import records
-from kgr.stages.textmodel import Block, Document, token_covering, tokens_starting_in
+from kgr.stages.textmodel import Block, Document, lemma, token_covering, tokens_starting_in
 
 VOCABULARY = (
     "defines",
@@ -715,7 +715,7 @@ def _expletive_it(it) -> bool:
     parse (any adjective); coreference's `_expletive` reads the text against a list of
     adjectives, which misses "it is more important to use X" (two PowerShell relations)."""
     verb = it.head
-    return verb.lemma_ == "be" and any(c.dep_ == "acomp" for c in verb.children)
+    return lemma(verb) == "be" and any(c.dep_ == "acomp" for c in verb.children)
 
 
 def _infinitive(tok) -> bool:
@@ -726,7 +726,7 @@ def _use_as_noun(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger "use" the noun of "in use", "the use of X", "for use with X"?"""
     sdoc = _parse_of(doc, block)
     tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
-    if tok is None or tok.pos_ != "NOUN" or tok.lemma_.lower() != "use":
+    if tok is None or tok.pos_ != "NOUN" or lemma(tok).lower() != "use":
         return False
     return tok.dep_ == "pobj" or any(c.dep_ in ("det", "poss") for c in tok.children)
 
@@ -766,7 +766,7 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
         if tok.dep_ in ("pcomp", "pobj") and head.dep_ == "prep":
             word = head.lower_
             return word in ("like", "unlike", "than") or (
-                word in ("to", "with") and head.head.lemma_.lower() in _LIKENESS
+                word in ("to", "with") and lemma(head.head).lower() in _LIKENESS
             )
         # a clause marked "as if" or "as ... would", whether parsed as a clause of the sentence's
         # verb or (a line break inside "Use\nthem as you would use X") as that verb itself
@@ -787,7 +787,7 @@ def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     example" is the page's example, something else; so are "the services", several things."""
     if not any(c.dep_ in ("det", "poss") for c in noun.children) or noun.tag_ == "NNS":
         return True
-    kind = noun.lemma_.lower()
+    kind = lemma(noun).lower()
     page = doc.subject_at(block.start) or doc.subject
     return kind not in _kind_nouns() and not (page is not None and kind in page.surface.lower().split())
 
@@ -936,7 +936,7 @@ def _names_a_kind(doc: Document, block: Block, sp) -> bool:
         tok.dep_ in ("compound", "nmod", "amod")
         and tok.head.i > tok.i
         and tok.head.tag_ == "NN"  # not "the period that OPS-12 sets": a verb read as a plural noun
-        and tok.head.lemma_.lower() not in RECORD_NOUNS
+        and lemma(tok.head).lower() not in RECORD_NOUNS
     )
 
 

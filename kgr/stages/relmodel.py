@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from kgr.stages.relations import VOCABULARY, conditional, types_ok
-from kgr.stages.textmodel import Block, Document, tokens_starting_in
+from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
 
 NONE = "none"
 LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
@@ -111,7 +111,7 @@ class _Parses:
 
 
 def _lemma(tok) -> str:
-    return (tok.lemma_ or tok.text).lower()
+    return (lemma(tok) or tok.text).lower()
 
 
 def _role(tok) -> list[str]:

@@ -375,6 +375,35 @@ def token_covering(sdoc, pos: int):
     return tok if pos < tok.idx + len(tok) else None
 
 
+_LEMMATIZERS: dict[int, tuple[Any, Any]] = {}  # id(vocab) -> (vocab, its pipeline's lemmatizer)
+
+
+def defer_lemmas(nlp) -> None:
+    """Lemmatize the tokens of ``nlp``'s docs only when :func:`lemma` asks: its lemmatizer
+    (when it has one) is switched off in the pipeline and kept here. The relation features
+    read the lemma of a few tokens per candidate; lemmatizing every token cost a twentieth
+    of the graph build."""
+    if "lemmatizer" not in nlp.component_names:
+        return
+    if "lemmatizer" in nlp.pipe_names:
+        nlp.disable_pipe("lemmatizer")
+    _LEMMATIZERS[id(nlp.vocab)] = (nlp.vocab, nlp.get_pipe("lemmatizer"))
+
+
+def lemma(tok) -> str:
+    """The token's lemma, as the pipeline's lemmatizer gives it; computed on first use when
+    the pipeline defers lemmas (:func:`defer_lemmas`) and kept in the doc. Empty when the
+    pipeline has no lemmatizer."""
+    if tok.lemma:
+        return tok.lemma_
+    entry = _LEMMATIZERS.get(id(tok.vocab))
+    if entry is None or entry[0] is not tok.vocab:
+        return ""
+    found = entry[1].lemmatize(tok)
+    tok.lemma_ = found[0] if found else tok.text
+    return tok.lemma_
+
+
 def tokens_starting_in(sdoc, start: int, end: int):
     """The tokens of ``sdoc`` that start at a character in [start, end)."""
     starts = _token_starts(sdoc)

@@ -33,3 +33,14 @@ def test_packaged_model_matches_the_official_meta():
     assert {"tok2vec", "tagger", "parser", "attribute_ruler", "ner"} <= set(nlp.pipe_names)
     doc = nlp("Kadri lives in Tallinn and joined Nokia in March 2021.")
     assert {e.label_ for e in doc.ents} >= {"GPE", "DATE"}
+
+
+def test_lemmas_made_when_read_are_the_lemmatizers():
+    from kgr.stages.textmodel import lemma
+
+    nlp = load_nlp("en_core_web_sm")
+    assert "lemmatizer" not in nlp.pipe_names  # deferred: made for the tokens that are read
+    text = "The gateways were rebuilt by two teams, and Tova's services are running better than before."
+    lazy, eager = nlp(text), nlp.get_pipe("lemmatizer")(nlp(text))
+    assert [lemma(t) for t in lazy] == [t.lemma_ for t in eager]
+    assert lemma(lazy[1]) == "gateway" and lemma(lazy[2]) == "be" and lemma(lazy[3]) == "rebuild"
