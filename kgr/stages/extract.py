@@ -767,6 +767,7 @@ class Extractor:
         primary = _join_names(doc.text, primary, ner)
         primary = _trim_titles(doc.text, _split_names(doc.text, primary, ner))
         primary = _quoted_titles(doc, primary)
+        primary = _lead_title(doc, primary, spacy_docs)
         primary = _versioned_names(doc.text, primary)
         chosen = _add_ner(primary, ner)
         chosen.extend(_surnames(doc, chosen))
@@ -1557,6 +1558,45 @@ def _quoted_titles(doc: Document, primary: list[Span]) -> list[Span]:
             if len(inside) == 1 and ordered[lo].type not in ("CONCEPT", "PRODUCT"):
                 sp.type = ordered[lo].type
             added.append(sp)
+    if not added:
+        return primary
+    return [p for i, p in enumerate(ordered) if i not in drop] + added
+
+
+def _lead_title(doc: Document, primary: list[Span], spacy_docs) -> list[Span]:
+    """A page's title that its first paragraph opens with, followed by a verb ("# Harbor of
+    Lanterns" over "Harbor of Lanterns is a 1962 album ..."), is the name of the page's
+    subject: one name in the title and in that sentence, not the names inside it."""
+    tb = doc.title_block
+    if tb is None or spacy_docs is None or len(spacy_docs) != len(doc.blocks):
+        return primary
+    title = tb.masked.strip().rstrip("#").strip()
+    words = title.split()
+    if not 2 <= len(words) <= 10 or not words[0][:1].isupper():
+        return primary
+    at = doc.blocks.index(tb) + 1
+    if at >= len(doc.blocks) or doc.blocks[at].kind != "para" or spacy_docs[at] is None:
+        return primary
+    lead = doc.blocks[at]
+    off = len(lead.masked) - len(lead.masked.lstrip())
+    if not lead.masked.startswith(title + " ", off):
+        return primary
+    verb = token_starting_at(spacy_docs[at], off + len(title) + 1)
+    if verb is None or verb.pos_ not in ("AUX", "VERB"):
+        return primary
+    ordered = sorted(primary, key=lambda x: x.start)
+    ranges = [(tb.start + tb.masked.index(title), len(title)), (lead.start + off, len(title))]
+    drop: set[int] = set()
+    added = []
+    for s, n in ranges:
+        e = s + n
+        inside = [i for i, p in enumerate(ordered) if p.start < e and p.end > s]
+        if any(ordered[i].start < s or ordered[i].end > e for i in inside):
+            continue  # a name that runs past the title: it is not the title
+        if len(inside) == 1 and (ordered[inside[0]].start, ordered[inside[0]].end) == (s, e):
+            continue
+        drop.update(inside)
+        added.append(Span(s, e, doc.text[s:e], "CONCEPT", "name", 0.6, {"lead_title": True}))
     if not added:
         return primary
     return [p for i, p in enumerate(ordered) if i not in drop] + added

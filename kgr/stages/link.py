@@ -272,6 +272,13 @@ def learn_aliases(text: str, subject: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
+def _personal_name(name: str) -> bool:
+    """Two words or more, the last capitalised: how a person's name is written ("Maren van
+    Holt"), unlike a species or a topic typed PERSON by mistake ("Velora minima")."""
+    words = name.split()
+    return len(words) >= 2 and words[-1][:1].isupper()
+
+
 # the name a page's first sentence is about: "Forge (`forge-ci`) is ...", "The Quay Gateway was ..."
 LEAD_NAME = re.compile(
     r"(?:The\s+)?\**`?(?P<name>[A-Z][\w.'’-]*(?:\s+[A-Z][\w.'’-]*){0,3})`?\**(?:\s*\([^()]*\))?\s+(?:is|are|was|were)\s"
@@ -481,7 +488,7 @@ class Linker:
             fits = [
                 k
                 for k, e in self.entities.items()
-                if e.type == "PERSON" and len(e.name.split()) >= 2 and norm(e.name.split()[0]) == n
+                if e.type == "PERSON" and _personal_name(e.name) and norm(e.name.split()[0]) == n
             ]
         if len(fits) == 1:
             return [(fits[0], 0.9)]

@@ -138,3 +138,18 @@ def test_a_name_of_several_words_keeps_its_edition_number():
         ("1.9.6", None),
         ("Otter Grid 3.6", "Otter Grid"),
     ]
+
+
+def test_a_title_the_first_sentence_opens_with_is_one_name_in_both(analyse):
+    text = "# Velora minima\n\nVelora minima is a flowering plant of the Orrin Hills. Velora grows on rocks.\n"
+    spans, _ = analyse(text, title="Velora minima")
+    got = [(s.surface, s.start) for s in spans if s.features.get("lead_title")]
+    assert got == [("Velora minima", 2), ("Velora minima", 17)]
+    assert "Orrin Hills" in [s.surface for s in spans]
+    # the sentence must go on with a verb, and restate the whole title
+    for text in (
+        "# Velora minima\n\nVelora minima, a plant, grows on rocks.\n",
+        "# Velora minima seeds\n\nVelora minima is a flowering plant.\n",
+    ):
+        spans, _ = analyse(text, title=text.splitlines()[0][2:])
+        assert not any(s.features.get("lead_title") for s in spans)

@@ -168,3 +168,17 @@ def test_names_written_as_identifiers_only_link_exactly():
     # a name in words still finds its typo
     linker = Linker([{"key": "lumenindex", "name": "Lumen Index", "type": "SERVICE"}])
     assert linker.link("Lumen Indx", "SERVICE", "b.md")[0].key == "lumenindex"
+
+
+def test_a_first_name_links_to_a_person_whose_name_is_written_as_one():
+    doc = {"kind": "doc", "path": "a.md", "title": "Notes", "text": "Velora minima and Ona Pike. Velora, Ona."}
+    ms = [
+        mention("Velora minima", "PERSON"),  # a species the type model took for a person
+        mention("Ona Pike", "PERSON"),
+        mention("Velora", "PERSON"),
+        mention("Ona", "PERSON"),
+    ]
+    out = list(link([doc, *[dict(m) for m in ms]]))
+    keys = {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}
+    assert keys["Ona"] == keys["Ona Pike"]
+    assert keys["Velora"] != keys["Velora minima"]
