@@ -1523,6 +1523,22 @@ TITLE_SMALL_WORDS = {
 }
 
 
+def _replaced_names(ordered: list[Span], starts: list[int], s: int, e: int) -> range | None:
+    """The names (``ordered`` by start, ``starts`` theirs) that one name over [s, e) replaces: those
+    inside it. None when a name runs across either end, or when one name is [s, e) already."""
+    lo = bisect.bisect_left(starts, s)
+    if lo > 0 and ordered[lo - 1].end > s:
+        return None
+    hi = lo
+    while hi < len(ordered) and ordered[hi].start < e:
+        hi += 1
+    if any(ordered[i].end > e for i in range(lo, hi)):
+        return None
+    if hi - lo == 1 and ordered[lo].start == s and ordered[lo].end == e:
+        return None
+    return range(lo, hi)
+
+
 def _quoted_titles(doc: Document, primary: list[Span]) -> list[Span]:
     """A quoted phrase in title case ("Leave It to Joan", "The Idempotency-Key HTTP Header
     Field") is the title of a work or a document: one name, not the names inside it."""
@@ -1542,21 +1558,13 @@ def _quoted_titles(doc: Document, primary: list[Span]) -> list[Span]:
                 continue
             s = block.start + m.start(1)
             e = s + len(inner)
-            lo = bisect.bisect_left(starts, s)
-            if lo > 0 and ordered[lo - 1].end > s:
-                continue
-            hi = lo
-            while hi < len(ordered) and ordered[hi].start < e:
-                hi += 1
-            inside = range(lo, hi)
-            if any(ordered[i].end > e or ordered[i].source not in JOIN_SOURCES for i in inside):
-                continue
-            if len(inside) == 1 and ordered[lo].start == s and ordered[lo].end == e:
+            inside = _replaced_names(ordered, starts, s, e)
+            if inside is None or any(ordered[i].source not in JOIN_SOURCES for i in inside):
                 continue
             drop.update(inside)
             sp = Span(s, e, doc.text[s:e], "CONCEPT", "name", 0.6, {"quoted": True})
-            if len(inside) == 1 and ordered[lo].type not in ("CONCEPT", "PRODUCT"):
-                sp.type = ordered[lo].type
+            if len(inside) == 1 and ordered[inside[0]].type not in ("CONCEPT", "PRODUCT"):
+                sp.type = ordered[inside[0]].type
             added.append(sp)
     if not added:
         return primary
@@ -1585,16 +1593,14 @@ def _lead_title(doc: Document, primary: list[Span], spacy_docs) -> list[Span]:
     if verb is None or verb.pos_ not in ("AUX", "VERB"):
         return primary
     ordered = sorted(primary, key=lambda x: x.start)
-    ranges = [(tb.start + tb.masked.index(title), len(title)), (lead.start + off, len(title))]
+    starts = [p.start for p in ordered]
     drop: set[int] = set()
     added = []
-    for s, n in ranges:
-        e = s + n
-        inside = [i for i, p in enumerate(ordered) if p.start < e and p.end > s]
-        if any(ordered[i].start < s or ordered[i].end > e for i in inside):
-            continue  # a name that runs past the title: it is not the title
-        if len(inside) == 1 and (ordered[inside[0]].start, ordered[inside[0]].end) == (s, e):
-            continue
+    for s in (tb.start + tb.masked.index(title), lead.start + off):
+        e = s + len(title)
+        inside = _replaced_names(ordered, starts, s, e)
+        if inside is None:
+            continue  # a name that runs past the title is not the title, or the title is one name already
         drop.update(inside)
         added.append(Span(s, e, doc.text[s:e], "CONCEPT", "name", 0.6, {"lead_title": True}))
     if not added:
