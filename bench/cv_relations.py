@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     started = time.perf_counter()
     cfg = config_mod.load()
-    data = [learn.collect(g, cfg, progress=log) for g in args.golden]
+    data = learn.collect_all(args.golden, cfg, progress=log)
     kwargs = {} if args.C is None else {"C": args.C}
     cv = learn.crossvalidate(data, k=args.folds, log=log, **kwargs)
     examples = [e for d in data for e in d.examples]
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("left_out", cv.loco_model_for(name)),
                 ("in_sample", lambda path: full),
             ):
-                with using_model(chooser):
+                with using_model(chooser), d.typing():
                     result = eval_extraction(d.corpus.root, config=cfg)
                 row[setting] = result
                 log(f"{name} {setting}: relation F1 {result['relation']['f1']:.3f}")

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             data = pickle.load(fh)
     else:
         cfg = config_mod.load()
-        data = [learn.collect(g, cfg, progress=log) for g in args.golden]
+        data = learn.collect_all(args.golden, cfg, progress=log)
         if args.cache:
             with open(args.cache, "wb") as fh:
                 pickle.dump(data, fh)

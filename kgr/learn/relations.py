@@ -16,6 +16,13 @@ predictions the thresholds are chosen on. The labels:
 - any other candidate is "none", except, in a corpus whose ``scope.json`` limits what it
   annotates, a candidate with an end that is no annotated entity (it cannot be judged).
 
+The features read each name's type as the entity-type model decides it over the document's
+mentions (:func:`kgr.stages.relmodel.document_types`). That model is trained on the typed
+corpora themselves, so each typed folder is collected with a type model trained on the other
+typed folders only (:func:`left_out_typers`): the types a document's candidates carry, in
+training and in cross-validation alike, come from a model that never read it, as they will on
+a user's corpus.
+
 Corpora are weighted so that a large one does not drown a small one (each example weighs
 ``(total / (corpora * its corpus' examples)) ** BALANCE``). The decision thresholds are
 chosen on predictions for documents the model was not trained on, so the shipped model's
@@ -33,6 +40,7 @@ into edges on a corpus nobody checked).
 from __future__ import annotations
 
 import collections
+import contextlib
 import random
 import tempfile
 from dataclasses import dataclass, field
@@ -41,7 +49,16 @@ from typing import Any, Callable, Iterable
 
 from kgr.learn.corpus import Corpus, locate, read_corpus
 from kgr.stages.relations import types_ok
-from kgr.stages.relmodel import LABELS, NONE, VOCABULARY, DenseHead, RelationModel, collecting, name_of
+from kgr.stages.relmodel import (
+    LABELS,
+    NONE,
+    VOCABULARY,
+    DenseHead,
+    RelationModel,
+    collecting,
+    name_of,
+    typing_with,
+)
 from kgr.stages.relview import default_reader, evidence_of
 
 IGNORE = None
@@ -84,22 +101,34 @@ class CorpusData:
     corpus: Corpus
     examples: list[Example] = field(default_factory=list)
     docs: list[str] = field(default_factory=list)
+    typer: Any = "default"  # the type model its features read (see :func:`collect`)
+
+    def typing(self):
+        """A context in which extraction reads the types this corpus's features were collected with."""
+        return contextlib.nullcontext() if self.typer == "default" else typing_with(lambda path: self.typer)
 
 
 def collect(
-    root: str | Path, config=None, *, progress: Callable[[str], None] | None = None, views: bool = True
+    root: str | Path,
+    config=None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    views: bool = True,
+    typer: Any = "default",
 ) -> CorpusData:
     """Ingest an annotated folder into a scratch database and label the candidates extraction
-    made; with ``views``, read each candidate's dense view (what the dense head learns from)."""
+    made; with ``views``, read each candidate's dense view (what the dense head learns from).
+    ``typer``: the type model whose types the candidates' features read (an
+    ``entitytypes.Typer``, None for none; "default": the packaged one)."""
     from kgr import config as config_mod
     from kgr.ingest.pipeline import ingest
     from kgr.store.lock import writing
 
     corpus = read_corpus(root)
     cfg = config if config is not None else config_mod.load()
-    data = CorpusData(corpus)
+    data = CorpusData(corpus, typer=typer)
     with tempfile.TemporaryDirectory(prefix="kgr-train-") as tmp, collecting() as got:
-        with writing(Path(tmp) / "train.sqlite") as store:
+        with writing(Path(tmp) / "train.sqlite") as store, data.typing():
             ingest([str(corpus.root / "docs")], store, config=cfg, embed=False)
     if progress:
         progress(f"{corpus.name}: {len(got)} documents read")
@@ -126,6 +155,42 @@ def collect(
             if progress:
                 progress(f"{corpus.name}: {len(evidence)} candidates read in context")
     return data
+
+
+def left_out_typers(roots: Iterable[str | Path], config=None, progress=None) -> dict[str, Any]:
+    """For each annotated folder that types every entity (no ``entity_types`` in its scope.json: the
+    kind the packaged type model is trained on), a type model trained on the other such folders
+    (:mod:`kgr.eval.typetrain`), so that the types its candidates' features read come from a model
+    that never saw its documents, in training as in cross-validation. A folder whose scope limits
+    the types (Re-DocRED's four) is left to the packaged model, which is not trained on it; so is
+    a typed folder with no other typed folder beside it. Keyed by the folder's resolved path."""
+    from kgr.eval import typetrain
+    from kgr.stages.entitytypes import Typer
+
+    typed = [Path(r).resolve() for r in roots if read_corpus(r).scope.entity_types is None]
+    if len(typed) < 2:
+        return {}
+    mentions = {}
+    for k, root in enumerate(typed):
+        got = typetrain.collect(root, config=config).mentions
+        for m in got:
+            m.corpus = f"{k}:{m.corpus}"
+        mentions[root] = got
+        if progress:
+            progress(f"{root.name}: {len(got)} mentions read for typing")
+    return {
+        str(root): Typer(typetrain.fit([m for other, ms in mentions.items() if other != root for m in ms]))
+        for root in typed
+    }
+
+
+def collect_all(
+    roots: Iterable[str | Path], config=None, *, progress: Callable[[str], None] | None = None
+) -> list[CorpusData]:
+    """:func:`collect` of every folder, each reading the types of :func:`left_out_typers`."""
+    roots = list(roots)
+    typers = left_out_typers(roots, config, progress)
+    return [collect(r, config, progress=progress, typer=typers.get(str(Path(r).resolve()), "default")) for r in roots]
 
 
 def signature_ok(c) -> frozenset[str]:
@@ -512,7 +577,7 @@ def train(
 ) -> dict:
     """Collect, cross-validate for the thresholds (k-fold, and each corpus left out when there
     are several), fit on everything, save. Returns a summary."""
-    data = [collect(r, config, progress=log) for r in roots]
+    data = collect_all(roots, config, progress=log)
     cv = crossvalidate(data, C=C, log=log)
     examples = [e for d in data for e in d.examples]
     scores = pair_scores(data, examples, cv.kfold_probs, cv.threshold, cv.veto)

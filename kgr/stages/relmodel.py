@@ -12,7 +12,9 @@ Candidates are pairs of mentions a document puts together:
   other candidate covers (numbered steps, "A -> B" sequences).
 
 Each candidate is described by features that carry across writing styles rather than by
-any corpus's words: the entity types of both ends, the dependency path between them in
+any corpus's words: the entity types of both ends (the extractor's guess for the mention, and
+the type model's decision over every mention of that name in the document, as linking
+decides an entity's type over all its mentions: :func:`document_types`), the dependency path between them in
 spaCy's parse and the lemma where the two meet, the role of each end (subject, object, the
 preposition that governs it), the words between them, the section heading's words, the
 label of a key/value line, a table column's header, and what the rules say about the pair.
@@ -74,6 +76,57 @@ def name_of(sp) -> str:
 
 def usable(sp) -> bool:
     return bool(name_of(sp))
+
+
+# -- the learned type of each name -------------------------------------------------------------
+
+# Training and cross-validation choose the type model the features read (a callable from a
+# document's path to a kgr.stages.entitytypes.Typer, or None), so that a document's types come
+# from a model not trained on it; otherwise the packaged one.
+_typers: list[Callable[[str | None], Any]] = []
+
+
+class typing_with:
+    """``with typing_with(lambda path: typer):`` relation features in this process read the types
+    that ``typer`` gives (None: no learned types)."""
+
+    def __init__(self, chooser: Callable[[str | None], Any]):
+        self.chooser = chooser
+
+    def __enter__(self):
+        _typers.append(self.chooser)
+        return self
+
+    def __exit__(self, *exc):
+        _typers.remove(self.chooser)
+
+
+def document_types(doc: Document, spans: Iterable) -> dict[str, str]:
+    """Each name's type as the type model (:mod:`kgr.stages.entitytypes`) decides it over all the
+    document's mentions of that name, reading what linking reads of each mention (its features,
+    the words around it, whether the text also writes it in lower case). Empty without a model."""
+    from kgr.stages import entitytypes
+
+    typer = _typers[-1](doc.path) if _typers else entitytypes.default_typer()
+    if typer is None:
+        return {}
+    text = doc.text
+    common = entitytypes.lower_words(text)
+    counts: dict[str, dict[str, float]] = {}
+    n: dict[str, int] = {}
+    for sp in spans:
+        name = name_of(sp)
+        if not name:
+            continue
+        features = {**sp.features, "in_title": sp.start < doc.title_end}
+        if sp.source != "coref":
+            features["common"] = entitytypes.commonness(sp.surface, common)
+        ctx = entitytypes.context(text, sp.start, sp.end)
+        entitytypes.add_mention(
+            counts.setdefault(name, {}), entitytypes.mention_features(sp.surface, sp.type, sp.source, features, ctx)
+        )
+        n[name] = n.get(name, 0) + 1
+    return {name: typer.predict(entitytypes.entity_features(c, n[name]))[0] for name, c in counts.items()}
 
 
 # -- the parse around a mention ---------------------------------------------------------------
@@ -243,11 +296,12 @@ def candidates(doc: Document, spans: list, rules: Iterable[dict] = ()) -> list[C
             ev = r["evidence"]
             emit(a, b, "rule", ev["start"], ev["end"], doc.blocks[parses.block_index(b.start)], [])
     names = _rule_names(rule_list)
+    learned = document_types(doc, ordered) if out else {}
     for c in out:
         said = by_spans.get((id(c.a), id(c.b)), []) + [
             (rel, "<" if d == ">" else ">", p) for rel, d, p in by_spans.get((id(c.b), id(c.a)), [])
         ]
-        c.features = describe(doc, parses, c, said, names)
+        c.features = describe(doc, parses, c, said, names, learned)
     return out
 
 
@@ -338,11 +392,16 @@ def _heading_words(title: str) -> tuple[str, ...]:
     return tuple(w for w in _words(title, 6) if len(w) > 2)
 
 
-def describe(doc: Document, parses: _Parses, c: Candidate, said: list, names: dict) -> list[str]:
+def describe(
+    doc: Document, parses: _Parses, c: Candidate, said: list, names: dict, learned: dict | None = None
+) -> list[str]:
     a, b = c.a, c.b
     ta, tb = a.type or "CONCEPT", b.type or "CONCEPT"
     pair = f"{ta}|{tb}"
     f = [f"k={c.kind}", f"t={pair}", f"ta={ta}", f"tb={tb}", f"k={c.kind}|t={pair}"]
+    if learned:  # the type model's decision over the name's mentions in the document
+        la, lb = learned.get(name_of(a), ta), learned.get(name_of(b), tb)
+        f += [f"lt={la}|{lb}", f"lta={la}", f"ltb={lb}", f"k={c.kind}|lt={la}|{lb}"]
     f += [x for x in c.features]
     bia, ha = parses.head(a)
     bib, hb = parses.head(b)
@@ -516,7 +575,7 @@ class DenseHead:
     one-hot columns (the features of ``ONE_HOT`` prefixes). Inference is numpy; the weights are
     fitted by :func:`kgr.learn.relations.fit_dense`."""
 
-    ONE_HOT = ("k=", "t=", "ta=", "tb=", "sd=", "bk=", "subj=")
+    ONE_HOT = ("k=", "t=", "ta=", "tb=", "lta=", "ltb=", "sd=", "bk=", "subj=")
 
     def __init__(self, keys: list[str], shift, scale, w1, b1, w2, b2):
         import numpy as np

@@ -279,3 +279,23 @@ def test_documents_decided_together_get_what_each_gets_alone(corpus, tmp_path, l
     assert ("Vesper Service", "uses", "Willow Store") in {(r["src"], r["rel"], r["dst"]) for r in together[0]}
     for a, b in zip(together, alone):
         assert [r["confidence"] for r in a] == pytest.approx([r["confidence"] for r in b], abs=1e-3)
+
+
+def test_each_typed_corpus_reads_the_types_of_a_model_trained_on_the_others_only(tmp_path, monkeypatch):
+    from kgr.eval import typetrain
+
+    first = _corpus(tmp_path / "first", list(zip(SERVICES[:5], STORES[:5])))
+    second = _corpus(tmp_path / "second", list(zip(SERVICES[5:], STORES[5:])))
+    trained_on = []
+    real_fit = typetrain.fit
+
+    def spy(mentions, **kw):
+        mentions = list(mentions)
+        trained_on.append({m.corpus.split(":", 1)[1] for m in mentions})
+        return real_fit(mentions, **kw)
+
+    monkeypatch.setattr(typetrain, "fit", spy)
+    typers = learn.left_out_typers([first, second])
+    assert set(typers) == {str(first.resolve()), str(second.resolve())}
+    assert trained_on == [{"second"}, {"first"}]  # the first corpus's model never saw it, and the other way round
+    assert learn.left_out_typers([first]) == {}  # alone, a corpus keeps the packaged model

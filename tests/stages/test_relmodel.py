@@ -127,3 +127,20 @@ def test_the_shipped_model_is_in_the_package_and_says_how_it_was_trained():
     assert relmodel.MODEL_FILE.stat().st_size < 5_000_000
     # with the dense head, read for the candidates the sparse model finds plausible
     assert m.dense is not None and m.dense.w1.shape[1] == m.dense.w2.shape[0] and 0 < m.cascade < 1
+
+
+def test_the_features_read_each_names_type_as_the_type_model_decides_it_over_the_documents_mentions(read):
+    from kgr.stages.entitytypes import Typer
+
+    # a plumbing model: a multi-word name whose last word is "team" is a TEAM, anything else a PERSON
+    typer = Typer({"types": ["PERSON", "TEAM"], "features": ["last=team"], "weights": [[-5.0, 5.0]], "bias": [0, 0]})
+    doc, spans, rules = read("# Overview\n\nThe Billing Team owns the Invoice Service since 2021.\n")
+    with relmodel.typing_with(lambda path: typer):
+        assert relmodel.document_types(doc, spans)["Billing Team"] == "TEAM"
+        (c,) = [c for c in by_kind(candidates(doc, spans, rules), "sentence") if c.b.surface == "Invoice Service"]
+    f = set(c.features)
+    assert {"lta=TEAM", "ltb=PERSON", "lt=TEAM|PERSON", "k=sentence|lt=TEAM|PERSON"} <= f
+    assert f"ta={c.a.type}" in f  # the extractor's own guess stays beside it
+    with relmodel.typing_with(lambda path: None):  # no type model: no learned types
+        (c,) = [c for c in by_kind(candidates(doc, spans, rules), "sentence") if c.b.surface == "Invoice Service"]
+    assert not [x for x in c.features if x.startswith(("lt=", "lta=", "ltb="))]
