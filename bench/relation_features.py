@@ -1,0 +1,111 @@
+"""Which feature families the relation classifier gains from, on the candidates of a cache.
+
+    python bench/relation_features.py CACHE.pkl [VARIANT ...]
+
+CACHE.pkl is what `bench/relation_losses.py --cache CACHE.pkl` writes (the collected, labelled
+candidates of its --golden folders). Each variant rewrites every candidate's features, then the
+sparse model alone (no dense head: quick) is cross-validated as kgr.learn.relations does, 5-fold
+by document and each corpus left out, and scored at candidate level (learn.pair_scores) with the
+one global threshold that gives the best mean F1 over both settings. Variants, joined with "+":
+
+- ``base``: the features as collected;
+- ``drop:P1,P2``: without the features whose name starts with one of these prefixes;
+- ``nolt``: without the learned types (lt=, lta=, ltb= and kind|lt=): the features before them;
+- ``ltonly``: without the extractor's own types (t=, ta=, tb= and their conjunctions);
+- ``gold``: plus the gold entity types of both ends (an oracle: what perfect types could add);
+- ``goldonly``: the gold types instead of the extractor's own.
+
+Reporting only: nothing is tuned or shipped from it.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import sys
+import time
+
+
+def rewrite(features: list[str], variant: str, example, gold_types: dict) -> list[str]:
+    out = features
+    for part in variant.split("+"):
+        if part == "base":
+            continue
+        if part.startswith("drop:"):
+            prefixes = tuple(part[5:].split(","))
+            out = [f for f in out if not f.startswith(prefixes)]
+        elif part == "nolt":
+            out = [f for f in out if f.split("=", 1)[0] not in ("lt", "lta", "ltb") and "|lt=" not in f]
+        elif part == "ltonly":
+            out = [f for f in out if f.split("=", 1)[0] not in ("t", "ta", "tb") and "|t=" not in f]
+        elif part in ("gold", "goldonly"):
+            types = gold_types[example.corpus]
+            ga, gb = types.get(example.a[1]) or "NA", types.get(example.b[1]) or "NA"
+            kind = next(f for f in out if f.startswith("k=") and "|" not in f)
+            if part == "goldonly":
+                out = [f for f in out if f.split("=", 1)[0] not in ("t", "ta", "tb") and "|t=" not in f]
+            out = out + [f"gt={ga}|{gb}", f"gta={ga}", f"gtb={gb}", f"{kind}|gt={ga}|{gb}"]
+        else:
+            raise SystemExit(f"unknown variant part {part!r}")
+    return out
+
+
+def run(data, variant: str) -> str:
+    import numpy as np
+
+    from kgr.learn import relations as learn
+
+    gold_types = {d.corpus.name: d.corpus.entity_types for d in data}
+    variant_data = []
+    for d in data:
+        d2 = copy.copy(d)
+        d2.examples = []
+        for e in d.examples:
+            e2 = copy.copy(e)
+            e2.features = rewrite(e.features, variant, e, gold_types)
+            e2.view = None
+            d2.examples.append(e2)
+        variant_data.append(d2)
+    examples = [e for d in variant_data for e in d.examples]
+    started = time.perf_counter()
+    fold = learn.folds_of(variant_data, learn.FOLDS)
+    kfold = np.zeros((len(examples), len(learn.LABELS)), dtype=np.float32)
+    for f in range(learn.FOLDS):
+        model = learn.fit([e for e in examples if fold[(e.corpus, e.doc)] != f], dense=False)
+        test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
+        kfold[test] = model.probabilities([examples[i].features for i in test])
+    left_out = np.zeros_like(kfold)
+    for d in variant_data:
+        model = learn.fit([e for e in examples if e.corpus != d.corpus.name], dense=False)
+        test = [i for i, e in enumerate(examples) if e.corpus == d.corpus.name]
+        left_out[test] = model.probabilities([examples[i].features for i in test])
+    best = None
+    for threshold in learn.THRESHOLDS:
+        k = learn.pair_scores(variant_data, examples, kfold, threshold)
+        lo = learn.pair_scores(variant_data, examples, left_out, threshold)
+        mean = (sum(v["f1"] for v in k.values()) + sum(v["f1"] for v in lo.values())) / (2 * len(k))
+        if best is None or mean > best[0]:
+            best = (mean, threshold, k, lo)
+    mean, threshold, k, lo = best
+    return (
+        f"{variant:<24} threshold {threshold:.2f}  mean {mean:.4f} | k-fold "
+        + " ".join(f"{n} {v['f1']:.3f}" for n, v in k.items())
+        + " | left out "
+        + " ".join(f"{n} {v['f1']:.3f}" for n, v in lo.items())
+        + f"  ({time.perf_counter() - started:.0f} s)"
+    )
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[0], "rb") as fh:
+        data = pickle.load(fh)
+    for variant in argv[1:] or ["base"]:
+        print(run(data, variant), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
