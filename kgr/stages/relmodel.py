@@ -36,11 +36,12 @@ dense view; without it, the sparse model decides alone.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from kgr.stages.relations import VOCABULARY, conditional, types_ok
 from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
@@ -86,19 +87,20 @@ def usable(sp) -> bool:
 _typers: list[Callable[[str | None], Any]] = []
 
 
-class typing_with:
+@contextlib.contextmanager
+def _chosen(stack: list, chooser: Callable[[str | None], Any]) -> Iterator[None]:
+    """``chooser`` (a document's path -> what to use for it) on top of ``stack`` for the block."""
+    stack.append(chooser)
+    try:
+        yield
+    finally:
+        stack.remove(chooser)
+
+
+def typing_with(chooser: Callable[[str | None], Any]):
     """``with typing_with(lambda path: typer):`` relation features in this process read the types
     that ``typer`` gives (None: no learned types)."""
-
-    def __init__(self, chooser: Callable[[str | None], Any]):
-        self.chooser = chooser
-
-    def __enter__(self):
-        _typers.append(self.chooser)
-        return self
-
-    def __exit__(self, *exc):
-        _typers.remove(self.chooser)
+    return _chosen(_typers, chooser)
 
 
 def document_types(doc: Document, spans: Iterable) -> dict[str, str]:
@@ -654,18 +656,9 @@ _override: list[Callable[[str | None], Any]] = []
 _collect: list[list] = []
 
 
-class using_model:
+def using_model(chooser: Callable[[str | None], Any]):
     """``with using_model(lambda path: model):`` extraction in this process uses that model."""
-
-    def __init__(self, chooser: Callable[[str | None], Any]):
-        self.chooser = chooser
-
-    def __enter__(self):
-        _override.append(self.chooser)
-        return self
-
-    def __exit__(self, *exc):
-        _override.remove(self.chooser)
+    return _chosen(_override, chooser)
 
 
 class collecting:
