@@ -58,7 +58,9 @@ class MentionReader:
         import numpy as np
         import torch
 
-        windows = sorted({w for w, _, _ in evidence}, key=len)  # like lengths batch with little padding
+        # like lengths batch with little padding; ties in text order, so that the batches (and so
+        # the padding, which moves the states in their last bits) are the same run to run
+        windows = sorted({w for w, _, _ in evidence}, key=lambda w: (len(w), w))
         states = {}
         with torch.inference_mode():
             for i in range(0, len(windows), BATCH):
