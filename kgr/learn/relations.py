@@ -397,11 +397,15 @@ def _readings(examples: list[Example], probs) -> tuple[list[tuple], list[tuple]]
         if key not in best or p > best[key][0]:
             best[key] = (p, rel, src, dst, e.allowed is None or label in e.allowed)
     out = (said, [(key, *v) for key, v in best.items()])
-    _READINGS.clear()
+    while len(_READINGS) >= READINGS_KEPT:
+        del _READINGS[next(iter(_READINGS))]  # the oldest
     _READINGS[id(probs)] = (probs, out)
     return out
 
 
+# The readings of the last few sets of probabilities: the threshold search scores the k-fold and
+# the left-out ones in turn, hundreds of times, and each reading is a pass over every candidate.
+READINGS_KEPT = 4
 _READINGS: dict[int, tuple] = {}
 
 

@@ -299,3 +299,16 @@ def test_each_typed_corpus_reads_the_types_of_a_model_trained_on_the_others_only
     assert set(typers) == {str(first.resolve()), str(second.resolve())}
     assert trained_on == [{"second"}, {"first"}]  # the first corpus's model never saw it, and the other way round
     assert learn.left_out_typers([first]) == {}  # alone, a corpus keeps the packaged model
+
+
+def test_the_readings_of_the_kfold_and_left_out_probabilities_are_each_computed_once(monkeypatch):
+    # the threshold search scores the two sets of probabilities in turn, hundreds of times: each
+    # set's readings (a pass over every candidate) must be kept, not recomputed at each turn
+    examples = [learn.Example("c", "d.md", ["rule=uses>"], "uses>", ("A", "e1"), ("B", "e2"))]
+    kfold, left_out = _probs([("uses>", 0.9)]), _probs([("uses>", 0.2)])
+    learn._READINGS.clear()
+    first = learn._readings(examples, kfold)
+    other = learn._readings(examples, left_out)
+    assert learn._readings(examples, kfold) is first
+    assert learn._readings(examples, left_out) is other
+    assert first[0][0][1] == pytest.approx(0.9) and other[0][0][1] == pytest.approx(0.2)
