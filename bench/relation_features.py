@@ -50,9 +50,29 @@ def rewrite(features: list[str], variant: str, example, gold_types: dict) -> lis
     return out
 
 
-def run(data, variant: str) -> str:
+def sparse_probabilities(data):
+    """(examples, k-fold probabilities, left-out probabilities) of the sparse model alone, cross-
+    validated as kgr.learn.relations does: 5-fold by document, and each corpus left out."""
     import numpy as np
 
+    from kgr.learn import relations as learn
+
+    examples = [e for d in data for e in d.examples]
+    fold = learn.folds_of(data, learn.FOLDS)
+    kfold = np.zeros((len(examples), len(learn.LABELS)), dtype=np.float32)
+    for f in range(learn.FOLDS):
+        model = learn.fit([e for e in examples if fold[(e.corpus, e.doc)] != f], dense=False)
+        test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
+        kfold[test] = model.probabilities([examples[i].features for i in test])
+    left_out = np.zeros_like(kfold)
+    for d in data:
+        model = learn.fit([e for e in examples if e.corpus != d.corpus.name], dense=False)
+        test = [i for i, e in enumerate(examples) if e.corpus == d.corpus.name]
+        left_out[test] = model.probabilities([examples[i].features for i in test])
+    return examples, kfold, left_out
+
+
+def run(data, variant: str) -> str:
     from kgr.learn import relations as learn
 
     gold_types = {d.corpus.name: d.corpus.entity_types for d in data}
@@ -66,19 +86,8 @@ def run(data, variant: str) -> str:
             e2.view = None
             d2.examples.append(e2)
         variant_data.append(d2)
-    examples = [e for d in variant_data for e in d.examples]
     started = time.perf_counter()
-    fold = learn.folds_of(variant_data, learn.FOLDS)
-    kfold = np.zeros((len(examples), len(learn.LABELS)), dtype=np.float32)
-    for f in range(learn.FOLDS):
-        model = learn.fit([e for e in examples if fold[(e.corpus, e.doc)] != f], dense=False)
-        test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
-        kfold[test] = model.probabilities([examples[i].features for i in test])
-    left_out = np.zeros_like(kfold)
-    for d in variant_data:
-        model = learn.fit([e for e in examples if e.corpus != d.corpus.name], dense=False)
-        test = [i for i, e in enumerate(examples) if e.corpus == d.corpus.name]
-        left_out[test] = model.probabilities([examples[i].features for i in test])
+    examples, kfold, left_out = sparse_probabilities(variant_data)
     best = None
     for threshold in learn.THRESHOLDS:
         k = learn.pair_scores(variant_data, examples, kfold, threshold)
