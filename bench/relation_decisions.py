@@ -26,7 +26,7 @@ import pickle
 import sys
 from pathlib import Path
 
-from relation_features import sparse_probabilities
+from relation_features import f1_line, sparse_probabilities
 
 BINS = 10
 ORIGINAL = None  # learn._readings, set in main before it is replaced
@@ -97,13 +97,7 @@ def decision_line(name, data, examples, kfold, left_out) -> str:
     k = learn.pair_scores(data, examples, kfold, thresholds, veto)
     lo = learn.pair_scores(data, examples, left_out, thresholds, veto)
     chosen = {r: t for r, t in thresholds.items() if t <= 1.0}
-    return (
-        f"{name:<9} mean {score:.4f} | k-fold "
-        + " ".join(f"{n} {v['f1']:.3f}" for n, v in k.items())
-        + " | left out "
-        + " ".join(f"{n} {v['f1']:.3f}" for n, v in lo.items())
-        + f" | veto {veto} thresholds {chosen}"
-    )
+    return f"{name:<9} mean {score:.4f} | {f1_line(k, lo)} | veto {veto} thresholds {chosen}"
 
 
 def main(argv: list[str] | None = None) -> int:
