@@ -3,10 +3,12 @@
     python bench/rank_by_mode.py DB DATASET [--modes bm25,vector,hybrid,graph] [--lost-by hybrid]
 
 DB is built first by `kgr eval retrieval --dataset DATASET --db DB`. One line per question:
-the rank of each gold page (document level, first chunk of the page; "-" when not in the first
-1,000) under each mode. ``--lost-by MODE`` prints only the questions where the first mode puts a
-gold page in its top 5 and MODE ranks that page lower, past 2 or past 5 (where a fused mode loses
-what a single list had). Reporting only: nothing is tuned.
+the rank of each gold page (document level, first chunk of the page; "-" when not among the
+results) under each mode, each asked for ``--k`` results (30, as `kgr eval retrieval` asks: the
+candidate pool grows with k, so another k ranks differently). ``--lost-by MODE`` prints only
+the questions where the first mode puts a gold page in its top 5 and MODE ranks that page
+lower, past 2 or past 5 (where a fused mode loses what a single list had). Reporting only:
+nothing is tuned.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def main() -> None:
     ap.add_argument("db")
     ap.add_argument("dataset")
     ap.add_argument("--modes", default="bm25,vector,hybrid,graph")
+    ap.add_argument("--k", type=int, default=30, help="results asked for (kgr eval retrieval asks 30)")
     ap.add_argument("--lost-by", help="only the questions where this mode loses a gold page of the first mode's top 5")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -54,7 +57,14 @@ def main() -> None:
             ranks = {}
             for mode in modes:
                 res = query.hybrid_query(
-                    store, q.text, k=50, hops=r["hops"], rels=r["rels"], mode=mode, embed_query=embed, weights=weights
+                    store,
+                    q.text,
+                    k=args.k,
+                    hops=r["hops"],
+                    rels=r["rels"],
+                    mode=mode,
+                    embed_query=embed,
+                    weights=weights,
                 )
                 docs = evalret.doc_ranking(res, depth=1000)
                 ranks[mode] = [docs.index(g) + 1 if g in docs else None for g in gold]

@@ -536,7 +536,7 @@ def _strong_terms(doc: Document) -> Iterator[tuple[str, str]]:
 def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
     if doc.title:
         for t in _split_parenthetical(_clean_title(doc.title)):
-            if _looks_like_name(t):
+            if _looks_like_name(t, numbered=True):
                 yield t, "title"
     for block in doc.blocks:
         if block.kind == "heading":
@@ -590,12 +590,18 @@ def _clean_title(title: str) -> str:
     return title.strip(" #:*`")
 
 
-def _looks_like_name(text: str) -> bool:
+NUMBERED = re.compile(r"\d+")  # "Heinkel HD 23", "Apollo 11": a number after a name is part of the name
+
+
+def _looks_like_name(text: str, *, numbered: bool = False) -> bool:
+    """Capitalised words (with connectors): a name by spelling. ``numbered``: a page title,
+    whose words after the first may be numbers ("Heinkel HD 23" is not "Heinkel HD 39"); a
+    heading's are not ("Example 1", "Step 2" label sections)."""
     words = text.split()
+    named = [w for w in words if w.lower() not in CONNECTORS]
     return (
         0 < len(words) <= 5
-        and sum(w[0].isupper() for w in words if w.lower() not in CONNECTORS)
-        == len([w for w in words if w.lower() not in CONNECTORS])
+        and all(w[0].isupper() or (numbered and k and NUMBERED.fullmatch(w)) for k, w in enumerate(named))
         and text.lower() not in STOP_NAMES
     )
 

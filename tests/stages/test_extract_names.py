@@ -153,3 +153,35 @@ def test_a_title_the_first_sentence_opens_with_is_one_name_in_both(analyse):
     ):
         spans, _ = analyse(text, title=text.splitlines()[0][2:])
         assert not any(s.features.get("lead_title") for s in spans)
+
+
+def test_a_page_title_ending_in_a_number_names_that_page_alone(tmp_path):
+    """ "Heinkel HD 23" and "Heinkel HD 39" are two aircraft: each title is a name with its
+    number, and a mention of one elsewhere links to that one, not to a shared "Heinkel HD"."""
+    from click.testing import CliRunner
+
+    from kgr.cli import cli
+    from kgr.store import Store
+
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "a.md").write_text("# Varn HX 23\n\nThe Varn HX 23 was a fighter biplane built at Varn Works.\n")
+    (root / "b.md").write_text("# Varn HX 39\n\nThe Varn HX 39 was a cargo aircraft built at Varn Works.\n")
+    (root / "c.md").write_text(
+        "# Ostra Fleet\n\n## Example 1\n\nThe Ostra Fleet bought two Varn HX 23 fighters in 1927.\n"
+    )
+    db = tmp_path / "kb.sqlite"
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("embed:\n  stub: true\nnormalize:\n  workers: 1\n")
+    r = CliRunner().invoke(cli, ["ingest", str(root), "--db", str(db), "--config", str(cfg), "--no-embed"])
+    assert r.exit_code == 0, r.output
+    with Store(db, readonly=True) as store:
+        names = {row[0] for row in store.query("SELECT name FROM entities WHERE status = 'active'")}
+        linked = store.query(
+            "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id JOIN chunks c ON c.id = m.chunk_id "
+            "JOIN docs d ON d.id = c.doc_id WHERE d.path = 'c.md' AND m.surface LIKE 'Varn%'"
+        )
+    assert {"Varn HX 23", "Varn HX 39"} <= names
+    assert "Varn HX" not in names
+    assert [row[0] for row in linked] == ["Varn HX 23"]
+    assert "Example 1" not in names  # a numbered heading labels a section; only a page's title is read so
