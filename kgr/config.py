@@ -202,7 +202,7 @@ class RetrievalWeights(Section):
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
-    feedback: float = 3.0  # graph mode: weight of the second search with the best passage's entities (0: off)
+    feedback: float = 3.0  # graph mode: weight of the second search, the next hop the best passage names (0: off)
     # Fusion of the keyword and vector lists (hybrid and graph): "zscore" adds each list's scores as
     # z-scores over that list (a list whose head stands out from its tail counts more for that query;
     # a flat one, a weak vector list, hardly moves the keyword match), "rrf" is reciprocal rank fusion.

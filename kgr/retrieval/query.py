@@ -11,8 +11,10 @@ Modes:
   for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
   reciprocal rank fusion (``fusion: rrf``) does;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
-  question names, a second search with the entities that page names (``weights.feedback``,
-  the bridge to the next hop); then seed entities (named in the query, nearest by
+  question names, a second search (``weights.feedback``, the bridge to the next hop): the
+  question with the entity that page names right after the question's relation word in
+  place of the page's subject ("directed by X" for "the director of"), or, when it names
+  none so, the question with all the names the page gives; then seed entities (named in the query, nearest by
   entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
@@ -85,6 +87,8 @@ FIRST_DIRECT = 10  # placement: a page goes first only when the question's own w
 CHAIN_FIRST = 0.85  # placement: a page led to from a page placed first, by a link this strong, goes with it
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
+ANSWERED = 1  # placement: a page whose lead is placed already counts as that lead's pick when it is the one asked for
+FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
@@ -108,6 +112,7 @@ class Candidate:
     entities: set[int] = field(default_factory=set)
     score: float = 0.0
     placed: dict | None = None  # the link that placed it (see _place)
+    second: tuple[int, str] | None = None  # its best rank in graph mode's second search, and what that search added
 
 
 def clamp(value: int, low: int, high: int, name: str) -> int:
@@ -381,34 +386,73 @@ def _feedback(
     join the question for a second BM25 and vector search, whose ranks add to the fusion with
     ``weight``. "The waterfall in the country where the Bubye River is found": the Bubye River
     page names Zimbabwe, and "waterfall ... Zimbabwe" finds Victoria Falls, a page neither the
-    question's words nor its vector reach. Only when that passage is the page of an entity the
-    question names: a question naming nothing (a claim to check, a how-to) has no bridge to
-    follow, and a passage merely like it would pull in its own look-alikes. Returns the two
-    new lists (keyword, then vector when there is an embedder) with their scores, or []."""
+    question's words nor its vector reach. When the page names an entity right after the
+    question's relation word, the search asks the next hop instead (:func:`_focused`). Only when
+    that passage is the page of an entity the question names: a question naming nothing (a claim
+    to check, a how-to) has no bridge to follow, and a passage merely like it would pull in its
+    own look-alikes. Returns the two new lists (keyword, then vector when there is an embedder)
+    with their scores, or []; each chunk on them keeps its best rank and what the search added
+    (``Candidate.second``, shown in the result's reason)."""
     if not named:
         return []
     best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))
-    if not _is_about(store, best.chunk_id, list(named)):
+    about = _is_about(store, best.chunk_id, list(named))
+    if not about:
         return []
-    names = [
-        r[0]
-        for r in store.query(
-            "SELECT e.name FROM mentions m JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id = ? "
-            "AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
-            "GROUP BY e.id ORDER BY min(m.start)",
-            (best.chunk_id,),
-        )
-    ]
+    rows = store.query(
+        'SELECT e.id, e.name, m.start, m."end" FROM mentions m JOIN entities e ON e.id = m.entity_id '
+        "WHERE m.chunk_id = ? AND m.source != 'coref' AND e.status = 'active' AND e.type NOT IN ('DATE', 'VERSION') "
+        "ORDER BY m.start, e.id",
+        (best.chunk_id,),
+    )
+    names = list(dict.fromkeys(name for _eid, name, _s, _e in rows))
     if not names:
         return []
-    lists = [dict(bm25_scored(store, _content_words(q) + " " + " ".join(names), n))]
+    focused = _focused(store, q, named, about, best.chunk_id, rows) if FOCUS else None
+    if focused:
+        second, label = focused
+    else:
+        second, label = f"{q} {' '.join(names)}", f"with the names chunk {best.chunk_id} gives"
+    lists = [dict(bm25_scored(store, second, n))]
     if embed_query is not None:
-        qvec = embed_query(q + " " + " ".join(names))
+        qvec = embed_query(second)
         lists.append(dict(vectors.knn(store, vectors.CHUNK, qvec, n, in_memory=in_memory)))
     for ranking in lists:
         for rank, cid in enumerate(ranking, 1):
-            cand(cid).rrf += weight / (RRF_K + rank)
+            c = cand(cid)
+            c.rrf += weight / (RRF_K + rank)
+            if c.second is None or rank < c.second[0]:
+                c.second = (rank, label)
     return lists
+
+
+def _focused(
+    store: Store, q: str, named: dict[int, str], about: list[int], chunk_id: int, rows
+) -> tuple[str, str] | None:
+    """The question's next hop: when the page writes one of the entities it names right after the
+    question's relation word ("published by the American Psychological Association" for "the
+    association which published ..."), the question with that entity in place of the name of the
+    entity the page is about ("the first president of the association which published American
+    Psychological Association"), and what it put in whose place; or None."""
+    spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for eid, _name, start, end in rows:
+        if eid not in named:
+            spans[(chunk_id, eid)].append((start, end))
+    asks = _asked_for(store, [chunk_id], spans, q) if spans else {}
+    if not asks:
+        return None
+    top = max(asks.values())
+    bridge = next(name for eid, name, _s, _e in rows if asks.get((chunk_id, eid)) == top)
+    out, replaced = q, []
+    # a name the question writes in lower case ("gets its coffee") is a common noun: no entity to replace
+    for name in sorted({named[e] for e in about if _written_as_name(q, named[e])}, key=len, reverse=True):
+        new = re.sub(re.escape(name), bridge, out, count=1, flags=re.IGNORECASE)
+        if new != out:
+            out = new
+            replaced.append(name)
+    if not replaced:
+        return None
+    return out, f"with {bridge} for {' and '.join(replaced)}, as chunk {chunk_id} names it"
 
 
 def _has_entities(store: Store) -> bool:
@@ -416,18 +460,20 @@ def _has_entities(store: Store) -> bool:
     return store.scalar("SELECT EXISTS (SELECT 1 FROM entities WHERE status = 'active')") == 1
 
 
-def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> bool:
-    """Whether the chunk's page is about one of the entities: its name covers most of the
+def _is_about(store: Store, chunk_id: int, entity_ids: list[int]) -> list[int]:
+    """Those of the entities the chunk's page is about (empty: none): the name covers most of the
     title, a trailing qualifier aside ("Hardcase (1972 film)" is the page of Hardcase)."""
-    for title_len, title in store.query(
-        f"SELECT max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id WHERE m.chunk_id = ? "
-        f"AND m.entity_id IN ({','.join('?' * len(entity_ids))}) AND json_extract(m.features, '$.in_title') "
-        f"AND m.source != 'coref'",
+    about = []
+    for eid, title_len, title in store.query(
+        f"SELECT m.entity_id, max(length(m.surface)), d.title FROM mentions m JOIN docs d ON d.id = m.doc_id "
+        f"WHERE m.chunk_id = ? AND m.entity_id IN ({','.join('?' * len(entity_ids))}) "
+        f"AND json_extract(m.features, '$.in_title') AND m.source != 'coref' GROUP BY m.entity_id ORDER BY m.entity_id",
         (chunk_id, *entity_ids),
     ):
         core = QUALIFIER.sub("", (title or "").strip()) or (title or "").strip()
-        return title_len is not None and title_len >= ABOUT_SHARE * len(core or " ")
-    return False
+        if title_len >= ABOUT_SHARE * len(core or " "):
+            about.append(eid)
+    return about
 
 
 def _named_entities(store: Store, q: str) -> dict[int, str]:
@@ -1021,8 +1067,7 @@ def _place(
                     st = strength[lead] * link * share * (1.0 if same else SAME_NAME) * spread[eid]
                     if (
                         st >= weights.place
-                        and cid not in taken
-                        and doc_id not in placed_docs
+                        and (ANSWERED or (cid not in taken and doc_id not in placed_docs))
                         and (allowed is None or cid in allowed)
                         and st > options[lead].get(cid, (0.0,))[0]
                     ):
@@ -1037,6 +1082,8 @@ def _place(
                     break
                 st, doc_id, eid = options[lead][cid]
                 if cid in taken or doc_id in placed_docs:
+                    if asks.get((lead, eid)) and ANSWERED:
+                        picked += 1  # the page the question's relation word leads to is placed already
                     continue
                 link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3)}
                 nxt.append(place(cid, doc_id, link, lead))
@@ -1283,6 +1330,8 @@ def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict], leads: d
         parts.append(f"keyword match #{c.bm25_rank}")
     if c.vector_rank:
         parts.append(f"semantic match #{c.vector_rank}")
+    if c.second is not None and c.second[0] < min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1):
+        parts.append(f"second search #{c.second[0]} ({c.second[1]})")
     for v in c.via:
         name = names.get(v["entity"], f"entity {v['entity']}")
         how = "about" if v["about"] else "mentions"

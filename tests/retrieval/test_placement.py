@@ -252,7 +252,10 @@ CREW_NAMES = {1: "Orrin Vale", 2: "Petra Quist", 3: "Ada Brun"}
 CREW_LINKS = {("film.md", 2): 0.95, ("film.md", 3): 0.95}
 
 
-def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_path):
+def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_path, monkeypatch):
+    from kgr.retrieval import query as query_mod
+
+    monkeypatch.setattr(query_mod, "FOCUS", 0)  # no second search for that page: placement alone finds it
     store, embed = _wiki(tmp_path / "crew.sqlite", CREW, CREW_NAMES, CREW_LINKS)
     with store:
         q = "Where was the director of Orrin Vale born?"
@@ -268,6 +271,24 @@ def test_the_page_named_after_the_questions_relation_word_is_the_one_placed(tmp_
         # without reading the words before the mention, the page nearest to the question (the writer's) is placed
         nearest = placed(place_context=False)
         assert "writer.md" in nearest and "director.md" not in nearest, nearest
+
+
+def test_the_second_search_asks_the_next_hop_with_the_entity_after_the_relation_word(tmp_path):
+    """ "Where was the director of Orrin Vale born?": the film's page writes "directed by Petra Quist",
+    so the second search asks "Where was the director of Petra Quist born?", which finds her page
+    though it shares hardly a word with the question; the writer's page, nearer to the question's
+    words, is not placed in its stead."""
+    store, embed = _wiki(tmp_path / "crew.sqlite", CREW, CREW_NAMES, CREW_LINKS)
+    with store:
+        res = hybrid_query(store, "Where was the director of Orrin Vale born?", k=5, mode="graph", embed_query=embed)
+        paths = [r["path"] for r in res["results"]]
+        assert paths[:2] == ["film.md", "director.md"], paths
+        assert "second search #1 (with Petra Quist for Orrin Vale, as chunk 1 names it)" in res["results"][1]["why"]
+        assert not [r for r in res["results"] if r["path"] == "writer.md" and r["placed_by"]]
+        hybrid = hybrid_query(
+            store, "Where was the director of Orrin Vale born?", k=5, mode="hybrid", embed_query=embed
+        )
+        assert "director.md" not in [r["path"] for r in hybrid["results"][:2]]  # the question's own words miss it
 
 
 def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(
