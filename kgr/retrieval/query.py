@@ -88,6 +88,7 @@ CHAIN_FIRST = 0.85  # placement: a page led to from a page placed first, by a li
 STEM = 5  # placement: letters of a word compared to tell the relation a question asks through
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 ANSWERED = 1  # placement: a page whose lead is placed already counts as that lead's pick when it is the one asked for
+FEEDBACK_DEPTH = 3  # feedback: the best fused passages read for the page of an entity the question names
 FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
 QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
@@ -390,13 +391,19 @@ def _feedback(
     question's relation word, the search asks the next hop instead (:func:`_focused`). Only when
     that passage is the page of an entity the question names: a question naming nothing (a claim
     to check, a how-to) has no bridge to follow, and a passage merely like it would pull in its
-    own look-alikes. Returns the two new lists (keyword, then vector when there is an embedder)
+    own look-alikes. The best fused passage leads when it is such a page; else the next of the
+    first ``FEEDBACK_DEPTH`` that is the page of an entity the question names by its own name,
+    written as a name (an alias or a common noun is too weak a reason to pass the best over).
+    Returns the two new lists (keyword, then vector when there is an embedder)
     with their scores, or []; each chunk on them keeps its best rank and what the search added
     (``Candidate.second``, shown in the result's reason)."""
     if not named:
         return []
-    best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))
-    about = _is_about(store, best.chunk_id, list(named))
+    about: list[int] = []
+    for i, best in enumerate(sorted(cands.values(), key=lambda c: (-c.direct, c.chunk_id))[:FEEDBACK_DEPTH]):
+        about = _is_about(store, best.chunk_id, list(named) if not i else _by_name(store, q, named))
+        if about:
+            break
     if not about:
         return []
     rows = store.query(
@@ -424,6 +431,14 @@ def _feedback(
             if c.second is None or rank < c.second[0]:
                 c.second = (rank, label)
     return lists
+
+
+def _by_name(store: Store, q: str, named: dict[int, str]) -> list[int]:
+    """The entities the question names by their own name (not an alias), written as a name."""
+    if not named:
+        return []
+    names = dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(named))})", list(named)))
+    return [e for e, n in named.items() if names.get(e) == n and _written_as_name(q, n)] or [-1]
 
 
 def _focused(

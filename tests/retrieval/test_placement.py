@@ -291,6 +291,32 @@ def test_the_second_search_asks_the_next_hop_with_the_entity_after_the_relation_
         assert "director.md" not in [r["path"] for r in hybrid["results"][:2]]  # the question's own words miss it
 
 
+def test_the_second_search_starts_from_a_lower_page_the_question_names_by_its_name(tmp_path, monkeypatch):
+    """The best keyword match is a report about nothing the question names; the film's page, ranked
+    below it, is the one the second search starts from, and only when the question names the film
+    by its own name."""
+    from kgr.retrieval import query as query_mod
+
+    pages = {
+        "film.md": ("Orrin Vale", "Orrin Vale is a drama directed by Petra Quist."),
+        "director.md": ("Petra Quist", "Petra Quist grew up in Dunmere and studied painting."),
+        "report.md": ("Festival report", "Where was each director born? The director of the festival was born."),
+    }
+    pages.update({f"noise{i}.md": (f"Weather {i}", f"Rain on day {i}.") for i in range(20)})
+    store, embed = _wiki(tmp_path / "depth.sqlite", pages, {1: "Orrin Vale", 2: "Petra Quist"}, {("film.md", 2): 0.95})
+    q = "Where was the director of Orrin Vale born?"
+
+    def second(**w):
+        res = hybrid_query(store, q, k=5, mode="graph", embed_query=embed, weights=RetrievalWeights(place=0, **w))
+        assert res["results"][0]["path"] == "report.md", [r["path"] for r in res["results"]]
+        return [r["path"] for r in res["results"] if "second search" in r["why"]]
+
+    with store:
+        assert second()[:1] == ["director.md"]
+        monkeypatch.setattr(query_mod, "FEEDBACK_DEPTH", 1)
+        assert second() == []  # the best passage alone is read: it is about nothing the question names
+
+
 def test_a_page_the_question_names_in_full_goes_first_when_the_best_result_is_about_nothing_it_names(
     tmp_path, monkeypatch
 ):
