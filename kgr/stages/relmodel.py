@@ -758,7 +758,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
     best: dict[tuple, tuple] = {}
     parses = _Parses(doc)
     for c, row in zip(cands, probs):
-        if _supposed(parses, c):
+        if _supposed(parses, c) or _negated(parses, c):
             continue
         k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
         label = model.labels[k]
@@ -791,6 +791,29 @@ def _supposed(parses: _Parses, c: Candidate) -> bool:
     doc = parses.doc
     block = doc.blocks[parses.block_index(c.a.start)]
     return conditional(doc, block, c.a.start) and conditional(doc, block, c.b.start)
+
+
+def _negated(parses: _Parses, c: Candidate) -> bool:
+    """Is a sentence candidate's link negated ("it does not work on Windows Server Core", "never
+    calls X")? A word on the dependency path between the two names, or the word that joins them,
+    has a negation: the statement denies the relation. The rules' own test (``NEGATION``), for
+    what the model would add alone."""
+    if c.kind != "sentence":
+        return False
+    (bia, ta), (bib, tb) = parses.head(c.a), parses.head(c.b)
+    if ta is None or tb is None or bia != bib or ta.doc is not tb.doc:
+        return False
+    up_a = [ta, *ta.ancestors]
+    seen = {t.i for t in up_a}
+    path = []
+    for t in [tb, *tb.ancestors]:
+        path.append(t)
+        if t.i in seen:
+            path += up_a[: [x.i for x in up_a].index(t.i)]
+            break
+    else:
+        return False
+    return any(child.dep_ == "neg" for t in path for child in t.children)
 
 
 def _said(c: Candidate) -> list[tuple[str, str]]:

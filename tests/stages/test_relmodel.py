@@ -118,6 +118,18 @@ def test_the_model_adds_nothing_from_a_supposition(read):
     assert ("Invoice Service", "uses", "Ledger Cache") not in got, got
 
 
+def test_the_model_adds_nothing_from_a_negated_statement(read):
+    doc, spans, rules = read(
+        "# Overview\n\nThe Invoice Service does not feed the Ledger Cache.\n\n"
+        "The Invoice Service never feeds the Audit Log.\n\nThe Invoice Service feeds the Billing Queue.\n"
+    )
+    sure = _model({("w=feed", "uses>"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=sure)}
+    assert ("Invoice Service", "uses", "Billing Queue") in got, got
+    assert ("Invoice Service", "uses", "Ledger Cache") not in got, got
+    assert ("Invoice Service", "uses", "Audit Log") not in got, got
+
+
 def test_the_shipped_model_is_in_the_package_and_says_how_it_was_trained():
     if not relmodel.MODEL_FILE.exists():
         pytest.fail(f"{relmodel.MODEL_FILE} is missing: run the command in kgr/learn/relations.py's docstring")
