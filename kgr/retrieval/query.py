@@ -14,8 +14,8 @@ Modes:
   question names, a second search (``weights.feedback``, the bridge to the next hop): the
   question with the entity that page names right after the question's relation word in
   place of the page's subject ("directed by X" for "the director of"), or, when it names
-  none so, the question with all the names the page gives; then seed entities (named in the query, nearest by
-  entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
+  none so, the question with all the names the page gives; then seed entities (named in
+  the query, nearest by entity vector, mentioned in the top chunks) expanded breadth-first over the allowed
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
 
@@ -394,14 +394,19 @@ def _feedback(
     own look-alikes. The best fused passage leads when it is such a page; else the next of the
     first ``FEEDBACK_DEPTH`` that is the page of an entity the question names by its own name,
     written as a name (an alias or a common noun is too weak a reason to pass the best over).
-    Returns the two new lists (keyword, then vector when there is an embedder)
-    with their scores, or []; each chunk on them keeps its best rank and what the search added
+    Returns the two new lists (keyword, then vector when there is an embedder) with their
+    scores, or []; each chunk on them keeps its best rank and what the search added
     (``Candidate.second``, shown in the result's reason)."""
     if not named:
         return []
     about: list[int] = []
+    by_name: list[int] | None = None
     for i, best in enumerate(sorted(cands.values(), key=lambda c: (-c.direct, c.chunk_id))[:FEEDBACK_DEPTH]):
-        about = _is_about(store, best.chunk_id, list(named) if not i else _by_name(store, q, named))
+        if i and by_name is None:
+            by_name = _by_name(store, q, named)
+        if i and not by_name:
+            break
+        about = _is_about(store, best.chunk_id, by_name if i else list(named))
         if about:
             break
     if not about:
@@ -438,7 +443,7 @@ def _by_name(store: Store, q: str, named: dict[int, str]) -> list[int]:
     if not named:
         return []
     names = dict(store.query(f"SELECT id, name FROM entities WHERE id IN ({','.join('?' * len(named))})", list(named)))
-    return [e for e, n in named.items() if names.get(e) == n and _written_as_name(q, n)] or [-1]
+    return [e for e, n in named.items() if names.get(e) == n and _written_as_name(q, n)]
 
 
 def _focused(
