@@ -591,12 +591,15 @@ def _clean_title(title: str) -> str:
 
 
 NUMBERED = re.compile(r"\d+")  # "Heinkel HD 23", "Apollo 11": a number after a name is part of the name
+MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b")
 
 
 def _looks_like_name(text: str, *, numbered: bool = False) -> bool:
     """Capitalised words (with connectors): a name by spelling. ``numbered``: a page title,
     whose words after the first may be numbers ("Heinkel HD 23" is not "Heinkel HD 39"); a
-    heading's are not ("Example 1", "Step 2" label sections)."""
+    heading's are not ("Example 1", "Step 2" label sections), nor a title's that has a date in it
+    ("Architecture Review: 11 June 2024" is a meeting's record, its date a date)."""
+    numbered = numbered and not MONTH.search(text)
     words = text.split()
     named = [w for w in words if w.lower() not in CONNECTORS]
     return (

@@ -170,6 +170,7 @@ def test_a_page_title_ending_in_a_number_names_that_page_alone(tmp_path):
     (root / "c.md").write_text(
         "# Ostra Fleet\n\n## Example 1\n\nThe Ostra Fleet bought two Varn HX 23 fighters in 1927.\n"
     )
+    (root / "d.md").write_text("# Fleet Review: 11 June 2024\n\nThe Ostra Fleet met on 11 June 2024.\n")
     db = tmp_path / "kb.sqlite"
     cfg = tmp_path / "config.yaml"
     cfg.write_text("embed:\n  stub: true\nnormalize:\n  workers: 1\n")
@@ -185,3 +186,4 @@ def test_a_page_title_ending_in_a_number_names_that_page_alone(tmp_path):
     assert "Varn HX" not in names
     assert [row[0] for row in linked] == ["Varn HX 23"]
     assert "Example 1" not in names  # a numbered heading labels a section; only a page's title is read so
+    assert "Fleet Review: 11 June 2024" not in names  # a dated record's title: its date stays a date
