@@ -908,10 +908,7 @@ class Extractor:
                     and (doc.prose_word(text) or block.kind == "heading" and " " not in text)
                 ):
                     continue  # "## DESCRIPTION" is a label
-                if ent.label_ == "DATE" and not re.search(
-                    r"\d{4}|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b",
-                    text,
-                ):
+                if ent.label_ == "DATE" and not (re.search(r"\d{4}", text) or MONTH.search(text)):
                     continue
                 if ent.label_ not in ("DATE",) and text[:1].islower():
                     continue

@@ -190,20 +190,27 @@ def _role(tok) -> list[str]:
     return out
 
 
-def _path(ta, tb) -> list[str]:
-    """The dependency path from one head token to the other, through their lowest common ancestor."""
+def _climb(ta, tb) -> tuple[list, list] | None:
+    """The two head tokens' ways up to their lowest common ancestor: each from the token to the
+    ancestor, both ending in it; None when they share none (or a parse)."""
     if ta is None or tb is None or ta.doc is not tb.doc:
-        return ["dp=none"]
+        return None
     up_a = [ta, *ta.ancestors]
     index_a = {t.i: k for k, t in enumerate(up_a)}
     up_b = [tb, *tb.ancestors]
     for k_b, t in enumerate(up_b):
         if t.i in index_a:
-            k_a = index_a[t.i]
-            lca = t
-            break
-    else:
+            return up_a[: index_a[t.i] + 1], up_b[: k_b + 1]
+    return None
+
+
+def _path(ta, tb) -> list[str]:
+    """The dependency path from one head token to the other, through their lowest common ancestor."""
+    climb = _climb(ta, tb)
+    if climb is None:
         return ["dp=none"]
+    up_a, up_b = climb
+    k_a, k_b, lca = len(up_a) - 1, len(up_b) - 1, up_a[-1]
     length = k_a + k_b
     out = [f"dpl={min(length, MAX_PATH + 1)}"]
     lca_lemma = _lemma(lca)
@@ -801,19 +808,10 @@ def _negated(parses: _Parses, c: Candidate) -> bool:
     if c.kind != "sentence":
         return False
     (bia, ta), (bib, tb) = parses.head(c.a), parses.head(c.b)
-    if ta is None or tb is None or bia != bib or ta.doc is not tb.doc:
+    climb = _climb(ta, tb) if bia == bib else None
+    if climb is None:
         return False
-    up_a = [ta, *ta.ancestors]
-    seen = {t.i for t in up_a}
-    path = []
-    for t in [tb, *tb.ancestors]:
-        path.append(t)
-        if t.i in seen:
-            path += up_a[: [x.i for x in up_a].index(t.i)]
-            break
-    else:
-        return False
-    return any(child.dep_ == "neg" for t in path for child in t.children)
+    return any(child.dep_ == "neg" for t in climb[0] + climb[1] for child in t.children)
 
 
 def _said(c: Candidate) -> list[tuple[str, str]]:

@@ -107,27 +107,29 @@ def test_rules_first_unless_vetoed_then_the_models_likeliest(read):
     assert not learned_relations(doc, spans, rules, model=doubtful)
 
 
-def test_the_model_adds_nothing_from_a_supposition(read):
-    doc, spans, rules = read(
-        "# Overview\n\nIf the Invoice Service feeds the Ledger Cache, the Audit Log grows.\n\n"
-        "The Invoice Service feeds the Billing Queue.\n"
-    )
+@pytest.mark.parametrize(
+    "text, denied",
+    [
+        (  # a supposition
+            "# Overview\n\nIf the Invoice Service feeds the Ledger Cache, the Audit Log grows.\n\n"
+            "The Invoice Service feeds the Billing Queue.\n",
+            ["Ledger Cache"],
+        ),
+        (  # a negated statement
+            "# Overview\n\nThe Invoice Service does not feed the Ledger Cache.\n\n"
+            "The Invoice Service never feeds the Audit Log.\n\nThe Invoice Service feeds the Billing Queue.\n",
+            ["Ledger Cache", "Audit Log"],
+        ),
+    ],
+    ids=["supposition", "negated"],
+)
+def test_the_model_adds_nothing_from_a_supposition_or_a_negated_statement(read, text, denied):
+    doc, spans, rules = read(text)
     sure = _model({("w=feed", "uses>"): 6.0})
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=sure)}
     assert ("Invoice Service", "uses", "Billing Queue") in got, got
-    assert ("Invoice Service", "uses", "Ledger Cache") not in got, got
-
-
-def test_the_model_adds_nothing_from_a_negated_statement(read):
-    doc, spans, rules = read(
-        "# Overview\n\nThe Invoice Service does not feed the Ledger Cache.\n\n"
-        "The Invoice Service never feeds the Audit Log.\n\nThe Invoice Service feeds the Billing Queue.\n"
-    )
-    sure = _model({("w=feed", "uses>"): 6.0})
-    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=sure)}
-    assert ("Invoice Service", "uses", "Billing Queue") in got, got
-    assert ("Invoice Service", "uses", "Ledger Cache") not in got, got
-    assert ("Invoice Service", "uses", "Audit Log") not in got, got
+    for dst in denied:
+        assert ("Invoice Service", "uses", dst) not in got, got
 
 
 def test_the_shipped_model_is_in_the_package_and_says_how_it_was_trained():
