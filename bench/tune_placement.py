@@ -4,8 +4,8 @@
 
 Each DB is built first with `kgr eval retrieval --dataset DATASET --db DB`. A variant sets
 module constants of kgr.retrieval.query (RAW_LINK=0.5, CHAIN_FIRST=1, ...) or retrieval
-weights (w.place=0.5) for its run; the first row is always the defaults. Prints graph R@2,
-R@5 and MRR@10 per set and variant.
+weights (w.place=0.5) for its run; the first row is always the defaults. Prints R@2, R@5
+and MRR@10 of one mode (``--mode``, default graph) per set and variant.
 
 Issue 18's rule: tune only on hipporag_hotpotqa_train100, hipporag_musique_train100 and
 2wikimultihopqa_dev200, leaving out of the last the questions that are also in the HippoRAG
@@ -61,6 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("pairs", nargs="+", help="DB:DATASET")
     ap.add_argument("--variant", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]")
+    ap.add_argument("--mode", default="graph", choices=query.MODES, help="the retrieval mode scored (default: graph)")
     args = ap.parse_args()
     cfg = settings_of(config.load(None))
     embedder = get_embedder(cfg, purpose="query")
@@ -87,7 +88,7 @@ def main() -> None:
                 try:
                     for q in questions:
                         res = query.query_with_settings(
-                            store, q.text, retrieval, k=30, mode="graph", embed_query=embed, vectors_in_memory=True
+                            store, q.text, retrieval, k=30, mode=args.mode, embed_query=embed, vectors_in_memory=True
                         )
                         s = evalret.score_ranking(evalret.doc_ranking(res), q.gold)
                         for key in total:
@@ -96,7 +97,8 @@ def main() -> None:
                     for name, old in saved.items():
                         setattr(query, name, old)
                 figures = "  ".join(f"{k} {100 * v / len(questions):5.1f}" for k, v in total.items())
-                print(f"{path.name:28} n={len(questions):3}  {variant or 'defaults':40} {figures}", flush=True)
+                label = variant or "defaults"
+                print(f"{path.name:28} n={len(questions):3}  {args.mode:6} {label:40} {figures}", flush=True)
 
 
 if __name__ == "__main__":

@@ -177,6 +177,7 @@ class RankedList:
     weight: float
     scores: dict[int, float]
     min_spread: float = 0.0  # the least standard deviation its scores are taken to have
+    depth: int = 0  # the results asked for: a shorter list is every chunk that matches (the rest score 0)
 
 
 def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights) -> None:
@@ -184,11 +185,15 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
 
     ``rrf``: the reciprocal-rank sum, over the best one. ``zscore``: each list's scores become
     z-scores over that list, weighted and summed; a chunk missing from a list gets the list's
-    lowest score. How far a list's head stands out from its tail is then what it weighs for
-    this query: a keyword list with one clear hit keeps that hit on top against a vector list
-    whose cosines are all alike (and the vector list's spread is floored at
-    ``cosine_spread``, so a flat list is not stretched into a confident one). The sum is
-    scaled so that a chunk at the bottom of every list scores 0 and the best scores 1."""
+    lowest score, or 0 when the list is shorter than its ``depth``: it then holds every match,
+    and what matches no word of the question scores 0, a 0 that counts once in the list's mean
+    and spread (a keyword list with one hit, an error code only one page writes, then puts that
+    hit above the vector list's look-alikes instead of counting for nothing). How far a list's
+    head stands out from its tail is then what it weighs for this query: a keyword list with
+    one clear hit keeps that hit on top against a vector list whose cosines are all alike (and
+    the vector list's spread is floored at ``cosine_spread``, so a flat list is not stretched
+    into a confident one). The sum is scaled so that a chunk at the bottom of every list scores
+    0 and the best scores 1."""
     if not cands:
         return
     if weights.fusion == "rrf" or not lists:
@@ -201,9 +206,13 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
         if not lst.scores or lst.weight <= 0:
             continue
         vals = list(lst.scores.values())
+        low = min(vals)
+        if len(vals) < lst.depth:  # every match: the chunks it lacks score 0, and count once
+            vals.append(0.0)
+            low = 0.0
         mu = sum(vals) / len(vals)
         sd = max(math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)), lst.min_spread) or 1.0
-        parts.append((lst, mu, sd, min(vals)))
+        parts.append((lst, mu, sd, low))
     if not parts:
         for c in cands.values():
             c.direct = 0.0
@@ -301,7 +310,7 @@ def hybrid_query(
                 c.rrf += 1.0 / (RRF_K + rank)
                 semantic[cid] = sim
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
-    lists = [RankedList(share, keyword), RankedList(1.0 - share, semantic, weights.cosine_spread)]
+    lists = [RankedList(share, keyword, depth=n), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     fuse(cands, lists, weights)
 
     # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
@@ -321,7 +330,7 @@ def hybrid_query(
         )
         if more:
             lists += [
-                RankedList(weights.feedback * share, more[0]),
+                RankedList(weights.feedback * share, more[0], depth=n),
                 *[RankedList(weights.feedback * (1.0 - share), m, weights.cosine_spread) for m in more[1:]],
             ]
             fuse(cands, lists, weights)

@@ -83,6 +83,18 @@ def test_hybrid_keeps_a_clear_exclusive_keyword_hit_on_top(weak_vectors):
     assert "hit.md" not in top2[:2]
 
 
+def test_a_keyword_list_with_one_hit_still_counts(weak_vectors):
+    # only one chunk writes the error code: the keyword list is that one hit, every other chunk
+    # scores 0 on it, and the hit goes first against a flat vector list that puts it last
+    store, embed = weak_vectors
+    q = "QX-4471"
+    assert [r["path"] for r in hybrid_query(store, q, k=6, mode="bm25")["results"]] == ["hit.md"]
+    vec = [r["path"] for r in hybrid_query(store, q, k=6, mode="vector", embed_query=embed)["results"]]
+    assert vec[-1] == "hit.md"
+    for mode in ("hybrid", "graph"):
+        assert hybrid_query(store, q, k=6, mode=mode, embed_query=embed)["results"][0]["path"] == "hit.md", mode
+
+
 def test_fusion_modes_keep_single_list_orders(weak_vectors):
     store, embed = weak_vectors
     q = "rejected batch"
