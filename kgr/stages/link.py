@@ -109,6 +109,20 @@ def identifier(surface: str) -> bool:
     return bool(s) and not any(c.isspace() for c in s) and bool(IDENTIFIER.search(s))
 
 
+# a Roman numeral written as one (upper case): "II", "XIV"
+ROMAN = re.compile(r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def numbered(surface: str) -> bool:
+    """Does the name carry a number: a digit ("ADR-019"), or a Roman numeral after its first
+    word ("Johann Strauss II", "World War I")? Names that differ only in it name different
+    things, father and son, one war and the next: such a name matches only as written."""
+    if any(c.isdigit() for c in surface):
+        return True
+    return any(ROMAN.fullmatch(w.strip(".,;:()")) for w in surface.split()[1:])
+
+
 # ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
 # not "ISO 27001" or "SOC 2", where the number is the name).
 VERSION_TAIL = re.compile(
@@ -435,8 +449,8 @@ class Linker:
         special = self._special_candidates(surface)
         if special:
             return special
-        if any(c.isdigit() for c in n):
-            return []  # "ADR-019" is not a typo of "ADR-012": ids and numbers only match exactly
+        if numbered(surface):
+            return []  # "ADR-019" is not a typo of "ADR-012", nor "Strauss II" of "Strauss III": numbers match exactly
         if identifier(surface):
             return []  # "Set-Item" is no typo of "Get-Item", nor "Get-ItemProperty" a longer "Get-Item"
         toks = set(tokens(surface))
@@ -450,7 +464,7 @@ class Linker:
             best = 0.0
             for name in [ent.name, *ent.aliases]:
                 en = norm(name)
-                if any(c.isdigit() for c in en) or identifier(name):
+                if numbered(name) or identifier(name):
                     continue
                 et = set(tokens(name))
                 if len(n) >= 5 and Levenshtein.distance(n, en, score_cutoff=1) <= 1:

@@ -156,6 +156,16 @@ def test_ids_and_numbers_only_link_exactly():
     assert linker.link("ADR-012", "CONCEPT", "a.md")[0].key == "adr012"
 
 
+def test_names_with_roman_numerals_only_link_exactly():
+    """ "Johann Strauss II" is one edit from "Johann Strauss III" and is his father: a name that
+    carries a numeral, written as one, is another thing unless it is written the same."""
+    linker = Linker([{"key": "js3", "name": "Johann Strauss III", "type": "PERSON"}])
+    for other in ("Johann Strauss II", "Johann Strauss"):
+        ent, _, created = linker.link(other, "PERSON", "a.md")
+        assert created and ent.key != "js3", other
+    assert linker.link("Johann Strauss III", "PERSON", "b.md")[0].key == "js3"
+
+
 def test_names_written_as_identifiers_only_link_exactly():
     """ "Set-Spool" is not a typo of "Get-Spool", nor "Get-SpoolItem" a longer "Get-Spool": an
     identifier is another thing unless it is written the same (case and punctuation aside)."""
