@@ -1033,12 +1033,18 @@ def _place(
     if allowed is not None:
         found = {cid: f for cid, f in found.items() if cid in allowed}
     near = nearness(list(found))
-    # one page for each entity (the nearest to the question): a name with many pages does not fill the head
-    best_of: dict[int, int] = {}
+    # one page for each name the question writes (the nearest to the question): a name with many pages, or
+    # two things of one name ("Scott Howell (footballer)", "(political consultant)"), does not fill the head
+    best_of: dict[str, int] = {}
     for cid, (_st, _doc, eid) in found.items():
-        if eid is not None and (eid not in best_of or (-near[cid], cid) < (-near[best_of[eid]], best_of[eid])):
-            best_of[eid] = cid
-    found = {cid: f for cid, f in found.items() if f[2] is None or best_of[f[2]] == cid or cid == top.chunk_id}
+        if eid is None:
+            continue
+        said = named[eid].lower()
+        if said not in best_of or (-near[cid], cid) < (-near[best_of[said]], best_of[said]):
+            best_of[said] = cid
+    found = {
+        cid: f for cid, f in found.items() if f[2] is None or best_of[named[f[2]].lower()] == cid or cid == top.chunk_id
+    }
     # the best result is about what the question names (its page is, when it is a later chunk of it): it leads
     # on from its own place
     top_own = max((f[0] for cid, f in found.items() if cid == top.chunk_id or f[1] == docs[top.chunk_id]), default=0.0)

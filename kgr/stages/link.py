@@ -217,6 +217,9 @@ class Entity:
     type_feats: dict[str, float] = field(default_factory=dict)  # its mentions' typing features, summed
     type_n: int = 0  # how many mentions gave them
     strong_types: dict[str, int] = field(default_factory=dict)  # types its mentions show by themselves
+    # the qualifiers of the titles of the pages it is the subject of ("footballer" of "Scott Howell
+    # (footballer)"), in this run: a page of the same name with another qualifier is another thing
+    qualifiers: set[str] = field(default_factory=set)
 
     def record(self) -> dict:
         rec = {
@@ -608,6 +611,7 @@ class Linker:
             if extra:
                 contexts[i] = extra
         subject = _subject_surface(doc, mentions)
+        core, qualifier = _qualified((doc or {}).get("title") or "")
         if doc is not None:
             self.learn(doc.get("text", ""), subject)
         touched: dict[str, Entity] = {}
@@ -635,6 +639,10 @@ class Linker:
                     ent, score, _ = self.link(base, mtype, path, strong)
                 else:
                     ent, score, _ = self.link(surface, mtype, path, strong)
+                if qualifier and m.get("source") != "coref" and norm(surface) == norm(core):
+                    if ent.qualifiers and qualifier not in ent.qualifiers:
+                        ent, score = self._new(surface, mtype), 1.0  # "Scott Howell (political consultant)"
+                    ent.qualifiers.add(qualifier)
                 # a learned alias points a new short form at its long form
                 long_norm = self.aliases.get(norm(surface))
                 if long_norm and long_norm in self.by_norm and self.by_norm[long_norm] != ent.key and _fresh(ent):
@@ -767,6 +775,18 @@ def _conflict(strong: str | None, ent: Entity) -> bool:
     if strong is None or not ent.strong_types:
         return False
     return all(_incompatible(strong, t) for t in ent.strong_types)
+
+
+QUALIFIER = re.compile(r"\s*\(([^()]+)\)$")
+
+
+def _qualified(title: str) -> tuple[str, str | None]:
+    """A title's name and the qualifier that tells it from others of that name, lower case:
+    "Scott Howell (footballer)" -> ("Scott Howell", "footballer"); ("title", None) without one."""
+    m = QUALIFIER.search(title.strip())
+    if m is None or not title.strip()[: m.start()]:
+        return title.strip(), None
+    return title.strip()[: m.start()], " ".join(m.group(1).lower().split())
 
 
 def _subject_surface(doc: dict | None, mentions: list[dict]) -> str | None:

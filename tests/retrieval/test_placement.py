@@ -404,3 +404,43 @@ def test_a_title_most_pages_write_places_nothing(tmp_path):
         assert all(r["placed_by"] is None for r in res["results"]), [
             (r["path"], r["placed_by"]) for r in res["results"]
         ]
+
+
+def test_two_things_of_one_name_place_one_page_for_the_name_the_question_writes(tmp_path):
+    """Two pages whose titles qualify one name ("Scott Howell (footballer)", "(political
+    consultant)") are two entities named alike; the question writes the name once, so it places
+    one of their pages, the one nearer to the question, not both."""
+    pages = {
+        "consultant.md": ("Scott Howell (political consultant)", "Scott Howell is a consultant to a mayor."),
+        "footballer.md": ("Scott Howell (footballer)", "Scott Howell played football in Melbourne."),
+    }
+    store = Store(tmp_path / "alike.sqlite")
+    for p, (title, text) in pages.items():
+        load(_records(p, title, text), store)
+    for i, text in enumerate(NOISE):
+        load(_records(f"noise{i}.md", f"Festival report {i}", text), store)
+    with store.write() as conn:
+        chunk = dict(conn.execute("SELECT d.path, c.id FROM chunks c JOIN docs d ON d.id = c.doc_id").fetchall())
+        docs = dict(conn.execute("SELECT path, id FROM docs").fetchall())
+        for eid, page in ((1, "consultant.md"), (2, "footballer.md")):
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) "
+                "VALUES (?, ?, 'Scott Howell', 'PERSON', 'scotthowell', '[]')",
+                (eid, f"scotthowell~{eid}"),
+            )
+            conn.execute(
+                'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
+                "VALUES (?, ?, ?, 2, 14, 'Scott Howell', 'ner', 1.0, '{\"in_title\": true}')",
+                (eid, docs[page], chunk[page]),
+            )
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    with store:
+        res = hybrid_query(
+            store, "Which mayor did Scott Howell the consultant work for?", k=5, mode="graph", embed_query=fake._vec
+        )
+        by = {r["path"]: r for r in res["results"]}
+        placed = [p for p in pages if p in by and by[p]["placed_by"]]
+        assert len(placed) <= 1, placed
+        assert "footballer.md" not in placed
+        assert res["results"][0]["path"] == "consultant.md"

@@ -180,6 +180,27 @@ def test_names_written_as_identifiers_only_link_exactly():
     assert linker.link("Lumen Indx", "SERVICE", "b.md")[0].key == "lumenindex"
 
 
+def test_pages_whose_titles_qualify_one_name_differently_are_two_things():
+    """ "Scott Howell (footballer)" and "Scott Howell (political consultant)" are two people; a
+    page of the name without a qualifier, or one with the same qualifier, is no evidence of two."""
+
+    def page(path, title, *extra):
+        text = f"{title.split(' (')[0]} is a name. " + " ".join(extra)
+        return [{"kind": "doc", "path": path, "title": title, "text": text}, mention("Scott Howell", "PERSON")]
+
+    recs = [
+        *page("a.md", "Scott Howell (footballer)"),
+        *page("b.md", "Scott Howell (political consultant)"),
+        *page("c.md", "Scott Howell (footballer)"),
+        *page("d.md", "Scott Howell"),
+    ]
+    out = list(link([dict(r) for r in recs]))
+    keys = [m["entity"] for m in out if m["kind"] == "mention"]
+    assert keys[0] != keys[1]
+    assert keys[2] == keys[0]
+    assert keys[3] in keys[:2]
+
+
 def test_a_first_name_links_to_a_person_whose_name_is_written_as_one():
     doc = {"kind": "doc", "path": "a.md", "title": "Notes", "text": "Velora minima and Ona Pike. Velora, Ona."}
     ms = [
