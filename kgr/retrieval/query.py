@@ -52,7 +52,7 @@ from typing import Any, Callable, Sequence
 from kgr.config import RetrievalSettings, RetrievalWeights
 from kgr.errors import UsageError
 from kgr.retrieval.entities import fts_query
-from kgr.stages.link import stop_words, tokens
+from kgr.stages.link import QUALIFIER, stop_words, tokens
 from kgr.store import Store, dumps, loads, vectors
 
 MODES = ("bm25", "vector", "hybrid", "graph")
@@ -90,7 +90,6 @@ CONTEXT_CHARS = 40  # placement: the text before a mention read for that relatio
 ANSWERED = 1  # placement: a page whose lead is placed already counts as that lead's pick when it is the one asked for
 FEEDBACK_DEPTH = 3  # feedback: the best fused passages read for the page of an entity the question names
 FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
-QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # "(1972 film)", "(deprecated)": disambiguates a title, names nothing
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.

@@ -612,6 +612,7 @@ class Linker:
                 contexts[i] = extra
         subject = _subject_surface(doc, mentions)
         core, qualifier = _qualified((doc or {}).get("title") or "")
+        core = norm(core)
         if doc is not None:
             self.learn(doc.get("text", ""), subject)
         touched: dict[str, Entity] = {}
@@ -639,7 +640,7 @@ class Linker:
                     ent, score, _ = self.link(base, mtype, path, strong)
                 else:
                     ent, score, _ = self.link(surface, mtype, path, strong)
-                if qualifier and m.get("source") != "coref" and norm(surface) == norm(core):
+                if qualifier and m.get("source") != "coref" and norm(surface) == core:
                     if ent.qualifiers and qualifier not in ent.qualifiers:
                         ent, score = self._new(surface, mtype), 1.0  # "Scott Howell (political consultant)"
                     ent.qualifiers.add(qualifier)
@@ -777,16 +778,19 @@ def _conflict(strong: str | None, ent: Entity) -> bool:
     return all(_incompatible(strong, t) for t in ent.strong_types)
 
 
-QUALIFIER = re.compile(r"\s*\(([^()]+)\)$")
+# "(1972 film)", "(footballer)", "(deprecated)": tells a title from others of its name, names nothing
+QUALIFIER = re.compile(r"\s*\(([^()]*)\)$")
 
 
 def _qualified(title: str) -> tuple[str, str | None]:
     """A title's name and the qualifier that tells it from others of that name, lower case:
-    "Scott Howell (footballer)" -> ("Scott Howell", "footballer"); ("title", None) without one."""
-    m = QUALIFIER.search(title.strip())
-    if m is None or not title.strip()[: m.start()]:
-        return title.strip(), None
-    return title.strip()[: m.start()], " ".join(m.group(1).lower().split())
+    "Scott Howell (footballer)" -> ("Scott Howell", "footballer"); (title, None) without one."""
+    title = title.strip()
+    m = QUALIFIER.search(title)
+    qualifier = " ".join(m.group(1).lower().split()) if m else ""
+    if not qualifier or not title[: m.start()]:
+        return title, None
+    return title[: m.start()], qualifier
 
 
 def _subject_surface(doc: dict | None, mentions: list[dict]) -> str | None:
