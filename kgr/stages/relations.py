@@ -204,7 +204,9 @@ REQUIRED_WORDS = re.compile(
     r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I
 )
 NEGATION = re.compile(
-    r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without)\s+(?:\w+\s+)?$", re.I
+    r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without"
+    r"|instead\s+of|rather\s+than|alternative\s+to|as\s+opposed\s+to)\s+(?:\w+\s+)?$",
+    re.I,
 )
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
 OBJECT_GAP = re.compile(
@@ -319,7 +321,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "SETL never calls the Charges API"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
-            right = [sp for sp in sent_spans if sp.start >= te and ok(sp)]
+            # "using its algorithm": a possessive stands for the owner of what follows, not the object
+            right = [sp for sp in sent_spans if sp.start >= te and ok(sp) and not _possessive(sp)]
             if not right:
                 continue
             objects = _objects(doc, te, right, block)
@@ -340,6 +343,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
                 if _reader_acts(doc, block, ts):
                     continue  # "you must be a member of X": the reader is, not the page's subject
+                if _unnamed_it(doc, block, ts, sent_spans):
+                    continue  # "It uses X" after an example's code: "it" is the command shown, not the page's subject
                 if trig.rel not in ("uses", "depends_on") and _describes_a_noun(doc, block, ts):
                     continue  # "the method implemented by X": the method is, not the page's subject
                 borrowed = _borrowed_subject(doc, block, ts, left) if trig.rel == "uses" else None
@@ -624,6 +629,23 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return ("root", tok)
         tok = tok.head
     return None
+
+
+def _possessive(sp) -> bool:
+    """A pronoun that only qualifies the noun after it ("its", "his", "their")."""
+    return sp.source == "coref" and sp.surface.lower() in ("its", "his", "their")
+
+
+def _unnamed_it(doc: Document, block: Block, trigger_start: int, sent_spans: list) -> bool:
+    """Is the trigger's subject an "it" that coreference left for no name? It then stands for
+    something no name covers (the command of the example just shown, "This command ..." of the
+    sentence before: :func:`kgr.stages.extract._continues_description`), so the page's subject
+    is not the one that acts."""
+    found = _who_acts(doc, block, trigger_start, described=())
+    if found is None or found[0] != "subject" or found[1].lower_ != "it":
+        return False
+    at = block.start + found[1].idx
+    return not any(sp.start <= at < sp.end for sp in sent_spans)
 
 
 def _topic_of(tok):

@@ -288,3 +288,39 @@ def test_an_instruction_after_its_purpose_is_the_readers_in_a_list_too(rules):
     assert not [t for t in got if t[2] == "Harrowdale"], got
     # a duty listed under a heading keeps the page's subject
     assert ("Save-Zorb", "uses", "Brook") in got, got
+
+
+def test_an_it_that_stands_for_no_name_is_not_the_page_subject(rules):
+    """ "It uses X" after an example's code, or after "This command ...": "it" is the command
+    shown, which no name covers, so the page's subject is not said to use X; an "it" that stands
+    for the page's subject still does."""
+    got = rules(
+        "# Stop-Spool\n\nThe `Stop-Spool` cmdlet stops spools.\n\n## Examples\n\n"
+        "```\nGet-Spool -Name Ferry | Stop-Spool\n```\n\n"
+        "It uses the `Get-Spool` cmdlet to get the spool.\n\n"
+        "This command stops every spool on the computer. It uses the **Force** parameter.\n"
+    )
+    assert not [t for t in got if t[0] == "Stop-Spool" and t[1] == "uses"], got
+    got = rules("# Spool Daemon\n\nThe Spool Daemon keeps spools. It uses the Strata Index to find them.\n")
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_an_alternative_to_using_something_is_no_use_of_it(rules):
+    got = rules(
+        "# Ask-Secret\n\nThe **PromptForSecret** method is an alternative to using the `Get-Secret` cmdlet.\n\n"
+        "The Spool Daemon reads the Strata Index instead of using the Lumen Index.\n\n"
+        "The Spool Daemon uses the Quarry Index.\n"
+    )
+    assert not [t for t in got if t[2] in ("Get-Secret", "Lumen Index")], got
+    assert ("Spool Daemon", "uses", "Quarry Index") in got, got
+
+
+def test_a_possessive_after_the_trigger_is_not_what_is_used(rules):
+    """ "FERRY can choose the level using its algorithm": "its" only qualifies the algorithm, so
+    the name it stands for is not what is used."""
+    got = rules(
+        "# New-SpoolOption\n\n### -Level\n\nCreates a FERRY session to Spool Management Service (SMS) "
+        "using a level.\n\nValid values for this parameter are:\n\n"
+        "- Default: FERRY can choose the level using its normal negotiation algorithm.\n"
+    )
+    assert not [t for t in got if t[1] == "uses" and t[2] == "Spool Management Service"], got
