@@ -212,6 +212,8 @@ LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s
 OBJECT_GAP = re.compile(
     r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
 )
+OPENING_MARKUP = "`*_[(\"'\u201c\u2018"
+TRAILING_OPENER = re.compile(r"(?<=[.!?:;])\s+[`*_\[(\"'\u201c\u2018]+$")
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
@@ -235,7 +237,6 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             return
         confidence = round(weight * proximity * min(1.0, 0.5 + 0.5 * min(src.score, dst.score) / 0.9), 4)
         key = (a, rel, b)
-        sentence = doc.text[s:e].strip()
         prev = found.get(key)
         if prev is not None and prev["confidence"] >= confidence:
             return
@@ -248,7 +249,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             "pattern": pattern,
             "src_type": src.type,
             "dst_type": dst.type,
-            "evidence": {"start": s, "end": e, "sentence": sentence},
+            "evidence": evidence(doc.text, s, e),
             "_spans": (src, dst),  # for the learned model (kgr.stages.relmodel); not part of the record
         }
 
@@ -282,6 +283,25 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
     # generic "refers to" besides
     specific = {(r["src"], r["dst"]) for r in found.values() if r["rel"] not in ("refers_to", "same_as")}
     return [r for r in found.values() if not (r["rel"] == "refers_to" and (r["src"], r["dst"]) in specific)]
+
+
+def evidence(text: str, s: int, e: int) -> dict:
+    """A relation's evidence: the sentence ``text[s:e]`` with the markup that opens it (the
+    sentence splitter leaves the "`" or "**" of "`Restart-Computer` uses ..." to the sentence
+    before) and without the next sentence's opening markup at its end."""
+    j = s
+    while j > 0 and text[j - 1] in OPENING_MARKUP:
+        j -= 1
+    if j < s and (j == 0 or text[j - 1].isspace()):
+        s = j
+    tail = TRAILING_OPENER.search(text, s, e)
+    if tail is not None:
+        e = tail.start()
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return {"start": s, "end": e, "sentence": text[s:e]}
 
 
 def _name(sp) -> str:

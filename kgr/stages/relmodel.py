@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from kgr.stages.relations import VOCABULARY, conditional, types_ok
+from kgr.stages.relations import VOCABULARY, conditional, evidence, types_ok
 from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
 
 NONE = "none"
@@ -833,7 +833,7 @@ def _record(doc: Document, src, dst, rel: str, p: float, c: Candidate) -> dict:
         "pattern": f"{pattern}:{c.kind}",
         "src_type": src.type,
         "dst_type": dst.type,
-        "evidence": {"start": c.start, "end": c.end, "sentence": doc.text[c.start : c.end].strip()},
+        "evidence": evidence(doc.text, c.start, c.end),
     }
 
 

@@ -324,3 +324,31 @@ def test_a_possessive_after_the_trigger_is_not_what_is_used(rules):
         "- Default: FERRY can choose the level using its normal negotiation algorithm.\n"
     )
     assert not [t for t in got if t[1] == "uses" and t[2] == "Spool Management Service"], got
+
+
+def test_the_evidence_keeps_the_markup_that_opens_its_sentence(extractor):
+    """The sentence splitter leaves the opening backtick of "`Stop-Spool` uses ..." to the
+    sentence before; the evidence gives it back, and drops the next sentence's."""
+    text = (
+        "# Stop-Spool\n\nThe cmdlet stops spools.\n\n"
+        "`Stop-Spool` uses the Strata Index to find spools. **Ferry** uses the Quarry Index.\n"
+    )
+    doc = parse_document(text, path="t.md")
+    got = {(r["src"], r["dst"]): r["evidence"] for r in extract_relations(doc, extractor.mentions(doc))}
+    sentences = {pair: ev["sentence"] for pair, ev in got.items()}
+    assert sentences[("Stop-Spool", "Strata Index")] == "`Stop-Spool` uses the Strata Index to find spools.", got
+    assert sentences[("Ferry", "Quarry Index")] == "**Ferry** uses the Quarry Index.", got
+    for ev in got.values():
+        assert text[ev["start"] : ev["end"]] == ev["sentence"]
+
+
+def test_evidence_bounds_move_only_over_markup():
+    from kgr.stages.relations import evidence
+
+    text = "Intro. `A` runs B. `C` runs D."
+    s = text.index("A")
+    e = text.index("`C") + 1
+    assert evidence(text, s, e)["sentence"] == "`A` runs B."
+    # a name glued to a closing mark is not widened over it
+    assert evidence("x`A runs B.", 2, 11)["sentence"] == "A runs B."
+    assert evidence("Plain sentence here.", 0, 20)["sentence"] == "Plain sentence here."
