@@ -770,7 +770,7 @@ class Extractor:
             if block.kind == "code":
                 continue
             spans.extend(self._block_spans(doc, block, sdoc, local))
-        spans = _outside_redactions(doc.text, spans)
+        spans = _not_variables(doc.text, _outside_redactions(doc.text, spans))
         primary = _extend_heads(doc, _resolve([sp for sp in spans if sp.source != "ner"]))
         ner = [sp for sp in spans if sp.source == "ner"]
         primary = _join_names(doc.text, primary, ner)
@@ -1206,6 +1206,13 @@ class _Intervals:
     def overlaps(self, start: int, end: int) -> bool:
         i = bisect.bisect_left(self.items, (end,))
         return i > 0 and self.items[i - 1][1] > start
+
+
+def _not_variables(text: str, spans: list[Span]) -> list[Span]:
+    """Without the names of a script's variables: "$BasicTestObject" is an example's variable,
+    not a name of the system, whatever a parser or a term list makes of it. An upper-case
+    "$FERRY_DATA_DIR" is an environment variable a reader sets: it stays."""
+    return [sp for sp in spans if not (sp.start > 0 and text[sp.start - 1] == "$" and not sp.surface.isupper())]
 
 
 def _resolve(spans: list[Span]) -> list[Span]:

@@ -713,10 +713,17 @@ class Linker:
         elif ent.type_votes:
             ent.type = max(sorted(ent.type_votes), key=lambda t: ent.type_votes[t])
         if ent.surface_votes and ent.origin != "manual":
-            most = max(ent.surface_votes.values())
+            # a release's mentions name the product too: "Windows PowerShell" counts the mentions
+            # of "Windows PowerShell 3.0" and "Windows PowerShell 5.1" linked with it
+            releases: dict[str, int] = {}
+            for s, v in ent.surface_votes.items():
+                core = unversioned(s)
+                if core != s and core in ent.surface_votes:
+                    releases[core] = releases.get(core, 0) + v
+            most = max(v + releases.get(s, 0) for s, v in ent.surface_votes.items())
 
             def rank(s: str):
-                votes = ent.surface_votes.get(s, 0)
+                votes = ent.surface_votes.get(s, 0) + releases.get(s, 0)
                 full = len(s.split()) > 1 and s[:1].isupper() and 2 * votes >= most
                 return (full, votes, len(s), s)
 

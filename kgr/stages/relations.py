@@ -429,7 +429,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         and dst.type not in TYPE_OK["owned_by"][1]
                     ):
                         continue  # "the Credential parameter runs the command": a thing that runs another executes it
-                    add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
+                    rel = trig.rel
+                    if rel == "precedes" and m.group(0).lower().startswith("build") and not _release(src, dst):
+                        # a release builds on the one before it; "The BookList class builds on the
+                        # Book class" extends it: it needs it, as what is built on something does
+                        rel, src, dst = "depends_on", dst, src
+                    add(src, dst, rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
 
 
 PLURAL_INTERFACES = re.compile(
@@ -491,6 +496,11 @@ def _doclike(sp) -> bool:
 def _citable(sp) -> bool:
     """What a document formally cites: standards, specifications and decision records."""
     return sp.type == "STANDARD" or sp.features.get("pattern") == "standard" or bool(DECISION_RECORD.match(sp.surface))
+
+
+def _release(*spans) -> bool:
+    """Does one of these mentions name a release (a version, or a name with its number)?"""
+    return any(sp.type == "VERSION" or any(c.isdigit() for c in sp.surface) for sp in spans)
 
 
 def types_ok(rel: str, src, dst) -> bool:

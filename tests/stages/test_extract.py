@@ -321,3 +321,16 @@ def test_mined_terms_take_nothing_from_redaction_tags():
     terms = [t.term for t in mine_terms(docs, min_freq=1)]
     assert "Generic Secret Store" in terms
     assert not [t for t in terms if "REDACTED" in t or t in ("generic-secret", "aws-access-key-id")], terms
+
+
+def test_a_scripts_variable_is_no_name_but_an_environment_variable_is(analyse):
+    text = (
+        "# Ferry Tool\n\n`$SpoolReport` was created by using the `New-Spool` cmdlet with the **SpoolReport** class. "
+        "Set `$FERRY_DATA_DIR` before starting the Ferry Tool.\n"
+    )
+    spans, _ = analyse(text)
+    names = {(s.surface, s.start) for s in spans}
+    variable = text.index("$SpoolReport") + 1
+    assert not [n for n in names if n[1] == variable], names  # "$SpoolReport": a variable of the example
+    assert ("SpoolReport", text.index("**SpoolReport**") + 2) in names  # the class, written as a name
+    assert "FERRY_DATA_DIR" in surfaces(spans)

@@ -213,3 +213,20 @@ def test_a_first_name_links_to_a_person_whose_name_is_written_as_one():
     keys = {m["surface"]: m["entity"] for m in out if m["kind"] == "mention"}
     assert keys["Ona"] == keys["Ona Pike"]
     assert keys["Velora"] != keys["Velora minima"]
+
+
+def test_a_product_linked_with_its_releases_is_named_without_a_release():
+    """Mentions of "Borealis Cache 3.0" link to "Borealis Cache"; however often one release is
+    written, the entity is the product, named as such."""
+    first = {"kind": "doc", "path": "a.md", "title": "Notes", "text": ""}
+    later = {"kind": "doc", "path": "b.md", "title": "Releases", "text": ""}
+    ms = [mention("Borealis Cache 3.0", "PRODUCT", chunk="b.md#0")] * 3
+    ms += [mention("Borealis Cache 5.1", "PRODUCT", chunk="b.md#0")]
+    # the mentions' own types decide (no typing context in these records for the type model)
+    recs = [first, mention("Borealis Cache", "PRODUCT"), later, *[dict(m) for m in ms]]
+    out = list(link(recs, linker=Linker(typer=None)))
+    keys = {m["entity"] for m in out if m["kind"] == "mention"}
+    assert len(keys) == 1, out
+    entity = [e for e in out if e["kind"] == "entity"][-1]  # as the last document leaves it
+    assert entity["name"] == "Borealis Cache"
+    assert {"Borealis Cache 3.0", "Borealis Cache 5.1"} <= set(entity["aliases"])

@@ -352,3 +352,11 @@ def test_evidence_bounds_move_only_over_markup():
     # a name glued to a closing mark is not widened over it
     assert evidence("x`A runs B.", 2, 11)["sentence"] == "A runs B."
     assert evidence("Plain sentence here.", 0, 20)["sentence"] == "Plain sentence here."
+
+
+def test_what_builds_on_another_depends_on_it_and_a_release_follows_it(rules):
+    got = rules("# Spool Classes\n\nThe **SpoolList** class builds on the **Spool** class.\n")
+    assert ("SpoolList", "depends_on", "Spool") in got, got
+    assert not [t for t in got if t[1] == "precedes"], got
+    got = rules("# Spool v2.1.0\n\nThis release builds on v2.0.3 and includes all of its fixes.\n")
+    assert [t for t in got if t[1] == "precedes" and t[0] == "v2.0.3"], got
