@@ -333,6 +333,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue
             if any(sp.start < te and ts < sp.end and sp.source != "coref" for sp in sent_spans):
                 continue  # the trigger word is inside a name
+            if _in_code(doc.text, ts):
+                continue  # "`using namespace System.Text`": a keyword of the code shown, not a word of the sentence
             if trig.rel == "uses" and masked_sentence[m.start()].isupper():
                 continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
             if trig.rel == "uses" and _use_as_noun(doc, block, ts):
@@ -496,6 +498,11 @@ def _doclike(sp) -> bool:
 def _citable(sp) -> bool:
     """What a document formally cites: standards, specifications and decision records."""
     return sp.type == "STANDARD" or sp.features.get("pattern") == "standard" or bool(DECISION_RECORD.match(sp.surface))
+
+
+def _in_code(text: str, pos: int) -> bool:
+    """Is ``pos`` inside inline code (an odd number of backticks before it on its line)?"""
+    return text.count("`", text.rfind("\n", 0, pos) + 1, pos) % 2 == 1
 
 
 def _release(*spans) -> bool:

@@ -360,3 +360,14 @@ def test_what_builds_on_another_depends_on_it_and_a_release_follows_it(rules):
     assert not [t for t in got if t[1] == "precedes"], got
     got = rules("# Spool v2.1.0\n\nThis release builds on v2.0.3 and includes all of its fixes.\n")
     assert [t for t in got if t[1] == "precedes" and t[0] == "v2.0.3"], got
+
+
+def test_a_trigger_word_inside_inline_code_is_code(rules):
+    got = rules(
+        "# about Imports\n\nThe `Ferry.Text` and `Ferry.Store` namespaces hold the types.\n\n"
+        "Note how the `using namespace Ferry.Text` and `using namespace Ferry.Store`\n"
+        "simplify the references to `[Encoder]` in `Ferry.Text` and `[Pipe]` in `Ferry.Store`.\n\n"
+        "The Spool Daemon uses the Strata Index.\n"
+    )
+    assert not [t for t in got if t[0].startswith("Ferry")], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
