@@ -47,5 +47,5 @@ def _stable_env(monkeypatch):
     # Deterministic redaction tags, no config leaking in from the developer's shell.
     monkeypatch.setenv("KGR_REDACT_KEY", "test-key")
     for name in list(os.environ):
-        if name.startswith("KGR_") and name not in ("KGR_REDACT_KEY", "KGR_SLOW", "KGR_SHARED"):
+        if name.startswith("KGR_") and name not in ("KGR_REDACT_KEY", "KGR_SLOW", "KGR_SHARED", "KGR_SEED"):
             monkeypatch.delenv(name, raising=False)

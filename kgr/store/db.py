@@ -172,14 +172,15 @@ class Store:
             )
 
     def migrate(self) -> int:
-        """Apply pending migrations; return how many were applied."""
+        """Apply pending migrations in one transaction (a crash leaves the database as it was,
+        never half upgraded); return how many were applied."""
         self._check_version()
+        if self.user_version >= migrations.LATEST:
+            return 0
         applied = 0
-        for number, (name, sql) in enumerate(migrations.MIGRATIONS, 1):
-            if self.user_version >= number:
-                continue
-            with self.write():
-                if self.user_version >= number:  # another process got there first
+        with self.write():
+            for number, (name, sql) in enumerate(migrations.MIGRATIONS, 1):
+                if self.user_version >= number:  # applied before, or by another process first
                     continue
                 self.conn.execute(sql)
                 self.conn.execute(f"PRAGMA user_version={number}")
@@ -188,7 +189,7 @@ class Store:
                     "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
                     (name,),
                 )
-            applied += 1
+                applied += 1
         return applied
 
     # -- transactions --------------------------------------------------------
