@@ -562,9 +562,7 @@ def _versioned(doc: Document, sp, block: Block):
     return sp
 
 
-PLURAL_PRONOUN = re.compile(
-    r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\s+(?:are|were|have|will|can|must)\b", re.I
-)
+PLURAL_PRONOUN = re.compile(r"\s*(?:both(?:\s+of\s+them)?|they|the\s+two|all\s+three)\b(?!-)", re.I)
 
 
 def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list:
@@ -755,9 +753,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     # instruction in running text is the reader's too (in a list under a heading, "Detect
     # retries using keys" is a duty)
     up = lead.head if lead.dep_ == "pcomp" and lead.head.dep_ == "prep" else lead
+    # the parser may hang it on the instruction's object ("Start a session on S1 using X")
+    if up.dep_ == "acl" and up.head.dep_ == "dobj" and up.head.head.i == tok.i:
+        up = up.head
     # so is one in a list item whose verb follows a purpose ("- To save X, start Y by using Z")
     purpose = any(c.dep_ == "advcl" and c.i < tok.i and _infinitive(c) for c in tok.children)
-    adverbial = up.dep_ in ("advcl", "prep") and up.head.i == tok.i and (block.kind in ("para", "quote") or purpose)
+    adverbial = (
+        up.dep_ in ("advcl", "prep", "dobj") and up.head.i == tok.i and (block.kind in ("para", "quote") or purpose)
+    )
     # a verb in its base form with no subject, no modal and no "to" of its own is an imperative
     # wherever the parser hangs it ("To get a key, use a `Get-Item` command in the `Cert:` drive":
     # "drive" taken for the sentence's verb)
@@ -871,6 +874,8 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
     if tok is None or tok.tag_ not in ("VBG", "VB") or tok.dep_ not in ("pcomp", "advcl", "acl", "xcomp"):
         return None
     for step in range(8):
+        if tok.dep_ in ("csubj", "csubjpass"):
+            return False  # "Using X with Y throws an error": the use is what the sentence is about; no one acts
         if step and tok.dep_ in ("acl", "relcl"):
             # "jobs created by using X", "modules that were created using X": what the clause
             # describes was made with X; the name it is, if any, uses X

@@ -269,6 +269,7 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
         para.append(i)
         i += 1
     flush_para()
+    _join_wrapped_lines(blocks)
 
     sections = [Section(0, None, [])]
     stack: list[tuple[int, str]] = []
@@ -335,13 +336,57 @@ def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(chars), links
 
 
-def _sentence_starts(masked: str) -> set[int]:
+def _sentence_starts(masked: str, wrap: int | None = None) -> set[int]:
+    """Where the sentences of a block start: after a sentence's end, and at each new line
+    unless the line before was only wrapped there (``wrap``: the document's wrap column)."""
     starts = {len(masked) - len(masked.lstrip())}
     for m in SENTENCE_END.finditer(masked):
         starts.add(m.end())
     for m in re.finditer(r"\n[ \t]*(?=\S)", masked):
-        starts.add(m.end())
+        if wrap is None or not _wrapped(masked, m.start(), m.end(), wrap):
+            starts.add(m.end())
     return starts
+
+
+# A hard-wrapped text (a Markdown source wrapped at 80 or 100 columns, a PDF's lines) breaks
+# its sentences at a column: such a line break starts no sentence. Tools wrap at 60 columns or
+# more; a text whose lines are shorter was broken by hand, line by line.
+MIN_WRAP = 60
+
+
+def _wrap_width(blocks: list[Block]) -> int | None:
+    """The column the document's paragraphs are wrapped at (the median of the longest line of
+    each paragraph or list item of several lines), or None when it has none or they are short."""
+    longest = sorted(
+        max(len(line) for line in b.masked.split("\n"))
+        for b in blocks
+        if b.kind in ("para", "item") and "\n" in b.masked.strip()
+    )
+    if not longest:
+        return None
+    width = longest[len(longest) // 2]
+    return width if width >= MIN_WRAP else None
+
+
+def _wrapped(masked: str, newline: int, next_start: int, wrap: int) -> bool:
+    """Was the line ending at ``newline`` broken only because the next line's first word did
+    not fit in ``wrap`` columns (a line that ends a label, "Owner:", is a line of its own)?"""
+    line = masked[masked.rfind("\n", 0, newline) + 1 : newline].rstrip()
+    if not line.strip() or line.endswith(":"):
+        return False
+    word = re.match(r"\S*", masked[next_start:]).group(0)
+    return len(line) + 1 + len(word) > wrap
+
+
+def _join_wrapped_lines(blocks: list[Block]) -> None:
+    """Sentences of the paragraphs and list items of a hard-wrapped document run across its
+    line breaks."""
+    wrap = _wrap_width(blocks)
+    if wrap is None:
+        return
+    for b in blocks:
+        if b.kind in ("para", "item") and "\n" in b.masked:
+            b.sentence_starts = _sentence_starts(b.masked, wrap)
 
 
 # -- positions in a spaCy parse ------------------------------------------------------------

@@ -1,5 +1,7 @@
 """The trigger rules of kgr.stages.relations: who a sentence says acts."""
 
+import textwrap
+
 import pytest
 
 from kgr.stages.relations import extract_relations
@@ -371,3 +373,44 @@ def test_a_trigger_word_inside_inline_code_is_code(rules):
     )
     assert not [t for t in got if t[0].startswith("Ferry")], got
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_a_sentence_runs_across_the_line_breaks_of_a_hard_wrapped_text(extractor):
+    """Markdown wrapped at a column breaks sentences, not facts: the line break after "the
+    **Path** and" (the next word did not fit) starts no sentence, so ItemType is an object too
+    and the evidence is whole; a short line of its own ("Owner: Strata Team") still ends there."""
+    lead = "In the default set-up of the spool host, the `New-Spool` cmdlet uses the **Path** and"
+    rest = "**ItemType** settings to create the spool file in the folder that you give it here."
+    width = len(lead) + 5  # "**ItemType**" does not fit after the lead
+    text = (
+        "# New-Spool\n\n"
+        + textwrap.fill(f"{lead} {rest}", width)
+        + "\n\nOwner: Strata Team\nThe Spool Daemon uses the Quarry Index.\n"
+    )
+    assert f"{lead}\n**ItemType**" in text
+    doc = parse_document(text, path="t.md")
+    rels = extract_relations(doc, extractor.mentions(doc))
+    got = {(r["src"], r["rel"], r["dst"]): r["evidence"]["sentence"] for r in rels}
+    assert ("New-Spool", "uses", "ItemType") in got, got
+    assert got[("New-Spool", "uses", "Path")].endswith("you give it here."), got
+    assert got[("Spool Daemon", "uses", "Quarry Index")] == "The Spool Daemon uses the Quarry Index.", got
+    # without a wrap column (no long lines), each line is its own sentence, as before
+    short = parse_document("# Notes\n\nOwner: Strata Team\nThe Spool Daemon uses the Quarry Index.\n", path="n.md")
+    assert len(short.blocks[1].sentences()) == 2
+
+
+def test_no_one_is_said_to_use_in_an_instruction_or_an_act_that_is_the_subject(rules):
+    got = rules(
+        "# Spool provider\n\nThe provider lets you manage spools.\n\n"
+        "Start a remote session on the S1 computer using the `New-Spool` cmdlet, and save it.\n\n"
+        "Beginning with Ferry 7.7, using the **Append** parameter with the **NoHeader** parameter throws an error.\n\n"
+        "The Spool Daemon loads the rows using the Strata Index.\n"
+    )
+    assert not [t for t in got if t[2] in ("New-Spool", "Append")], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
+    # "They" are several things, never the page's one subject
+    got = rules(
+        "# Remove-Spool\n\nThe `Remove-Spool` cmdlet deletes a spool.\n\n## NOTES\n\n"
+        "The cmdlets in the Ferry module are similar. They use the Quarry Index to write spools.\n"
+    )
+    assert not [t for t in got if t[2] == "Quarry Index"], got
