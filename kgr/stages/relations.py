@@ -418,11 +418,16 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue
             taken.append((ts, te))
             subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
+            # "X uses the **A** and **B** parameters": A and B are X's own interface elements
+            element = trig.rel == "uses" and not trig.inverse and _interface_element(doc, objects[-1])
             for subj in subjects:
                 for k, obj in enumerate(objects):
                     src, dst = (obj, subj) if trig.inverse else (subj, obj)
                     if trig.rel == "same_as":
                         src, dst = (obj, subj)
+                    if element:
+                        add(obj, subj, "part_of", trig.weight, "uses its", block, s, e, proximity * (0.95**k))
+                        continue
                     if not types_ok(trig.rel, src, dst):
                         continue
                     if (
@@ -437,6 +442,19 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         # Book class" extends it: it needs it, as what is built on something does
                         rel, src, dst = "depends_on", dst, src
                     add(src, dst, rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
+
+
+# the word after a name that makes it an element of a command's or an API's interface, when
+# nothing says whose ("the **Path** parameter", not "the Path parameter of Get-Item")
+INTERFACE_ELEMENT = re.compile(
+    r"^\s*(?:parameters?|flags?|options?|switch(?:es)?|arguments?)\b(?!\s+(?:of|from|in|on|for)\b)", re.I
+)
+
+
+def _interface_element(doc: Document, obj) -> bool:
+    """Is the object of "uses" one of the subject's own parameters, flags or options? The
+    annotation guideline makes a flag or parameter part of what it belongs to."""
+    return bool(INTERFACE_ELEMENT.match(_unmark(doc.text[obj.end : obj.end + 40])))
 
 
 PLURAL_INTERFACES = re.compile(
@@ -1244,15 +1262,15 @@ def _column_relation(name: str) -> tuple[str, bool] | None:
 
 
 def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
-    """ "upgraded X from 1.2.7 to 1.3.2", "A -> B -> C": the first precedes the second."""
+    """ "upgraded X from 1.2.7 to 1.3.2" (releases), "A -> B -> C": the first precedes the second."""
     for block in doc.blocks:
         spans = by_block.get(id(block), [])
         for a, b in zip(spans, spans[1:]):
             gap = _unmark(doc.text[a.end : b.start])
             before = _unmark(doc.text[max(block.start, a.start - 6) : a.start]).lower()
             if re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) or (
-                re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type
-            ):
+                re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type and _release(a, b)
+            ):  # "from 1.2.7 to 1.3.2"; "moves a certificate from LocalMachine to CurrentUser" is no order
                 s0, e0 = _sentence_of(block, a.start)
                 add(a, b, "precedes", 0.75, "sequence", block, block.start + s0, block.start + e0)
 

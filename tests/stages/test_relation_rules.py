@@ -414,3 +414,27 @@ def test_no_one_is_said_to_use_in_an_instruction_or_an_act_that_is_the_subject(r
         "The cmdlets in the Ferry module are similar. They use the Quarry Index to write spools.\n"
     )
     assert not [t for t in got if t[2] == "Quarry Index"], got
+
+
+def test_from_one_thing_to_another_is_an_order_only_between_releases(rules):
+    got = rules(
+        "# Move-Spool\n\nThis command renames the spool from `old.txt` to `new.txt`.\n\n"
+        "It moves a key from `LocalMachine` to `CurrentUser`.\n\n"
+        "We upgraded the Ledger Store from 1.2.7 to 1.3.2 last week.\n"
+    )
+    assert not [t for t in got if t[1] == "precedes" and t[0] in ("old.txt", "LocalMachine")], got
+    assert ("1.2.7", "precedes", "1.3.2") in got, got
+
+
+def test_a_parameter_a_command_uses_is_part_of_it(rules):
+    """The guideline makes a flag or parameter part of what it belongs to: "X uses the **A** and
+    **B** parameters" says A and B are X's; "the Name parameter of Y" is Y's, not X's."""
+    got = rules(
+        "# New-Spool\n\nThe `New-Spool` cmdlet uses the **Path** and **ItemType** parameters to create the file.\n\n"
+        "`Get-Spool` uses the **Name** parameter of `Get-Item`.\n\n"
+        "The Spool Daemon uses the Strata Index.\n"
+    )
+    assert {("Path", "part_of", "New-Spool"), ("ItemType", "part_of", "New-Spool")} <= got, got
+    assert not [t for t in got if t[0] == "New-Spool" and t[1] == "uses"], got
+    assert not [t for t in got if t[:2] == ("Name", "part_of")], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
