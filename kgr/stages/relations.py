@@ -941,7 +941,8 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list):
 
 
 def _unmark(text: str) -> str:
-    return re.sub(r"[*`_]", "", text)
+    """``text`` without inline markup, nor the "> " that opens a quoted paragraph's next line."""
+    return re.sub(r"[*`_]|(?<=\n)[ \t]*>+", "", text)
 
 
 def _structural(doc: Document, block: Block, bspans: list, add) -> None:

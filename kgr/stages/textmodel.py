@@ -258,8 +258,14 @@ def parse_document(text: str, *, title: str | None = None, path: str | None = No
             continue
         if line.lstrip().startswith(">"):
             flush_para()
-            blocks.append(_block("quote", offsets[i], line))
-            i += 1
+            # the lines of one quoted paragraph are one block (a note wrapped over "> " lines);
+            # an empty "> ", a quoted list item, table, fence or "[!NOTE]" marker is a line of its own
+            j = i + 1
+            while j < len(lines) and _quoted_prose(lines[j - 1]) and _quoted_prose(lines[j]):
+                j += 1
+            s, e = offsets[i], offsets[j - 1] + len(lines[j - 1])
+            blocks.append(_block("quote", s, text[s:e]))
+            i = j
             continue
         step = STEP.match(line)
         if step and not para:
@@ -291,6 +297,17 @@ def _block(kind: str, start: int, raw: str, *, level: int = 0, step: int | None 
     return block
 
 
+QUOTE_MARK = re.compile(r"^[ \t]*>+[ \t]?", re.M)
+QUOTED_NOT_PROSE = re.compile(r"^\s*(?:$|[-*+]\s|\d{1,3}[.)]\s|#|\||```|~~~|\[!|<)")
+
+
+def _quoted_prose(line: str) -> bool:
+    """Is a "> " line a line of a quoted paragraph (not empty, no list item, table, fence,
+    heading or "[!NOTE]" marker)?"""
+    m = QUOTE_MARK.match(line)
+    return m is not None and not QUOTED_NOT_PROSE.match(line[m.end() :])
+
+
 def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
     chars = list(raw)
     links = []
@@ -314,9 +331,8 @@ def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
         if m:
             blank(0, m.end())
     if kind == "quote":
-        m = re.match(r"^[ \t]*>+[ \t]?", raw)
-        if m:
-            blank(0, m.end())
+        for m in QUOTE_MARK.finditer(raw):
+            blank(m.start(), m.end())
     if kind == "row":
         for k, ch in enumerate(raw):
             if ch == "|":
@@ -336,14 +352,14 @@ def _mask(raw: str, kind: str) -> tuple[str, list[tuple[int, int, str]]]:
     return "".join(chars), links
 
 
-def _sentence_starts(masked: str, wrap: int | None = None) -> set[int]:
+def _sentence_starts(masked: str, wrap: int | None = None, raw: str | None = None) -> set[int]:
     """Where the sentences of a block start: after a sentence's end, and at each new line
     unless the line before was only wrapped there (``wrap``: the document's wrap column)."""
     starts = {len(masked) - len(masked.lstrip())}
     for m in SENTENCE_END.finditer(masked):
         starts.add(m.end())
     for m in re.finditer(r"\n[ \t]*(?=\S)", masked):
-        if wrap is None or not _wrapped(masked, m.start(), m.end(), wrap):
+        if wrap is None or not _wrapped(masked, raw or masked, m.start(), wrap):
             starts.add(m.end())
     return starts
 
@@ -360,7 +376,7 @@ def _wrap_width(blocks: list[Block]) -> int | None:
     longest = sorted(
         max(len(line) for line in b.masked.split("\n"))
         for b in blocks
-        if b.kind in ("para", "item") and "\n" in b.masked.strip()
+        if b.kind in ("para", "item", "quote") and "\n" in b.masked.strip()
     )
     if not longest:
         return None
@@ -368,14 +384,18 @@ def _wrap_width(blocks: list[Block]) -> int | None:
     return width if width >= MIN_WRAP else None
 
 
-def _wrapped(masked: str, newline: int, next_start: int, wrap: int) -> bool:
-    """Was the line ending at ``newline`` broken only because the next line's first word did
-    not fit in ``wrap`` columns (a line that ends a label, "Owner:", is a line of its own)?"""
+def _wrapped(masked: str, raw: str, newline: int, wrap: int) -> bool:
+    """Was the line ending at ``newline`` broken only because the next line's first word (as
+    written, markup and all) did not fit in ``wrap`` columns? A line that ends a label
+    ("Owner:") is a line of its own."""
     line = masked[masked.rfind("\n", 0, newline) + 1 : newline].rstrip()
     if not line.strip() or line.endswith(":"):
         return False
-    word = re.match(r"\S*", masked[next_start:]).group(0)
+    word = NEXT_WORD.match(raw, newline + 1).group(1)
     return len(line) + 1 + len(word) > wrap
+
+
+NEXT_WORD = re.compile(r"[ \t]*(?:>+[ \t]*)?(\S*)")
 
 
 def _join_wrapped_lines(blocks: list[Block]) -> None:
@@ -385,8 +405,8 @@ def _join_wrapped_lines(blocks: list[Block]) -> None:
     if wrap is None:
         return
     for b in blocks:
-        if b.kind in ("para", "item") and "\n" in b.masked:
-            b.sentence_starts = _sentence_starts(b.masked, wrap)
+        if b.kind in ("para", "item", "quote") and "\n" in b.masked:
+            b.sentence_starts = _sentence_starts(b.masked, wrap, b.raw)
 
 
 # -- positions in a spaCy parse ------------------------------------------------------------

@@ -438,3 +438,20 @@ def test_a_parameter_a_command_uses_is_part_of_it(rules):
     assert not [t for t in got if t[0] == "New-Spool" and t[1] == "uses"], got
     assert not [t for t in got if t[:2] == ("Name", "part_of")], got
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_a_quoted_note_wrapped_over_its_lines_is_one_paragraph(rules):
+    """The "> " lines of one quoted paragraph are one block: a sentence wrapped from one to the
+    next is read whole; the "[!NOTE]" marker and a quoted list item stay lines of their own."""
+    lead = "> In the default set-up of the spool host, for every job that it runs, the Spool Daemon uses the"
+    text = (
+        "# Spool Daemon\n\nThe Spool Daemon writes spools.\n\n> [!NOTE]\n"
+        f"{lead}\n> Quarry Index to find the rows that the job of the day has to write out to the spool.\n"
+        "> - Ferry uses the Strata Index.\n"
+    )
+    assert len(lead) + 1 + len("Quarry") > max(len(line) for line in text.splitlines()[5:]) - 5
+    got = rules(text)
+    assert ("Spool Daemon", "uses", "Quarry Index") in got, got
+    doc = parse_document(text, path="t.md")
+    quotes = [b.masked.strip() for b in doc.blocks if b.kind == "quote"]
+    assert quotes[0] == "[!NOTE]" and quotes[-1].startswith("- Ferry"), quotes
