@@ -421,16 +421,30 @@ def decide(examples: list[Example], probs, threshold, veto: float = 0.0) -> dict
     per relation) and fits the relation's signature (:func:`kgr.stages.relmodel.learned_relations`
     decides the same way)."""
     said, best = _readings(examples, probs)
-    out: dict[tuple[str, str], set[tuple]] = collections.defaultdict(set)
+
+    def limit(rel: str) -> float:
+        return threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
+
+    kept: dict[tuple[str, str], list[tuple]] = collections.defaultdict(list)
     covered = set()
     for where, p, src, rel, dst in said:
         if p >= veto:
-            out[where].add(_triple(src, rel, dst))
+            kept[where].append((p, src, rel, dst))
             covered.add((*where, *sorted((src[0], dst[0]))))
     for key, p, rel, src, dst, allowed in best:
-        t = threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
-        if p >= t and allowed and key not in covered:
-            out[key[:2]].add(_triple(src, rel, dst))
+        if p >= limit(rel) and allowed and key not in covered:
+            kept[key[:2]].append((p, src, rel, dst))
+    out: dict[tuple[str, str], set[tuple]] = collections.defaultdict(set)
+    for where, said_here in kept.items():
+        out[where] = {_triple(src, rel, dst) for _, src, rel, dst in said_here}
+        # what being located in a place entails (kgr.stages.relmodel._located_through)
+        links = [(p, src, dst) for p, src, rel, dst in said_here if rel == "located_in"]
+        related = {frozenset((src[0], dst[0])) for _, src, _, dst in said_here}
+        for p, a, b in links:
+            for q, b2, place in links:
+                if b2[0] == b[0] and a[0] != place[0] and frozenset((a[0], place[0])) not in related:
+                    if p * q >= limit("located_in"):
+                        out[where].add(_triple(a, "located_in", place))
     return out
 
 

@@ -712,7 +712,9 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
             text = text[cut:]
             words = words[1:]
             at_start = False if words else at_start
-        if words and text.lower() not in STOP_NAMES and not (at_start and len(words) == 1):
+        if len(text) == 1 and "/" in (masked[start - 1 : start], masked[end : end + 1]):
+            pass  # the "O" of "I/O", the "B" of "A/B testing": a letter of a slashed abbreviation
+        elif words and text.lower() not in STOP_NAMES and not (at_start and len(words) == 1):
             yield start, end
         i = j + 1
 
@@ -780,6 +782,7 @@ class Extractor:
         primary = _versioned_names(doc.text, primary)
         chosen = _add_ner(primary, ner)
         chosen.extend(_surnames(doc, chosen))
+        chosen.extend(_repeated_words(doc, chosen))
         _mark_sentences(doc, chosen)
         doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
@@ -1693,6 +1696,42 @@ def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:
                     ref_start=full.ref_start if full.refers else full.start,
                 )
             )
+            taken.add(s, e)
+    return out
+
+
+def _repeated_words(doc: Document, chosen: list[Span]) -> list[Span]:
+    """A one-word name the document writes inside a sentence ("a luxury hotel in Berlin") is
+    that name where a sentence opens with it too ("Berlin is a city in Germany"), which a name run
+    and spaCy's entities alone never take (one capitalised word opening a sentence is as often
+    a verb: "Captures card payments"). Not a word the document also writes in lower case."""
+    named: dict[str, Span] = {}
+    for sp in chosen:
+        w = sp.surface
+        if (
+            sp.source in ("name", "ner", "gazetteer")
+            and len(w) >= 3
+            and w.isalpha()
+            and w[:1].isupper()
+            and w.lower() not in STOP_NAMES
+        ):
+            named.setdefault(w, sp)
+    if not named:
+        return []
+    taken = _Intervals()
+    for sp in chosen:
+        taken.add(sp.start, sp.end)
+    rx = re.compile(rf"{_B}(?:{'|'.join(map(re.escape, sorted(named)))}){_E}")
+    out = []
+    for block in doc.blocks:
+        if block.kind in ("code", "heading"):
+            continue
+        for m in rx.finditer(block.masked):
+            s, e = block.start + m.start(), block.start + m.end()
+            if taken.overlaps(s, e) or doc.prose_word(m.group()):
+                continue
+            sp = named[m.group()]
+            out.append(Span(s, e, m.group(), sp.type, "name", 0.55, {"repeats": sp.start}, sp.refers, sp.ref_start))
             taken.add(s, e)
     return out
 

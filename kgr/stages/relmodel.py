@@ -778,14 +778,36 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
         prev = best.get(key)
         if prev is None or (p, c.start - c.end) > (prev[0], prev[4].start - prev[4].end):
             best[key] = (p, src, dst, rel, c)  # the likeliest; of equals, the shortest evidence
-    out = [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in ruled.values()]
     # what the model adds alone keeps to the relation's signature (a place to be located in, an
     # owner that can own): the rules' own type checks
-    out += [
-        _record(doc, src, dst, rel, p, c)
-        for p, src, dst, rel, c in best.values()
-        if p >= model.threshold_for(rel) and types_ok(rel, src, dst)
+    kept = list(ruled.values()) + [
+        t for t in best.values() if t[0] >= model.threshold_for(t[3]) and types_ok(t[3], t[1], t[2])
     ]
+    out = [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in kept]
+    return out + _located_through(doc, model, kept)
+
+
+def _located_through(doc: Document, model: RelationModel, kept: list[tuple]) -> list[dict]:
+    """What being located in a place entails: a thing in a town that lies in a country is in that
+    country too ("Tartu is a city in Tartu County" and "Tartu County is a county of Estonia").
+    One step, for two names the document relates no other way, when the two links together are as
+    likely as a link stated once must be (the product of their probabilities passes the relation's
+    threshold). Its evidence is both links' sentences: a record for each."""
+    rel = "located_in"
+    links = [t for t in kept if t[3] == rel]
+    related = {frozenset((name_of(t[1]), name_of(t[2]))) for t in kept}
+    found: dict[tuple[str, str], tuple] = {}
+    for p, a, b, _, c1 in links:
+        for q, b2, place, _, c2 in links:
+            pair = (name_of(a), name_of(place))
+            if name_of(b2) != name_of(b) or pair[0] == pair[1] or frozenset(pair) in related:
+                continue
+            if p * q >= model.threshold_for(rel) and types_ok(rel, a, place) and p * q > found.get(pair, (0,))[0]:
+                found[pair] = (p * q, a, place, c1, c2)
+    out = []
+    for p, a, place, c1, c2 in found.values():
+        for c in (c1, c2) if (c1.start, c1.end) != (c2.start, c2.end) else (c1,):
+            out.append({**_record(doc, a, place, rel, p, c), "pattern": "learned:inferred"})
     return out
 
 

@@ -334,3 +334,24 @@ def test_a_scripts_variable_is_no_name_but_an_environment_variable_is(analyse):
     assert not [n for n in names if n[1] == variable], names  # "$SpoolReport": a variable of the example
     assert ("SpoolReport", text.index("**SpoolReport**") + 2) in names  # the class, written as a name
     assert "FERRY_DATA_DIR" in surfaces(spans)
+
+
+def test_a_letter_of_a_slashed_abbreviation_is_no_name(analyse):
+    spans, _ = analyse(
+        "# Sifter\n\nThe first Sifter run causes higher disk I/O for a few hours.\n\n"
+        "We ran A/B tests of Plan B, written in C.\n"
+    )
+    names = surfaces(spans)
+    assert "O" not in names and "B" not in names, names  # "I/O", "A/B"
+    assert "Plan B" in names and "C" in names, names  # a letter that is a name stays one
+
+
+def test_a_one_word_name_the_text_writes_inside_a_sentence_is_a_name_opening_one(analyse):
+    text = (
+        "# Hotel Adlon\n\nThe Hotel Adlon is a luxury hotel in Berlin. It lists its rooms.\n\n"
+        "Berlin is a city in Germany.\n\n- Lists the rooms of the hotel.\n"
+    )
+    spans, _ = analyse(text)
+    names = {(s.surface, s.start, s.type) for s in spans}
+    assert ("Berlin", text.index("Berlin is"), "LOCATION") in names, names
+    assert not [n for n in names if n[0] == "Lists"], names  # a verb opening an item stays a verb

@@ -158,3 +158,31 @@ def test_the_features_read_each_names_type_as_the_type_model_decides_it_over_the
     with relmodel.typing_with(lambda path: None):  # no type model: no learned types
         (c,) = [c for c in by_kind(candidates(doc, spans, rules), "sentence") if c.b.surface == "Invoice Service"]
     assert not [x for x in c.features if x.startswith(("lt=", "lta=", "ltb="))]
+
+
+def test_a_place_within_a_place_locates_what_is_in_it_when_both_links_are_likely(read):
+    doc, spans, rules = read(
+        "# Hotel Adlon\n\nThe Hotel Adlon is a luxury hotel in Berlin.\n\nBerlin is a city in Germany.\n"
+    )
+
+    def located(weight: float) -> dict:
+        # "X is a <noun> in Y": both sentences' dependency path
+        m = _model({("dp=nsubj|attrvprepvpobj", "located_in>"): weight}, threshold={"located_in": 0.5})
+        return {
+            (r["src"], r["rel"], r["dst"], r["evidence"]["sentence"]): r
+            for r in learned_relations(doc, spans, rules, model=m)
+        }
+
+    got = located(8.0)  # both links ~0.99: so is what they entail
+    assert ("Hotel Adlon", "located_in", "Berlin", "The Hotel Adlon is a luxury hotel in Berlin.") in got, got
+    assert ("Berlin", "located_in", "Germany", "Berlin is a city in Germany.") in got, got
+    inferred = {k: r for k, r in got.items() if k[:3] == ("Hotel Adlon", "located_in", "Germany")}
+    # one record for each link's sentence, so the store keeps both as its evidence
+    assert {k[3] for k in inferred} == {"The Hotel Adlon is a luxury hotel in Berlin.", "Berlin is a city in Germany."}
+    assert all(r["pattern"] == "learned:inferred" for r in inferred.values())
+    stated = [r["confidence"] for k, r in got.items() if k not in inferred]
+    assert all(0.5 <= r["confidence"] <= min(stated) for r in inferred.values())
+    # two links each just likely enough (0.58) are together less likely than a stated link must be
+    weak = located(4.0)
+    assert ("Berlin", "located_in", "Germany") in {k[:3] for k in weak}, weak
+    assert ("Hotel Adlon", "located_in", "Germany") not in {k[:3] for k in weak}, weak
