@@ -208,6 +208,8 @@ NEGATION = re.compile(
     r"|instead\s+of|rather\s+than|alternative\s+to|as\s+opposed\s+to)\s+(?:\w+\s+)?$",
     re.I,
 )
+# "without encountering an error or using CredSSP": a gerund coordinated under "without" is denied too
+NEGATED_GERUND = re.compile(r"\bwithout\s+\w+ing\b[^,;:.()]{0,80}\b(?:or|nor|and)\s+$", re.I)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
 OBJECT_GAP = re.compile(
     r"^[,:]?\s*(?:(?!(?:with|of|for|in|on|at|from|to|by|about|into|than)\b)[\w'’/-]+\s+){0,3}$", re.I
@@ -341,6 +343,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "while X is in use", "the use of X": no one is said to use anything
             if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
                 continue  # "SETL never calls the Charges API"
+            if m.group().lower().endswith("ing") and NEGATED_GERUND.search(masked_sentence[: m.start()]):
+                continue  # "... without encountering an error or using CredSSP"
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
             # "using its algorithm": a possessive stands for the owner of what follows, not the object

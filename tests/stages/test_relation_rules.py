@@ -455,3 +455,13 @@ def test_a_quoted_note_wrapped_over_its_lines_is_one_paragraph(rules):
     doc = parse_document(text, path="t.md")
     quotes = [b.masked.strip() for b in doc.blocks if b.kind == "quote"]
     assert quotes[0] == "[!NOTE]" and quotes[-1].startswith("- Ferry"), quotes
+
+
+def test_a_use_coordinated_under_without_is_denied(rules):
+    got = rules(
+        "# Save-Tool\n\nThe `Save-Tool` cmdlet copies files to a share without encountering an access error "
+        "or using the `Copy-Ledger` cmdlet.\n\nThe `Save-Tool` cmdlet calls the `Move-Ledger` cmdlet "
+        "without a prompt or a confirmation.\n"
+    )
+    assert ("Save-Tool", "uses", "Copy-Ledger") not in got, got
+    assert ("Save-Tool", "uses", "Move-Ledger") in got, got  # "without" after the use denies nothing
