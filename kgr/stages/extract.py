@@ -1048,11 +1048,11 @@ def _is_version(text: str, start: int, end: int, surface: str) -> bool:
 
 
 def _expletive(text: str, end: int) -> bool:
-    """ "it is worth", "it takes", "it seems": not a reference to anything."""
-    rest = text[end : end + 30].lower()
+    """ "it is worth", "it's also possible", "it takes", "it seems": not a reference to anything."""
+    rest = text[end : end + 40].lower()
     return bool(
         re.match(
-            r"\s+(?:is|was)\s+(?:not\s+)?(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe|best|better|advisable|useful|helpful|common)\b|\s+(?:seems|appears|takes)\b",
+            r"(?:\s+is|\s+was|['’]s)\s+(?:(?:not|also|still|often|usually|always|now|\w+ly)\s+){0,2}(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe|best|better|advisable|useful|helpful|common)\b|\s+(?:seems|appears|takes)\b",
             rest,
         )
     )

@@ -465,3 +465,12 @@ def test_a_use_coordinated_under_without_is_denied(rules):
     )
     assert ("Save-Tool", "uses", "Copy-Ledger") not in got, got
     assert ("Save-Tool", "uses", "Move-Ledger") in got, got  # "without" after the use denies nothing
+
+
+def test_it_is_also_possible_to_use_x_is_the_readers_use(rules):
+    got = rules(
+        "# Save-Tool\n\nThe `Save-Tool` cmdlet saves help files.\n\n"
+        "It is also possible to save a **ModuleInfo** object using `Export-Ledger` on a computer that has no "
+        "internet access.\n\nIt's possible to start the copy by using `Copy-Ledger`.\n"
+    )
+    assert not [t for t in got if t[1] == "uses"], got  # an expletive "it" stands for nothing
