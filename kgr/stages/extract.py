@@ -1668,13 +1668,34 @@ def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:
             for w in (words[0], words[-1]):
                 if len(w) >= 3 and w[:1].isupper() and w[1:].islower() and w.lower() not in STOP_NAMES:
                     last.setdefault(w, sp)
-    if not last:
-        return []
+    out = []
+    for s, e, word in _free_occurrences(doc, chosen, last):
+        full = last[word]
+        out.append(
+            Span(
+                s,
+                e,
+                word,
+                "PERSON",
+                "name",
+                0.55,
+                {"part_of_name": full.surface},
+                refers=full.refers or full.surface,
+                ref_start=full.ref_start if full.refers else full.start,
+            )
+        )
+    return out
+
+
+def _free_occurrences(doc: Document, chosen: list[Span], words) -> Iterator[tuple[int, int, str]]:
+    """(start, end, word) of each occurrence of ``words`` in the prose that no chosen span covers
+    (nor an earlier occurrence), and that the document does not also write in lower case."""
+    if not words:
+        return
     taken = _Intervals()
     for sp in chosen:
         taken.add(sp.start, sp.end)
-    rx = re.compile(rf"{_B}(?:{'|'.join(map(re.escape, sorted(last)))}){_E}")
-    out = []
+    rx = re.compile(rf"{_B}(?:{'|'.join(map(re.escape, sorted(words)))}){_E}")
     for block in doc.blocks:
         if block.kind in ("code", "heading"):
             continue
@@ -1682,22 +1703,8 @@ def _surnames(doc: Document, chosen: list[Span]) -> list[Span]:
             s, e = block.start + m.start(), block.start + m.end()
             if taken.overlaps(s, e) or doc.prose_word(m.group()):
                 continue
-            full = last[m.group()]
-            out.append(
-                Span(
-                    s,
-                    e,
-                    m.group(),
-                    "PERSON",
-                    "name",
-                    0.55,
-                    {"part_of_name": full.surface},
-                    refers=full.refers or full.surface,
-                    ref_start=full.ref_start if full.refers else full.start,
-                )
-            )
             taken.add(s, e)
-    return out
+            yield s, e, m.group()
 
 
 def _repeated_words(doc: Document, chosen: list[Span]) -> list[Span]:
@@ -1716,23 +1723,10 @@ def _repeated_words(doc: Document, chosen: list[Span]) -> list[Span]:
             and w.lower() not in STOP_NAMES
         ):
             named.setdefault(w, sp)
-    if not named:
-        return []
-    taken = _Intervals()
-    for sp in chosen:
-        taken.add(sp.start, sp.end)
-    rx = re.compile(rf"{_B}(?:{'|'.join(map(re.escape, sorted(named)))}){_E}")
     out = []
-    for block in doc.blocks:
-        if block.kind in ("code", "heading"):
-            continue
-        for m in rx.finditer(block.masked):
-            s, e = block.start + m.start(), block.start + m.end()
-            if taken.overlaps(s, e) or doc.prose_word(m.group()):
-                continue
-            sp = named[m.group()]
-            out.append(Span(s, e, m.group(), sp.type, "name", 0.55, {"repeats": sp.start}, sp.refers, sp.ref_start))
-            taken.add(s, e)
+    for s, e, word in _free_occurrences(doc, chosen, named):
+        sp = named[word]
+        out.append(Span(s, e, word, sp.type, "name", 0.55, {"repeats": sp.start}, sp.refers, sp.ref_start))
     return out
 
 
