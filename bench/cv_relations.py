@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     for setting, probs in (("kfold", cv.kfold_probs), ("left_out", cv.loco_probs)):
         report["candidate_level"][setting] = learn.pair_scores(data, examples, probs, cv.threshold, cv.veto)
     if not args.no_pipeline:
-        full = learn.fit(examples, threshold=cv.threshold, veto=cv.veto, **kwargs)
+        full = learn.fit(examples, threshold=cv.threshold, veto=cv.veto, scopes=learn.scopes_of(data), **kwargs)
         for d in data:
             name = d.corpus.name
             row = {}

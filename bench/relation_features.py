@@ -59,14 +59,15 @@ def sparse_probabilities(data):
 
     examples = [e for d in data for e in d.examples]
     fold = learn.folds_of(data, learn.FOLDS)
+    scopes = learn.scopes_of(data)
     kfold = np.zeros((len(examples), len(learn.LABELS)), dtype=np.float32)
     for f in range(learn.FOLDS):
-        model = learn.fit([e for e in examples if fold[(e.corpus, e.doc)] != f], dense=False)
+        model = learn.fit([e for e in examples if fold[(e.corpus, e.doc)] != f], dense=False, scopes=scopes)
         test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
         kfold[test] = model.probabilities([examples[i].features for i in test])
     left_out = np.zeros_like(kfold)
     for d in data:
-        model = learn.fit([e for e in examples if e.corpus != d.corpus.name], dense=False)
+        model = learn.fit([e for e in examples if e.corpus != d.corpus.name], dense=False, scopes=scopes)
         test = [i for i, e in enumerate(examples) if e.corpus == d.corpus.name]
         left_out[test] = model.probabilities([examples[i].features for i in test])
     return examples, kfold, left_out

@@ -3,7 +3,7 @@
 ``kgr train relations --golden A --golden B ... --out FILE`` ingests each annotated folder
 into a scratch database (no vectors), collects the candidates extraction makes for every
 document, labels them from the annotation, and fits a multinomial logistic regression
-(scikit-learn) on their features and a small network (torch, :func:`fit_dense`) on each
+(scipy's L-BFGS on scikit-learn's objective, :func:`fit_softmax`) on their features and a small network (torch, :func:`fit_dense`) on each
 candidate's two names as the default embedding model reads them in the evidence
 (:mod:`kgr.stages.relview`). Extraction averages the two for the candidates the logistic
 model finds plausible (``RelationModel.cascade``), and so do the cross-validated
@@ -14,7 +14,11 @@ predictions the thresholds are chosen on. The labels:
   relation's evidence (or the evidence cannot be found in kgr's text); a candidate of a
   related pair outside the evidence is left out of training (it may or may not say it);
 - any other candidate is "none", except, in a corpus whose ``scope.json`` limits what it
-  annotates, a candidate with an end that is no annotated entity (it cannot be judged).
+  annotates, a candidate with an end that is no annotated entity (it cannot be judged);
+- in a corpus whose ``scope.json`` names the relation types it annotates, "none" means none
+  of those: such a candidate's target is "none" or any relation outside them
+  (:func:`targets`), so Re-DocRED's thousands of unrelated pairs do not teach the model that
+  the way a sentence states ``uses`` or ``refers_to`` states nothing.
 
 The features read each name's type as the entity-type model decides it over the document's
 mentions (:func:`kgr.stages.relmodel.document_types`). That model is trained on the typed
@@ -265,6 +269,71 @@ def corpus_weights(train: list[Example]):
     return np.array([(total / (len(sizes) * sizes[e.corpus])) ** BALANCE for e in train])
 
 
+def targets(train: list[Example], scopes: dict[str, frozenset[str] | None] | None = None):
+    """Each example's acceptable labels (a boolean row over ``LABELS``): its label; and, for a
+    "none" of a corpus whose ``scope.json`` names the relation types it annotates, every label
+    of a relation outside them too. Such a corpus says a pair is none of *its* relations; whether
+    one of the others holds it does not say (Re-DocRED annotates no ``uses``)."""
+    import numpy as np
+
+    M = np.zeros((len(train), len(LABELS)), dtype=bool)
+    for i, e in enumerate(train):
+        M[i, LABELS.index(e.label)] = True
+        judged = (scopes or {}).get(e.corpus)
+        if e.label == NONE and judged is not None:
+            M[i, [j for j, label in enumerate(LABELS) if j and label[:-1] not in judged]] = True
+    return M
+
+
+def scopes_of(data: list[CorpusData]) -> dict[str, frozenset[str] | None]:
+    """Each corpus's annotated relation types (None: every relation)."""
+    return {d.corpus.name: d.corpus.scope.relation_types for d in data}
+
+
+def fit_softmax(X, M, weights, C: float):
+    """Multinomial logistic regression with partial labels: minimises
+    ``C * sum_i w_i * -log P(label_i in M_i | x_i) + |W|^2 / 2`` (scikit-learn's objective when
+    every row of ``M`` holds one label) with scipy's L-BFGS, divided by ``C * sum_i w_i`` as
+    scikit-learn does, so that its stopping rule (``gtol``) means the same. Returns (W, b); a
+    label no row accepts gets a bias of -30 (never predicted)."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    seen = M.any(axis=0)
+    M = M[:, seen]
+    X = X.astype(np.float32).tocsr()  # float32 arithmetic, as scikit-learn keeps for float32 data
+    Xt = X.T.tocsr()
+    d, k = X.shape[1], M.shape[1]
+    w = np.asarray(weights, dtype=np.float64)
+    cw = (w / w.sum()).astype(np.float32)[:, None]
+    l2 = np.float32(1.0 / (C * w.sum()))
+
+    def objective(theta):
+        W, b = theta[: d * k].reshape(d, k).astype(np.float32), theta[d * k :].astype(np.float32)
+        Z = X @ W + b
+        E = np.exp(Z - Z.max(axis=1, keepdims=True))
+        Em = np.where(M, E, np.float32(0.0))
+        total = E.sum(axis=1, keepdims=True)
+        accepted = np.maximum(Em.sum(axis=1, keepdims=True), np.float32(1e-30))
+        loss = float((cw * (np.log(total) - np.log(accepted))).sum(dtype=np.float64))
+        loss += 0.5 * float(l2) * float((W * W).sum(dtype=np.float64))
+        G = cw * (E / total - Em / accepted)
+        return loss, np.concatenate([(Xt @ G + l2 * W).ravel(), G.sum(axis=0)]).astype(np.float64)
+
+    res = minimize(
+        objective,
+        np.zeros(d * k + k),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": MAX_ITER, "gtol": 1e-4, "ftol": 64 * np.finfo(float).eps, "maxls": 50},
+    )
+    W = np.zeros((d, len(seen)), dtype=np.float32)
+    b = np.full(len(seen), -30.0, dtype=np.float32)
+    W[:, seen] = res.x[: d * k].reshape(d, k)
+    b[seen] = res.x[d * k :]
+    return W, b
+
+
 def fit(
     examples: list[Example],
     *,
@@ -273,43 +342,35 @@ def fit(
     veto: float = 0.0,
     meta: dict | None = None,
     dense: bool = True,
+    scopes: dict[str, frozenset[str] | None] | None = None,
 ):
-    """The sparse logistic regression and, with ``dense`` and every example's view read, the dense head."""
+    """The sparse logistic regression and, with ``dense`` and every example's view read, the dense
+    head; ``scopes``: each corpus's annotated relation types (None: all), see :func:`targets`."""
     import numpy as np
-    from sklearn.linear_model import LogisticRegression
 
     train = [e for e in examples if e.label is not None]
     vocabulary = features_of(train)
     X = design_matrix(vocabulary, train)
-    y = [e.label for e in train]
-    if len(set(y)) < 2:
+    if len({e.label for e in train}) < 2:
         from kgr.errors import KgrError
 
         raise KgrError(
-            f"cannot train on {len(train)} candidates of {len(set(y))} label(s)",
+            f"cannot train on {len(train)} candidates of {len({e.label for e in train})} label(s)",
             hint="the annotated folders need related and unrelated pairs of annotated entities",
         )
-    clf = LogisticRegression(C=C, max_iter=MAX_ITER, tol=1e-4)
-    clf.fit(X, y, sample_weight=corpus_weights(train))
-    W = np.zeros((len(vocabulary), len(LABELS)), dtype=np.float32)
-    b = np.full(len(LABELS), -30.0, dtype=np.float32)  # a label never seen in training is never predicted
-    classes = list(clf.classes_)
-    coef = clf.coef_ if len(classes) > 2 else np.vstack([-clf.coef_, clf.coef_])
-    intercept = clf.intercept_ if len(classes) > 2 else np.array([-clf.intercept_[0], clf.intercept_[0]])
-    for k, label in enumerate(classes):
-        j = LABELS.index(label)
-        W[:, j] = coef[k]
-        b[j] = intercept[k]
+    M = targets(train, scopes)
+    W, b = fit_softmax(X, M, corpus_weights(train), C)
     keep = np.abs(W).max(axis=1) >= 1e-3
     vocabulary = [f for f, k in zip(vocabulary, keep) if k]
     info = {"C": C, "balance": BALANCE, "min_count": MIN_COUNT, "examples": len(train), **(meta or {})}
-    head = fit_dense(train) if dense and all(e.view is not None for e in train) else None
+    head = fit_dense(train, scopes=scopes) if dense and all(e.view is not None for e in train) else None
     return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto}, head)
 
 
-def fit_dense(train: list[Example], *, seed: int = DENSE_SEED) -> DenseHead:
+def fit_dense(train: list[Example], *, seed: int = DENSE_SEED, scopes=None) -> DenseHead:
     """The dense head (:class:`kgr.stages.relmodel.DenseHead`) fitted with torch on labelled
-    examples' views, weighted by corpus like the sparse model."""
+    examples' views, weighted by corpus and with the same acceptable labels (:func:`targets`)
+    as the sparse model."""
     import numpy as np
     import torch
 
@@ -321,7 +382,7 @@ def fit_dense(train: list[Example], *, seed: int = DENSE_SEED) -> DenseHead:
     X = plain.inputs(vectors, features)
     shift, scale = X.mean(axis=0), X.std(axis=0) + 1e-4
     X = torch.from_numpy((X - shift) / scale)
-    y = torch.tensor([LABELS.index(e.label) for e in train])
+    M = torch.from_numpy(targets(train, scopes))
     weight = np.asarray(corpus_weights(train), dtype=np.float32)
     w = torch.from_numpy(weight / weight.mean())
     torch.manual_seed(seed)
@@ -338,7 +399,8 @@ def fit_dense(train: list[Example], *, seed: int = DENSE_SEED) -> DenseHead:
         order = torch.randperm(len(train))
         for start in range(0, len(train), DENSE_BATCH):
             batch = order[start : start + DENSE_BATCH]
-            loss = torch.nn.functional.cross_entropy(net(X[batch]), y[batch], reduction="none")
+            Z = net(X[batch])
+            loss = torch.logsumexp(Z, 1) - torch.logsumexp(Z.masked_fill(~M[batch], float("-inf")), 1)
             optimizer.zero_grad()
             (loss * w[batch]).mean().backward()
             optimizer.step()
@@ -562,12 +624,13 @@ def crossvalidate(
     import numpy as np
 
     examples = [e for d in data for e in d.examples]
+    scopes = scopes_of(data)
     fold = folds_of(data, k)
     kprobs = np.zeros((len(examples), len(LABELS)), dtype=np.float32)
     models = []
     for f in range(k):
         train = [e for e in examples if fold[(e.corpus, e.doc)] != f]
-        model = fit(train, C=C)
+        model = fit(train, C=C, scopes=scopes)
         models.append(model)
         test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
         kprobs[test] = example_probabilities(model, [examples[i] for i in test])
@@ -578,7 +641,7 @@ def crossvalidate(
     if loco and len(data) > 1:
         for d in data:
             name = d.corpus.name
-            model = fit([e for e in examples if e.corpus != name], C=C)
+            model = fit([e for e in examples if e.corpus != name], C=C, scopes=scopes)
             loco_models[name] = model
             test = [i for i, e in enumerate(examples) if e.corpus == name]
             lprobs[test] = example_probabilities(model, [examples[i] for i in test])
@@ -607,6 +670,6 @@ def train(
     if cv.loco_models:
         left_out = pair_scores(data, examples, cv.loco_probs, cv.threshold, cv.veto)
         meta["left_out_pair_f1"] = {k: round(v["f1"], 4) for k, v in left_out.items()}
-    model = fit(examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta)
+    model = fit(examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta, scopes=scopes_of(data))
     model.save(out)
     return {"threshold": cv.threshold, "veto": cv.veto, "features": len(model.index), **meta}

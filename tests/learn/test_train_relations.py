@@ -312,3 +312,59 @@ def test_the_readings_of_the_kfold_and_left_out_probabilities_are_each_computed_
     assert learn._readings(examples, kfold) is first
     assert learn._readings(examples, left_out) is other
     assert first[0][0][1] == pytest.approx(0.9) and other[0][0][1] == pytest.approx(0.2)
+
+
+def _feeds_examples(corpus: str, label: str, n: int) -> list:
+    return [learn.Example(corpus, f"d{i}.md", ["w=feed"], label, ("A", "e1"), ("B", "e2")) for i in range(n)]
+
+
+def test_a_corpus_that_annotates_other_relations_does_not_teach_none_of_this_one():
+    # "feeds" says uses in a corpus that annotates every relation; a corpus annotating only
+    # located_in writes many "feeds" pairs it relates no way it annotates: it says "none of mine"
+    taught = _feeds_examples("all", "uses>", 6) + [
+        learn.Example("all", f"n{i}.md", ["w=near"], "none", ("A", "e1"), ("C", "e3")) for i in range(6)
+    ]
+    located = [learn.Example("wiki", f"p{i}.md", ["w=in"], "located_in>", ("X", "e4"), ("Y", "e5")) for i in range(6)]
+    silent = _feeds_examples("wiki", "none", 60)
+    train = taught + located + silent
+    scopes = {"all": None, "wiki": frozenset({"located_in", "part_of"})}
+    mask = learn.targets(train, scopes)
+    assert mask[len(taught) + len(located)].sum() > 2 and mask[len(taught) + len(located), LABELS.index("uses>")]
+    assert not mask[len(taught) + len(located), LABELS.index("located_in>")]
+    assert mask[0].sum() == 1 and mask[len(taught)].sum() == 1
+    uses = LABELS.index("uses>")
+    partial = learn.fit(train, dense=False, scopes=scopes).probabilities([["w=feed"]])[0]
+    plain = learn.fit(train, dense=False).probabilities([["w=feed"]])[0]
+    assert partial[uses] > 0.5 > plain[uses]
+    # and the other corpus still teaches what it annotates: "feeds" is no located_in
+    assert partial[LABELS.index("located_in>")] < 0.1
+
+
+def test_the_fitter_is_scikit_learns_logistic_regression_when_every_label_is_known():
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    labels = ["none", "uses>", "part_of<"]
+    examples = [
+        learn.Example(
+            "c",
+            f"d{i}.md",
+            [f"f{j}" for j in rng.choice(12, 4, replace=False)],
+            labels[i % 3],
+            ("A", "e1"),
+            ("B", "e2"),
+        )
+        for i in range(90)
+    ]
+    vocabulary = learn.features_of(examples)
+    X = learn.design_matrix(vocabulary, examples)
+    W, b = learn.fit_softmax(X, learn.targets(examples, None), np.ones(len(examples)), 0.5)
+    ours = X @ W + b
+    ours = np.exp(ours - ours.max(axis=1, keepdims=True))
+    ours /= ours.sum(axis=1, keepdims=True)
+    clf = LogisticRegression(C=0.5, max_iter=1000, tol=1e-8).fit(X, [e.label for e in examples])
+    theirs = clf.predict_proba(X)
+    cols = [LABELS.index(c) for c in clf.classes_]
+    assert np.abs(ours[:, cols] - theirs).max() < 1e-3
+    assert np.all(b[[j for j in range(len(LABELS)) if j not in cols]] == -30.0)  # never seen: never predicted
