@@ -1158,7 +1158,9 @@ def train_relations(goldens, out, c, as_json, config_path):
     embedding model (the dense head learns from that view). The decision thresholds are chosen
     on documents left out of training (5-fold by document, and each folder left out when
     there are several); where that makes no measured difference, the model adds no relation
-    of its own. Deterministic: the same folders give the same weights.
+    of its own. A folder whose annotations/scope.json names the relation types it annotates
+    teaches only those: a pair it leaves unrelated may still hold one of the others.
+    Deterministic: the same folders give the same weights.
 
     \b
     Example:
