@@ -3,11 +3,12 @@
 ``kgr train relations --golden A --golden B ... --out FILE`` ingests each annotated folder
 into a scratch database (no vectors), collects the candidates extraction makes for every
 document, labels them from the annotation, and fits a multinomial logistic regression
-(scipy's L-BFGS on scikit-learn's objective, :func:`fit_softmax`) on their features and a small network (torch, :func:`fit_dense`) on each
-candidate's two names as the default embedding model reads them in the evidence
-(:mod:`kgr.stages.relview`). Extraction averages the two for the candidates the logistic
-model finds plausible (``RelationModel.cascade``), and so do the cross-validated
-predictions the thresholds are chosen on. The labels:
+(scikit-learn's objective, minimised by scipy's L-BFGS: :func:`fit_softmax`) on their
+features and a small network (torch, :func:`fit_dense`) on each candidate's two names as
+the default embedding model reads them in the evidence (:mod:`kgr.stages.relview`).
+Extraction averages the two for the candidates the logistic model finds plausible
+(``RelationModel.cascade``), and so do the cross-validated predictions the thresholds are
+chosen on. The labels:
 
 - a candidate whose two ends are annotated mentions of two entities the document relates
   is labelled with that relation and its direction, when the candidate lies in the
@@ -276,12 +277,16 @@ def targets(train: list[Example], scopes: dict[str, frozenset[str] | None] | Non
     one of the others holds it does not say (Re-DocRED annotates no ``uses``)."""
     import numpy as np
 
+    unjudged = {  # per scoped corpus, the labels of the relations it does not annotate
+        name: [j for j, label in enumerate(LABELS) if j and label[:-1] not in judged]
+        for name, judged in (scopes or {}).items()
+        if judged is not None
+    }
     M = np.zeros((len(train), len(LABELS)), dtype=bool)
     for i, e in enumerate(train):
         M[i, LABELS.index(e.label)] = True
-        judged = (scopes or {}).get(e.corpus)
-        if e.label == NONE and judged is not None:
-            M[i, [j for j, label in enumerate(LABELS) if j and label[:-1] not in judged]] = True
+        if e.label == NONE and e.corpus in unjudged:
+            M[i, unjudged[e.corpus]] = True
     return M
 
 
@@ -351,11 +356,12 @@ def fit(
     train = [e for e in examples if e.label is not None]
     vocabulary = features_of(train)
     X = design_matrix(vocabulary, train)
-    if len({e.label for e in train}) < 2:
+    labels = {e.label for e in train}
+    if len(labels) < 2:
         from kgr.errors import KgrError
 
         raise KgrError(
-            f"cannot train on {len(train)} candidates of {len({e.label for e in train})} label(s)",
+            f"cannot train on {len(train)} candidates of {len(labels)} label(s)",
             hint="the annotated folders need related and unrelated pairs of annotated entities",
         )
     M = targets(train, scopes)
