@@ -972,6 +972,8 @@ class Extractor:
                         continue
                     if _continues_description(block, sdoc, pos, pool, before):
                         continue
+                    if low == "it" and _described_in_clause(block, sdoc, pos, pool):
+                        continue
                     target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
                     kind = "pronoun"
                 if target is None:
@@ -1159,6 +1161,32 @@ def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
     # a name must stand for the subject's head: "Each instance of Notepad" is an instance
     lo, hi = block.start + subj.idx, block.start + subj.idx + len(subj)
     return not any(sp.start < hi and lo < sp.end for sp in pool)
+
+
+def _described_in_clause(block: Block, sdoc, pos: int, pool: list[Span]) -> bool:
+    """Does "it" stand for a description that a clause above it in the same sentence has as its
+    subject or object ("This manifest declares that it requires ...", "... define the new script
+    property and use it as ...")? Then it is that description, not the last name written before.
+    Only the clauses that govern the pronoun's own are read: in "To renew the certificate, it
+    calls X" the certificate is in a clause below."""
+    if sdoc is None:
+        return False
+    rel = pos - block.start
+    it = next((t for t in sdoc if t.idx == rel), None)
+    if it is None or it.lower_ != "it":
+        return False
+    verb = it.head
+    while verb.head.i != verb.i:  # the clauses above the pronoun's own, up to the sentence's root
+        verb = verb.head
+        for arg in verb.children:
+            if arg.dep_ not in ("nsubj", "nsubjpass", "dobj") or arg.idx >= it.idx or arg.pos_ != "NOUN":
+                continue
+            if not any(c.dep_ == "det" for c in arg.children):
+                continue
+            lo, hi = block.start + arg.left_edge.idx, block.start + arg.idx + len(arg)
+            if not any(sp.start < hi and lo < sp.end for sp in pool):
+                return True
+    return False
 
 
 def _sentence_start_before(sp: Span, pool: list[Span]) -> int:

@@ -206,6 +206,23 @@ def test_reference_lists_cite_standards_and_refer_to_other_documents(analyse):
     assert ("Backup Policy", "cites", "Storage Handling Policy") not in got
 
 
+def test_it_in_a_clause_under_a_description_is_that_description(analyse):
+    """ "This manifest declares that it requires X", "... define the new spool and use it as Y":
+    "it" is the description a clause above it has as subject or object, not the name of the
+    sentence before. A description in a clause below ("To renew the lease, it calls X") is not."""
+    text = (
+        "# Spool-Item\n\nThe **Quarry Server** keeps spools. This manifest declares that it requires the Strata Index.\n\n"
+        "The **Ferry Relay** holds jobs. The Spool-Item cmdlet can define the new spool and use it as the Lumen Index.\n"
+    )
+    spans, rels = analyse(text)
+    corefs = [(s.surface, s.refers) for s in spans if s.source == "coref"]
+    assert ("it", "Quarry Server") not in corefs and ("it", "Ferry Relay") not in corefs, corefs
+    assert not [t for t in triples(rels) if t[0] in ("Quarry Server", "Ferry Relay")], triples(rels)
+    text = "# Quarry Scheduler\n\nThe Quarry Scheduler plans jobs. To renew the lease, it calls the Strata Index.\n"
+    spans, rels = analyse(text)
+    assert ("it", "Quarry Scheduler") in [(s.surface, s.refers) for s in spans if s.source == "coref"]
+
+
 def test_object_pronouns_and_leading_clauses(analyse):
     text = (
         "# Quarry Scheduler\n\nThe Quarry Scheduler plans every batch. Storage Guild owns it.\n\n"
