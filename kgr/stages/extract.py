@@ -1156,10 +1156,16 @@ def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
         # resolved pronoun covers it (not the last name written, X)
         at = block.start + subj.idx
         return not any(sp.start <= at < sp.end for sp in pool)
-    if subj is None or subj.pos_ != "NOUN" or not any(c.dep_ == "det" for c in subj.children):
-        return False
     # a name must stand for the subject's head: "Each instance of Notepad" is an instance
-    lo, hi = block.start + subj.idx, block.start + subj.idx + len(subj)
+    return subj is not None and _unnamed_description(block, subj, subj, pool)
+
+
+def _unnamed_description(block: Block, head, first, pool: list[Span]) -> bool:
+    """Is ``head`` a common noun with a determiner ("This command", "the new script property") that
+    no name in ``pool`` covers between token ``first`` and the head's end?"""
+    if head.pos_ != "NOUN" or not any(c.dep_ == "det" for c in head.children):
+        return False
+    lo, hi = block.start + first.idx, block.start + head.idx + len(head)
     return not any(sp.start < hi and lo < sp.end for sp in pool)
 
 
@@ -1172,20 +1178,17 @@ def _described_in_clause(block: Block, sdoc, pos: int, pool: list[Span]) -> bool
     if sdoc is None:
         return False
     rel = pos - block.start
-    it = next((t for t in sdoc if t.idx == rel), None)
-    if it is None or it.lower_ != "it":
+    span = sdoc.char_span(rel, rel + 2)
+    if span is None or len(span) != 1 or span[0].lower_ != "it":
         return False
+    it = span[0]
     verb = it.head
     while verb.head.i != verb.i:  # the clauses above the pronoun's own, up to the sentence's root
         verb = verb.head
         for arg in verb.children:
-            if arg.dep_ not in ("nsubj", "nsubjpass", "dobj") or arg.idx >= it.idx or arg.pos_ != "NOUN":
-                continue
-            if not any(c.dep_ == "det" for c in arg.children):
-                continue
-            lo, hi = block.start + arg.left_edge.idx, block.start + arg.idx + len(arg)
-            if not any(sp.start < hi and lo < sp.end for sp in pool):
-                return True
+            if arg.dep_ in ("nsubj", "nsubjpass", "dobj") and arg.idx < it.idx:
+                if _unnamed_description(block, arg, arg.left_edge, pool):
+                    return True
     return False
 
 
