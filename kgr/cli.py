@@ -1159,7 +1159,9 @@ def train_relations(goldens, out, c, as_json, config_path):
     on documents left out of training (5-fold by document, and each folder left out when
     there are several); where that makes no measured difference, the model adds no relation
     of its own. A folder whose annotations/scope.json names the relation types it annotates
-    teaches only those: a pair it leaves unrelated may still hold one of the others.
+    teaches only those: a pair it leaves unrelated may still hold one of the others. A
+    relation's confidence is what its probability meant on those left-out documents (how often
+    such a relation held), fitted apart for what a rule states and what the model adds alone.
     Deterministic: the same folders give the same weights.
 
     \b

@@ -40,6 +40,12 @@ relation's signature), counting what ``kgr eval extraction`` judges (a corpus's
 the highest within ``TOLERANCE`` of the best: a relation the model would add alone, at no
 measured gain, is not claimed (what cross-validation cannot tell apart should not turn
 into edges on a corpus nobody checked).
+
+The same k-fold predictions calibrate the confidence a relation carries (:func:`calibration`):
+what a probability has meant, for a relation a rule states and for one the model adds alone.
+The model's probability of a rule's relation says little of how often it holds (a rule's
+relation the model gives 0.1 held about half the time in the golden corpora), and graph mode
+follows only edges of some confidence.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from kgr.stages.relmodel import (
     DenseHead,
     RelationModel,
     collecting,
+    log_odds,
     name_of,
     typing_with,
 )
@@ -529,22 +536,69 @@ def pair_scores(
         tp = npred = ngold = 0
         for doc in d.docs:
             gold = {(r["src"], r["rel"], r["dst"]) for r in c.relations.get(doc, [])}
-            pred = predicted.get((c.name, doc), set())
-            if c.scope.relation_types is not None:
-                pred = {t for t in pred if t[1] in c.scope.relation_types}
-            if c.scope.entity_types is not None:
-                pred = {
-                    t
-                    for t in pred
-                    if c.entity_types.get(t[0]) in c.scope.entity_types
-                    and c.entity_types.get(t[2]) in c.scope.entity_types
-                }
+            pred = {t for t in predicted.get((c.name, doc), set()) if _judged(c, t)}
             tp += len(gold & pred)
             npred += len(pred)
             ngold += len(gold)
         p = tp / npred if npred else 0.0
         r = tp / ngold if ngold else 0.0
         out[c.name] = {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    return out
+
+
+def _judged(c: Corpus, triple: tuple[str, str, str]) -> bool:
+    """Does the corpus judge this relation (``kgr eval extraction``'s scope: the relation types
+    and entity types its ``scope.json`` names)?"""
+    if c.scope.relation_types is not None and triple[1] not in c.scope.relation_types:
+        return False
+    types = c.scope.entity_types
+    return types is None or (c.entity_types.get(triple[0]) in types and c.entity_types.get(triple[2]) in types)
+
+
+def calibration(
+    data: list[CorpusData], examples: list[Example], probs, threshold: dict[str, float]
+) -> dict[str, list[float]]:
+    """What the decision's probabilities mean, fitted on ``probs`` (predictions for documents the
+    model was not trained on): for a relation a rule states ("rule") and for one the model adds
+    alone, the best of a pair no rule relates at the relation's ``threshold`` or above
+    ("model"), the chance that such a relation is gold, as a
+    logistic function of the probability's log-odds (Platt scaling: scikit-learn's logistic
+    regression, each corpus weighing alike; smooth where few relations have a probability near 0
+    or 1). Only what a corpus judges counts (:func:`_judged`); a relation said by several
+    candidates counts once, at its best probability, as extraction keeps it. Returns
+    {kind: [slope, intercept]}, what :meth:`RelationModel.confidence` applies."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    corpora = {d.corpus.name: d.corpus for d in data}
+    gold = {
+        (name, doc): {(r["src"], r["rel"], r["dst"]) for r in c.relations.get(doc, [])}
+        for name, c in corpora.items()
+        for doc in c.relations
+    }
+    said, best = _readings(examples, probs)
+    ruled: dict[tuple, float] = {}
+    covered = set()
+    for where, p, src, rel, dst in said:
+        covered.add((*where, *sorted((src[0], dst[0]))))
+        key = (where, _triple(src, rel, dst))
+        ruled[key] = max(p, ruled.get(key, 0.0))
+    alone = {
+        (key[:2], _triple(src, rel, dst)): p
+        for key, p, rel, src, dst, allowed in best
+        if allowed and key not in covered and p >= threshold.get(rel, 1.0)
+    }
+    out = {}
+    for kind, rows in (("rule", ruled), ("model", alone)):
+        rows = {k: p for k, p in rows.items() if _judged(corpora[k[0][0]], k[1])}
+        y = np.array([t in gold.get(where, ()) for where, t in rows], dtype=int)
+        if len(set(y.tolist())) < 2:
+            continue  # nothing to tell apart (no relation, or all held, or none)
+        sizes = collections.Counter(where[0] for where, _ in rows)
+        w = np.array([len(rows) / (len(sizes) * sizes[where[0]]) for where, _ in rows])
+        x = log_odds(np.array(list(rows.values())))[:, None]
+        fitted = LogisticRegression(C=1e4).fit(x, y, sample_weight=w)
+        out[kind] = [round(float(fitted.coef_[0, 0]), 4), round(float(fitted.intercept_[0]), 4)]
     return out
 
 
@@ -676,6 +730,7 @@ def train(
     if cv.loco_models:
         left_out = pair_scores(data, examples, cv.loco_probs, cv.threshold, cv.veto)
         meta["left_out_pair_f1"] = {k: round(v["f1"], 4) for k, v in left_out.items()}
+    meta["calibration"] = calibration(data, examples, cv.kfold_probs, cv.threshold)
     model = fit(examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta, scopes=scopes_of(data))
     model.save(out)
     return {"threshold": cv.threshold, "veto": cv.veto, "features": len(model.index), **meta}

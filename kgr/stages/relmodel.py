@@ -25,7 +25,9 @@ reads the candidate's two names in context, as the default embedding model's tra
 reads them in the evidence (:mod:`kgr.stages.relview`), and the two models' probabilities
 are averaged. A pair of names is related when its best candidate's probability passes the
 model's threshold (chosen on documents left out of training), and keeps that candidate's
-sentence as evidence and that probability as its confidence.
+sentence as evidence. Its confidence is what that probability has meant on documents left out
+of training: the share of relations given it that held, for a rule's relation and for one the
+model adds alone (``RelationModel.confidence``).
 
 The weights ship in ``kgr/stages/models/relations.npz`` (no download) and come from
 ``kgr train relations`` over annotated folders (see :mod:`kgr.learn.relations`).
@@ -482,6 +484,14 @@ def _between_lemmas(sdoc, block: Block, start: int, end: int) -> list[str]:
 # -- the model --------------------------------------------------------------------------------
 
 
+def log_odds(p):
+    """log(p / (1 - p)), with p kept within [1e-4, 1 - 1e-4] (numpy arrays or a number)."""
+    import numpy as np
+
+    p = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.log(p / (1 - p))
+
+
 class RelationModel:
     """Weights of a multinomial logistic regression over string features (numpy only), and of
     the dense head when the model has one."""
@@ -512,6 +522,20 @@ class RelationModel:
 
     def threshold_for(self, rel: str) -> float:
         return self.threshold.get(rel, 1.0) if isinstance(self.threshold, dict) else self.threshold
+
+    def confidence(self, p: float, said: bool) -> float:
+        """What the model's probability ``p`` of a relation means: the chance that such a
+        relation holds, as measured on documents the model was not trained on, for a relation a
+        rule states (``said``) or one the model adds alone (``meta["calibration"]``: a logistic
+        function of ``p``'s log-odds, fitted by :func:`kgr.learn.relations.calibration`); ``p``
+        itself for a model that has none."""
+        import math
+
+        fitted = self.meta.get("calibration", {}).get("rule" if said else "model")
+        if not fitted:
+            return p
+        slope, intercept = fitted
+        return 1.0 / (1.0 + math.exp(-(slope * float(log_odds(p)) + intercept)))
 
     @classmethod
     def load(cls, path: str | Path = MODEL_FILE) -> "RelationModel":
@@ -749,7 +773,7 @@ def learned_relations(doc: Document, spans: list, rules: list[dict], model: Rela
 def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs) -> list[dict]:
     label_index = {label: k for k, label in enumerate(model.labels)}
     # First what the rules say of two mentions, unless the model finds it unlikely; its
-    # probability for that relation is the confidence.
+    # probability for that relation decides, and what that probability means is the confidence.
     ruled: dict[tuple[str, str, str], tuple[float, Any, Any, str, Candidate]] = {}
     for c, row in zip(cands, probs):
         for rel, direction in _said(c):
@@ -780,10 +804,10 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
             best[key] = (p, src, dst, rel, c)  # the likeliest; of equals, the shortest evidence
     # what the model adds alone keeps to the relation's signature (a place to be located in, an
     # owner that can own): the rules' own type checks
-    kept = list(ruled.values()) + [
-        t for t in best.values() if t[0] >= model.threshold_for(t[3]) and types_ok(t[3], t[1], t[2])
+    kept = [(*t, True) for t in ruled.values()] + [
+        (*t, False) for t in best.values() if t[0] >= model.threshold_for(t[3]) and types_ok(t[3], t[1], t[2])
     ]
-    out = [_record(doc, src, dst, rel, p, c) for p, src, dst, rel, c in kept]
+    out = [_record(doc, src, dst, rel, model.confidence(p, said), c) for p, src, dst, rel, c, said in kept]
     return out + _located_through(doc, model, kept)
 
 
@@ -792,22 +816,23 @@ def _located_through(doc: Document, model: RelationModel, kept: list[tuple]) -> 
     country too ("Tartu is a city in Tartu County" and "Tartu County is a county of Estonia").
     One step, for two names the document relates no other way, when the two links together are as
     likely as a link stated once must be (the product of their probabilities passes the relation's
-    threshold). Its evidence is both links' sentences: a record for each."""
+    threshold). Its evidence is both links' sentences: a record for each, whose confidence is the
+    product of the two links' confidences."""
     rel = "located_in"
     links = [t for t in kept if t[3] == rel]
     related = {frozenset((name_of(t[1]), name_of(t[2]))) for t in kept}
     found: dict[tuple[str, str], tuple] = {}
-    for p, a, b, _, c1 in links:
-        for q, b2, place, _, c2 in links:
+    for p, a, b, _, c1, said1 in links:
+        for q, b2, place, _, c2, said2 in links:
             pair = (name_of(a), name_of(place))
             if name_of(b2) != name_of(b) or pair[0] == pair[1] or frozenset(pair) in related:
                 continue
             if p * q >= model.threshold_for(rel) and types_ok(rel, a, place) and p * q > found.get(pair, (0,))[0]:
-                found[pair] = (p * q, a, place, c1, c2)
+                found[pair] = (p * q, a, place, c1, c2, model.confidence(p, said1) * model.confidence(q, said2))
     out = []
-    for p, a, place, c1, c2 in found.values():
+    for _, a, place, c1, c2, confidence in found.values():
         for c in (c1, c2) if (c1.start, c1.end) != (c2.start, c2.end) else (c1,):
-            out.append({**_record(doc, a, place, rel, p, c), "pattern": "learned:inferred"})
+            out.append({**_record(doc, a, place, rel, confidence, c), "pattern": "learned:inferred"})
     return out
 
 

@@ -368,3 +368,36 @@ def test_the_fitter_is_scikit_learns_logistic_regression_when_every_label_is_kno
     cols = [LABELS.index(c) for c in clf.classes_]
     assert np.abs(ours[:, cols] - theirs).max() < 1e-3
     assert np.all(b[[j for j in range(len(LABELS)) if j not in cols]] == -30.0)  # never seen: never predicted
+
+
+def test_confidence_is_fitted_to_how_often_relations_given_a_probability_held(tmp_path):
+    from kgr.learn.corpus import Corpus, Scope
+    from kgr.stages.relmodel import RelationModel
+
+    docs = [f"d{i}.md" for i in range(40)]
+    types = {f"e{i}": "PRODUCT" for i in range(4)}
+    # in every document a rule says "e0 uses e1" (the model gives it 0.2 or 0.8) and the model
+    # alone says "e2 uses e3" (0.9); the first holds in 9 of 10 documents, the second in 1 of 2
+    gold = {d: [{"src": "e0", "rel": "uses", "dst": "e1"}] if i % 10 else [] for i, d in enumerate(docs)}
+    for i, d in enumerate(docs):
+        if i % 2:
+            gold[d].append({"src": "e2", "rel": "uses", "dst": "e3"})
+    corpus = Corpus(tmp_path, "c", types, {d: [] for d in docs}, gold, Scope(relation_types=None, entity_types=None))
+    data = [learn.CorpusData(corpus, [], docs)]
+    examples, rows = [], []
+    for i, d in enumerate(docs):
+        examples.append(learn.Example("c", d, ["rule=uses>"], "uses>", ("Kiln", "e0"), ("Tarn", "e1")))
+        rows.append(("uses>", 0.2 if i % 4 < 2 else 0.8))
+        examples.append(learn.Example("c", d, [], "uses>", ("Brook", "e2"), ("Scree", "e3")))
+        rows.append(("uses>", 0.9))
+    learn._READINGS.clear()
+    fitted = learn.calibration(data, examples, _probs(rows), {"uses": 0.5})
+    model = RelationModel(
+        [], [[0.0] * len(LABELS)][:0], [0.0] * len(LABELS), list(LABELS), 0.5, {"calibration": fitted}
+    )
+    assert model.confidence(0.2, said=True) == pytest.approx(0.9, abs=0.05)
+    assert model.confidence(0.8, said=True) == pytest.approx(0.9, abs=0.05)
+    assert model.confidence(0.9, said=False) == pytest.approx(0.5, abs=0.05)
+    # what the model adds under its relation's threshold is never kept, so it is not fitted on
+    fitted_high = learn.calibration(data, examples, _probs(rows), {"uses": 0.95})
+    assert "model" not in fitted_high

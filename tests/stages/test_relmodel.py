@@ -107,6 +107,25 @@ def test_rules_first_unless_vetoed_then_the_models_likeliest(read):
     assert not learned_relations(doc, spans, rules, model=doubtful)
 
 
+def test_a_relations_confidence_is_what_its_probability_has_meant(read):
+    doc, spans, rules = read(
+        "# Overview\n\nThe Billing Team owns the Invoice Service. The Invoice Service feeds the Ledger Cache.\n"
+    )
+    weights = {("w=feed", "uses>"): 6.0, ("rule=owned_by<", "owned_by<"): 2.0}
+    raw = {(r["src"], r["rel"]): r["confidence"] for r in learned_relations(doc, spans, rules, model=_model(weights))}
+    # measured out of sample: a rule's relation holds more often than the model's probability
+    # says, and what the model adds alone less often
+    calibrated = _model(weights)
+    calibrated.meta["calibration"] = {"rule": [0.5, 1.5], "model": [1.0, -1.0]}
+    got = {(r["src"], r["rel"]): r["confidence"] for r in learned_relations(doc, spans, rules, model=calibrated)}
+    assert got.keys() == raw.keys()
+    ruled, alone = ("Invoice Service", "owned_by"), ("Invoice Service", "uses")
+    assert got[ruled] > raw[ruled] and got[alone] < raw[alone]
+    assert got[ruled] == pytest.approx(calibrated.confidence(raw[ruled], said=True), abs=1e-4)
+    # the calibration is saved with the model
+    assert _model(weights).confidence(0.3, said=True) == 0.3
+
+
 @pytest.mark.parametrize(
     "text, denied",
     [
@@ -138,6 +157,9 @@ def test_the_shipped_model_is_in_the_package_and_says_how_it_was_trained():
     m = relmodel.default_model()
     assert m.labels == list(LABELS) and all(0 < m.threshold_for(rel) <= 1.01 for rel in relmodel.VOCABULARY)
     assert m.meta["command"].startswith("kgr train relations") and m.meta["trained_on"]
+    # confidences as measured out of sample: a rule's relation, and one the model adds alone
+    assert set(m.meta["calibration"]) == {"rule", "model"}
+    assert m.confidence(0.2, said=True) < m.confidence(0.6, said=True)
     assert relmodel.MODEL_FILE.stat().st_size < 5_000_000
     # with the dense head, read for the candidates the sparse model finds plausible
     assert m.dense is not None and m.dense.w1.shape[1] == m.dense.w2.shape[0] and 0 < m.cascade < 1
