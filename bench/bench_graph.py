@@ -1,10 +1,13 @@
 """Extract + link throughput on the PowerShell corpus, and the share of time in spaCy.
 
-    python bench/bench_graph.py [CORPUS_DIR] [--keep DB] [--relation-view]
+    python bench/bench_graph.py [CORPUS_DIR] [--keep DB] [--relation-view] [--engine local|processes]
 
 Loads the corpus without the graph, then builds the graph of every document and
 reports chunks/s, with the time spent in spaCy's pipeline (the physical floor of this
 design: every block of prose goes through tagger, parser and NER) against the rest.
+``--engine`` is where the extract step runs, as `kgr ingest --engine` (default: processes, one
+worker per core, as `kgr ingest` does); spaCy's time is counted only in this process, so
+only ``--engine local`` reports it.
 
 ``--relation-view`` also times what reading each relation candidate's evidence with the
 default embedding model (bench/relation_dense.py's ``mentions`` view) would add to the
@@ -30,12 +33,16 @@ def main() -> None:
     ap.add_argument("corpus", nargs="?", default=str(DEFAULT_CORPUS))
     ap.add_argument("--keep", help="keep the database at this path (for inspection)")
     ap.add_argument("--relation-view", action="store_true", help="also time the mentions view of the candidates")
+    ap.add_argument("--engine", choices=["local", "processes"], default="processes")
     args = ap.parse_args()
+    if args.relation_view:
+        args.engine = "local"  # the candidates are collected in this process
     corpus = Path(args.corpus)
     if not corpus.is_dir():
         print(f"skipped: corpus not found at {corpus} (needs ../shared)")
         return
     from kgr import config
+    from kgr.ingest import engine as engines
     from kgr.ingest.graphbuild import build_pending
     from kgr.ingest.pipeline import ingest
     from kgr.stages import extract, relmodel
@@ -67,11 +74,15 @@ def main() -> None:
             t = time.perf_counter()
             # the candidates are kept only when asked for: the timed build is the same otherwise
             with relmodel.collecting() if args.relation_view else contextlib.nullcontext([]) as collected:
-                docs = build_pending(store, config.load(None))
+                runner = engines.make(args.engine)
+                try:
+                    docs = build_pending(store, config.load(None), engine=runner)
+                finally:
+                    runner.close()
                 wall = time.perf_counter() - t
             counts = {k: store.scalar(f"SELECT count(*) FROM {k}") for k in ("entities", "mentions", "relations")}
     rest = wall - spent["spacy"]
-    print(f"corpus          {corpus} ({docs} documents, {chunks} chunks)")
+    print(f"corpus          {corpus} ({docs} documents, {chunks} chunks), engine {args.engine}")
     print(f"model load      {load_s:.1f} s (spaCy import + en_core_web_sm)")
     print(f"extract + link  {wall:.1f} s -> {chunks / wall:.1f} chunks/s, {docs / wall:.1f} docs/s")
     print(

@@ -1293,11 +1293,13 @@ def eval_retrieval(dataset, db, modes, split, limit, progress, as_json, config_p
 @null_option
 @click.option(
     "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
+    type=click.Choice(["local", "processes", "ray"]),
+    default="processes",
     show_default=True,
-    help="Where the per-document work (normalize, chunk, extract, embed) runs: this process, or Ray tasks "
-    "(pip install 'kgr[ray]'); this process writes either way, and the database is the same.",
+    help="Where the per-document work runs: this process (local); the extract step in one worker process "
+    "per core when there is more than one batch of documents to extract (processes); or normalize, chunk, "
+    "extract and embed as Ray tasks (ray, pip install 'kgr[ray]'). This process writes either way, and the "
+    "database is the same.",
 )
 @click.option(
     "--address",

@@ -1,4 +1,5 @@
-"""Where `kgr ingest` runs its per-document work: in this process, or as Ray tasks.
+"""Where `kgr ingest` runs its per-document work: in this process, in worker processes on this
+machine, or as Ray tasks.
 
 The per-document work of an ingest (normalize + chunk a shard of files, extract a batch of
 stored documents, embed a batch of texts) is three plain functions of this module, each
@@ -8,7 +9,11 @@ pipeline, in this process) loads them in the order a single-process ingest does:
 ids, entity ids and linking never depend on which worker finished first. The corpus-wide
 steps (gazetteer mining, aliases, linking) and every database write stay with the writer.
 
-``LocalEngine`` calls the function in this process. ``RayEngine`` (``pip install
+``LocalEngine`` calls the function in this process. ``ProcessEngine`` (the default of `kgr
+ingest`) runs the extract step, whose time is spaCy's parse and the relation model, in worker
+processes, one per core: each loads the models once and reads a batch of documents at a time,
+while this process links and writes what comes back; normalizing (already a child process per
+file) and embedding (already on every core) stay here. ``RayEngine`` (``pip install
 'kgr[ray]'``) submits each shard as a Ray task (Ray's scheduler, object store and retries:
 a worker that dies costs a retry of its shard, and since a shard's records reach the writer
 only once the whole shard is done, never a half-loaded document), keeping a bounded window
@@ -36,12 +41,103 @@ class LocalEngine:
     name = "local"
     workers = 1
 
+    def runs(self, step: str) -> bool:
+        """Does this engine take ``step`` ("normalize", "extract", "embed") out of this process?"""
+        return False
+
     def map(self, fn: Callable, shards: Iterable, *shared: Any) -> Iterator:
         for shard in shards:
             yield fn(shard, *shared)
 
     def close(self) -> None:
         pass
+
+
+def cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def _quiet_threads() -> None:
+    """A worker's numeric libraries use one thread each: the workers share the cores among them."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class ProcessEngine:
+    """The extract step in worker processes on this machine (``workers``, one per core by
+    default), results in submission order. The workers are started on first use (a fresh
+    interpreter each: no thread or lock of this process is copied into them) and load the
+    models once. At most twice as many shards as workers are in flight. When a worker dies
+    (killed, out of memory), the shards it leaves undone are extracted in this process, so a
+    run never ends worse than with ``LocalEngine``."""
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = max(1, workers or cores())
+        self._pool = None
+        self.fallbacks = 0  # shards extracted here after a worker died
+
+    def runs(self, step: str) -> bool:
+        return step == "extract" and self.workers > 1
+
+    def _start(self):
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_threads
+            )
+        return self._pool
+
+    def map(self, fn: Callable, shards: Iterable, *shared: Any) -> Iterator:
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = self._start()
+        window = 2 * self.workers
+        inflight: list = []  # (shard, future), oldest first
+        broken = False
+        try:
+            for shard in shards:
+                inflight.append((shard, None if broken else pool.submit(fn, shard, *shared)))
+                while len(inflight) >= window or (broken and inflight):
+                    result, broken = self._next(inflight, fn, shared, broken, BrokenProcessPool)
+                    yield result
+            while inflight:
+                result, broken = self._next(inflight, fn, shared, broken, BrokenProcessPool)
+                yield result
+        finally:
+            for _, future in inflight:  # ^C, or the writer stopped reading
+                if future is not None:
+                    future.cancel()
+
+    def _next(self, inflight: list, fn: Callable, shared: tuple, broken: bool, BrokenProcessPool) -> tuple[Any, bool]:
+        shard, future = inflight[0]
+        if future is not None and not broken:
+            try:
+                result = future.result()
+                inflight.pop(0)
+                return result, broken
+            except BrokenProcessPool:
+                import logging
+
+                logging.getLogger("kgr").warning("ingest: a worker process died; the rest is extracted here")
+                broken = True
+        self.fallbacks += 1
+        result = fn(shard, *shared)
+        inflight.pop(0)
+        return result, broken
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
 class RayEngine:
@@ -52,6 +148,9 @@ class RayEngine:
     """
 
     name = "ray"
+
+    def runs(self, step: str) -> bool:
+        return True
 
     def __init__(self, address: str | None = None, *, num_cpus: int | None = None, max_retries: int = 3):
         try:
@@ -128,14 +227,17 @@ class RayEngine:
 
 
 def make(name: str | None, address: str | None = None, *, num_cpus: int | None = None):
-    """The engine called ``name`` ("local", the default, or "ray")."""
+    """The engine called ``name`` ("local", the default; "processes", with ``num_cpus``
+    workers, one per core by default; or "ray")."""
     if name in (None, "local"):
         return LocalEngine()
+    if name == "processes":
+        return ProcessEngine(num_cpus)
     if name == "ray":
         return RayEngine(address, num_cpus=num_cpus)
     from kgr.errors import ConfigError
 
-    raise ConfigError(f"unknown engine {name!r}: expected 'local' or 'ray'")
+    raise ConfigError(f"unknown engine {name!r}: expected 'local', 'processes' or 'ray'")
 
 
 def _import_paths() -> list[str]:

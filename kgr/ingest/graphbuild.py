@@ -361,7 +361,8 @@ def build_pending(
         for at in range(0, len(pending), PARSE_BATCH):
             yield [stored_records(store, *row) for row in pending[at : at + PARSE_BATCH]]
 
-    if engine is None or engine.name == "local":
+    if engine is None or not engine.runs("extract") or len(pending) <= PARSE_BATCH:
+        # one batch: no worker is worth starting (each loads spaCy and the relation model)
         extracted = (extract_batch(extractor, batch) for batch in batches())
     else:
         from kgr.ingest import engine as engines

@@ -229,7 +229,7 @@ def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=N
         return get_embedder(cfg, purpose="query" if light else "document")
 
     embed_many = None
-    if engine is not None and engine.name != "local" and not light:
+    if engine is not None and engine.runs("embed") and not light:
         from kgr.ingest import engine as engines
 
         def embed_many(batches):
@@ -303,7 +303,7 @@ def _normalize_chunk_load(
             yield rec
 
     chunk_options = chunking.options_from_config(cfg)
-    if engine is None or engine.name == "local":
+    if engine is None or not engine.runs("normalize"):
         docs = report(norm.normalize_files(changed, options=options, root=str(root_path)))
         stream = notify(chunking.chunk(docs, **chunk_options))
     else:

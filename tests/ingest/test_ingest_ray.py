@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from snapshots import assert_same
 
 from kgr import config as config_mod
 from kgr.ingest import pipeline
@@ -29,43 +30,6 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kgr[
 
 REPO = Path(__file__).resolve().parents[2]
 SLICE = 1000 if os.environ.get("KGR_SLOW") == "1" else 20
-
-# What each table holds, without when it was written (created_ms, updated_ms) or where a
-# file was last seen (mtime_ms: the copies are made at different moments).
-TABLES = {
-    "docs": "SELECT id, path, source, format, size, file_hash, hash, sig, graph_sig, title, lang, text, meta, status, "
-    "error FROM docs ORDER BY id",
-    "chunks": 'SELECT id, doc_id, ord, text, prelude, section, headings, start, "end", tokens, hash, meta FROM chunks '
-    "ORDER BY id",
-    "entities": "SELECT id, key, name, type, norm, aliases, description, popularity, origin, status, meta FROM entities "
-    "ORDER BY id",
-    "mentions": 'SELECT id, entity_id, doc_id, chunk_id, start, "end", surface, type, score, source, link_score, '
-    "features FROM mentions ORDER BY id",
-    "relations": "SELECT id, src_id, dst_id, rel, confidence, strength, origin, meta FROM relations ORDER BY id",
-    "relation_evidence": 'SELECT id, relation_id, doc_id, chunk_id, start, "end", sentence, pattern, confidence '
-    "FROM relation_evidence ORDER BY id",
-    "gazetteer": "SELECT term, type, freq, source FROM gazetteer ORDER BY term, type, source",
-    "vec_src": "SELECT kind, id, hash FROM vec_src ORDER BY kind, id",
-    "chunk_vec": "SELECT rowid, vec_to_json(embedding) FROM chunk_vec ORDER BY rowid",
-    "entity_vec": "SELECT rowid, vec_to_json(embedding) FROM entity_vec ORDER BY rowid",
-}
-
-
-def snapshot(db: Path) -> dict[str, list[tuple]]:
-    store = Store(db)
-    try:
-        return {name: [tuple(r) for r in store.query(sql)] for name, sql in TABLES.items()}
-    finally:
-        store.close()
-
-
-def assert_same(local: Path, other: Path) -> dict[str, int]:
-    a, b = snapshot(local), snapshot(other)
-    for name in TABLES:
-        assert len(a[name]) == len(b[name]), f"{name}: {len(a[name])} rows locally, {len(b[name])} on Ray"
-        for x, y in zip(a[name], b[name]):
-            assert x == y, f"{name}: first differing row\n local: {str(x)[:400]}\n   ray: {str(y)[:400]}"
-    return {name: len(rows) for name, rows in a.items()}
 
 
 @pytest.fixture(scope="module")

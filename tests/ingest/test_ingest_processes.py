@@ -1,0 +1,65 @@
+"""`kgr ingest --engine processes` (the default) gives the database `--engine local` gives.
+
+The extract step runs in worker processes, a batch of documents at a time, while this process
+links and writes; batches are made small here so that several are in flight at once and
+results must come back in order. Each table is compared row by row (``snapshots.TABLES``), timestamps left out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from snapshots import assert_same
+
+from kgr import config as config_mod
+from kgr.ingest import graphbuild, pipeline
+from kgr.ingest.engine import LocalEngine, ProcessEngine, make
+from kgr.store import Store
+
+
+def test_examples_same_database_in_worker_processes(examples, tmp_path, monkeypatch):
+    monkeypatch.setattr(graphbuild, "PARSE_BATCH", 4)  # 17 files: five batches over two workers
+    src = tmp_path / "examples"
+    shutil.copytree(examples, src)
+    cfg = config_mod.load()
+    dbs = []
+    for name, engine in (("local", LocalEngine()), ("processes", ProcessEngine(2))):
+        db = tmp_path / f"{name}.sqlite"
+        store = Store(db)
+        try:
+            summary = pipeline.ingest([str(src)], store, config=cfg, engine=engine)
+        finally:
+            store.close()
+            engine.close()
+        assert summary.extracted > 0 and not summary.extract_failed, summary.line()
+        dbs.append(db)
+        if name == "processes":
+            assert engine.fallbacks == 0  # every batch was extracted by a worker
+    counts = assert_same(*dbs)
+    assert counts["entities"] > 0 and counts["relations"] > 0
+
+
+def _work(shard: int, marker: str) -> list[int]:
+    if shard == 2 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)  # the worker process dies, as an out-of-memory kill would end it
+    return [shard * 10 + i for i in range(shard)]
+
+
+def test_shards_a_dead_worker_leaves_are_done_here_in_order(tmp_path):
+    marker = str(tmp_path / "died")
+    engine = ProcessEngine(2)
+    try:
+        assert list(engine.map(_work, [1, 2, 3], marker)) == [[10], [20, 21], [30, 31, 32]]
+    finally:
+        engine.close()
+    assert os.path.exists(marker), "no worker died: nothing was tested"
+    assert engine.fallbacks >= 1
+
+
+def test_only_the_extract_step_leaves_this_process():
+    engine = make("processes", num_cpus=2)
+    assert engine.runs("extract") and not engine.runs("normalize") and not engine.runs("embed")
+    assert not ProcessEngine(1).runs("extract")  # one core: nothing to share it with
+    assert not make(None).runs("extract")
