@@ -61,11 +61,24 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def _quiet_threads() -> None:
-    """A worker's numeric libraries use one thread each: the workers share the cores among them."""
+def _worker_start(parent: int) -> None:
+    """A worker's numeric libraries use one thread each (the workers share the cores among them),
+    and the worker ends when the process that started it is gone (killed with -9 it cannot
+    stop them: they would wait for work forever, each holding its models)."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C is the writer's to handle: it stops the workers
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kgr-parent-watch", daemon=True).start()
 
 
 class ProcessEngine:
@@ -92,7 +105,10 @@ class ProcessEngine:
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_threads
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_start,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
@@ -112,10 +128,9 @@ class ProcessEngine:
             while inflight:
                 result, broken = self._next(inflight, fn, shared, broken, BrokenProcessPool)
                 yield result
-        finally:
-            for _, future in inflight:  # ^C, or the writer stopped reading
-                if future is not None:
-                    future.cancel()
+        except BaseException:  # ^C, or the writer stopped reading: the work in flight is dropped
+            self._stop()
+            raise
 
     def _next(self, inflight: list, fn: Callable, shared: tuple, broken: bool, BrokenProcessPool) -> tuple[Any, bool]:
         shard, future = inflight[0]
@@ -133,6 +148,14 @@ class ProcessEngine:
         result = fn(shard, *shared)
         inflight.pop(0)
         return result, broken
+
+    def _stop(self) -> None:
+        """End the workers now, whatever they are doing."""
+        if self._pool is not None:
+            for proc in list((self._pool._processes or {}).values()):
+                proc.terminate()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def close(self) -> None:
         if self._pool is not None:

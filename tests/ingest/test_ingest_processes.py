@@ -63,3 +63,72 @@ def test_only_the_extract_step_leaves_this_process():
     assert engine.runs("extract") and not engine.runs("normalize") and not engine.runs("embed")
     assert not ProcessEngine(1).runs("extract")  # one core: nothing to share it with
     assert not make(None).runs("extract")
+
+
+WORKER_SCRIPT = """
+import sys, time
+from kgr.ingest.engine import ProcessEngine
+
+def slow(x):
+    time.sleep(600)
+    return x
+
+if __name__ == "__main__":
+    engine = ProcessEngine(2)
+    results = engine.map(slow, [1, 2, 3])
+    engine._start()
+    while len(engine._pool._processes or {}) < 2:
+        engine._pool._adjust_process_count()
+        time.sleep(0.1)
+    print(*engine._pool._processes, flush=True)
+    next(results)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in fh)
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_end_when_the_ingest_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "run.py"
+    script.write_text(WORKER_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # as cron's timeout or the OOM killer would stop kgr ingest
+        proc.wait()
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in workers), "worker processes outlived the ingest that started them"
+
+
+def test_a_writer_that_stops_reading_stops_the_workers():
+    import time
+
+    engine = ProcessEngine(2)
+    results = engine.map(_sleepy, [0.0, 60.0, 60.0, 60.0])
+    assert next(results) == 0.0
+    workers = list(engine._pool._processes)
+    began = time.monotonic()
+    results.close()  # as ^C in the writer ends the generator
+    assert time.monotonic() - began < 30 and engine._pool is None
+    assert not any(_alive(p) for p in workers)
+
+
+def _sleepy(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
