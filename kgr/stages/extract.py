@@ -1126,7 +1126,7 @@ def _continues_description(block: Block, sdoc, pos: int, pool: list[Span], befor
     rel = pos - block.start
     here = block.sentence_index(rel)
     start = block.sentences()[here][0] if here is not None else rel
-    if here is None or block.masked[start:rel].strip():
+    if here is None or block.masked[start:rel].strip() and not _main_subject_after_intro(sdoc, rel):
         return False
     if here == 0:  # "it" opens the paragraph: the block before says what it is
         prev_block, prev_sdoc = before
@@ -1136,6 +1136,21 @@ def _continues_description(block: Block, sdoc, pos: int, pool: list[Span], befor
             return True
         return _described_subject(prev_block, prev_sdoc, len(prev_block.masked), pool)
     return _described_subject(block, sdoc, start, pool)
+
+
+def _main_subject_after_intro(sdoc, rel: int) -> bool:
+    """Is the word at ``rel`` (block offsets) the subject of its sentence's main verb, with only an
+    introductory clause or phrase before it ("To specify the computers, it uses ...", "In this
+    example, it ...")? It then continues the sentence before as if it opened its own."""
+    if sdoc is None:
+        return False
+    tok = next((t for t in sdoc if t.idx == rel), None)
+    if tok is None or tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
+        return False
+    # everything before it hangs on the main verb from its left: no other subject, no clause it is inside
+    return all(t.dep_ not in ("nsubj", "nsubjpass") for t in tok.sent if t.i < tok.i) and any(
+        t.dep_ == "punct" and t.head.i == tok.head.i and t.i < tok.i for t in tok.sent
+    )
 
 
 def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:

@@ -780,8 +780,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         up = up.head
     # so is one in a list item whose verb follows a purpose ("- To save X, start Y by using Z")
     purpose = any(c.dep_ == "advcl" and c.i < tok.i and _infinitive(c) for c in tok.children)
+    # and, anywhere, a clause a subordinating word opens ("When using X, redirect Y" in a list item)
+    subordinate = up.dep_ == "advcl" and any(
+        c.dep_ in ("mark", "advmod") and c.tag_ in ("IN", "WRB") and c.i < up.i for c in up.children
+    )
     adverbial = (
-        up.dep_ in ("advcl", "prep", "dobj") and up.head.i == tok.i and (block.kind in ("para", "quote") or purpose)
+        up.dep_ in ("advcl", "prep", "dobj")
+        and up.head.i == tok.i
+        and (block.kind in ("para", "quote") or purpose or subordinate)
     )
     # a verb in its base form with no subject, no modal and no "to" of its own is an imperative
     # wherever the parser hangs it ("To get a key, use a `Get-Item` command in the `Cert:` drive":

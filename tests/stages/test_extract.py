@@ -91,6 +91,13 @@ def test_it_after_a_description_is_the_description_not_the_last_name(analyse):
     )
     spans, rels = analyse(text)
     assert not [t for t in triples(rels) if t[0] in ("Quarry Server", "Ferry") and t[1] == "uses"], triples(rels)
+    # an "it" that is the main subject after an introductory clause continues the description too
+    text = (
+        "# Spool-Item\n\nInstead, the command uses the **Harbor** parameter to name the hosts. To list the "
+        "hosts, it uses the `Get-Fellgate` cmdlet to read the hosts file.\n"
+    )
+    spans, rels = analyse(text)
+    assert not [t for t in triples(rels) if t[2] == "Get-Fellgate" and t[0] != "Spool-Item"], triples(rels)
     text = "# Quarry Scheduler\n\nThe Quarry Scheduler plans jobs.\n\nThe scheduler reads the calendar. It uses the Lumen Index.\n"
     spans, rels = analyse(text)
     assert ("Quarry Scheduler", "uses", "Lumen Index") in triples(rels), triples(rels)

@@ -292,6 +292,18 @@ def test_an_instruction_after_its_purpose_is_the_readers_in_a_list_too(rules):
     assert ("Save-Zorb", "uses", "Brook") in got, got
 
 
+def test_a_when_clause_on_an_instruction_is_the_readers_in_a_list_too(rules):
+    got = rules(
+        "# Save-Zorb\n\nThe `Save-Zorb` cmdlet saves zorb files to a folder.\n\n## Buffering\n\n"
+        "- `Spill` - When the buffer is full, old output is dropped. When using the `Fellgate` value,\n"
+        "  redirect the output to a file.\n"
+        "- Before using the Harrowdale option, close the session.\n\n"
+        "## Duties\n\n- Detect retries using Brook keys.\n"
+    )
+    assert not [t for t in got if t[1] == "uses" and t[2] in ("Fellgate", "Harrowdale")], got
+    assert ("Save-Zorb", "uses", "Brook") in got, got
+
+
 def test_an_it_that_stands_for_no_name_is_not_the_page_subject(rules):
     """ "It uses X" after an example's code, or after "This command ...": "it" is the command
     shown, which no name covers, so the page's subject is not said to use X; an "it" that stands
