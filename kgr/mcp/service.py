@@ -325,7 +325,9 @@ class Service:
         return CallToolResult(content=[TextContent(type="text", text=data.decode())], structured_content=result)
 
     def fit(self, result: dict[str, Any]) -> dict[str, Any]:
-        """``result`` within the byte budget: its longest lists are halved until it fits."""
+        """``result`` within the byte budget: its longest lists are halved until it fits. A list's
+        last item goes only when no list has more than one, and the first list of the result (the
+        tool's answer: chunks, entities, results) keeps its last item longest."""
         size = len(orjson.dumps(result, default=str))
         if size <= self.max_result_bytes:
             result.setdefault("truncated", False)
@@ -343,7 +345,9 @@ class Service:
             ]
             if not lists:
                 break
-            _, key, sub = max(lists)
+            primary = next((k for k, v in result.items() if isinstance(v, list)), None)
+            longer = [x for x in lists if len(result[x[1]] if x[2] is None else result[x[1]][x[2]]) > 1]
+            _, key, sub = max(longer or [x for x in lists if (x[1], x[2]) != (primary, None)] or lists)
             seq = result[key] if sub is None else result[key][sub]
             del seq[max(1, len(seq) // 2) if len(seq) > 1 else 0 :]
             size = len(orjson.dumps(result, default=str))

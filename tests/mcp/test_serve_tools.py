@@ -285,6 +285,18 @@ def test_result_over_the_byte_budget_is_trimmed_and_flagged(built_kb, kb_config)
     assert got["explanations"] == [c["why"] for c in got["chunks"]], "each chunk keeps its explanation"
 
 
+def test_fitting_a_result_keeps_the_answers_first_item_longest():
+    from types import SimpleNamespace
+
+    from kgr.mcp.service import Service
+
+    # the answer's one item is the largest list; the others are cut to nothing before it goes
+    result = {"chunks": [{"text": "x" * 900}], "entities": ["e"] * 40, "edges": [{"rel": "uses"}] * 30}
+    got = Service.fit(SimpleNamespace(max_result_bytes=1000), result)
+    assert got["truncated"] is True and len(got["chunks"]) == 1
+    assert len(json.dumps(got, separators=(",", ":"))) <= 1000 + 100
+
+
 def test_time_budget_stops_a_slow_call(built_kb, kb_config):
     svc = make_service(built_kb[0], kb_config, time_budget=0.0)
     try:

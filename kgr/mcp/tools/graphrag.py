@@ -141,6 +141,12 @@ class GraphragTools:
             del chunks[keep:], answer["explanations"][keep:]
             answer["truncated"] = True
             size = len(orjson.dumps(answer, default=str))
+        # then the entities and edges involved, the larger list first: the best passage is the answer
+        while size > svc.max_result_bytes and (answer["entities"] or answer["edges"]):
+            seq = max((answer["entities"], answer["edges"]), key=lambda v: len(orjson.dumps(v, default=str)))
+            del seq[len(seq) // 2 :]
+            answer["truncated"] = True
+            size = len(orjson.dumps(answer, default=str))
         return answer
 
     @tool("entity_lookup", profiles=("graphrag",), title="Find entities by name")
