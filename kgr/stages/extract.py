@@ -1144,8 +1144,11 @@ def _main_subject_after_intro(sdoc, rel: int) -> bool:
     example, it ...")? It then continues the sentence before as if it opened its own."""
     if sdoc is None:
         return False
-    tok = next((t for t in sdoc if t.idx == rel), None)
-    if tok is None or tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
+    span = sdoc.char_span(rel, rel + 1, alignment_mode="expand")  # the token at rel, not a scan of the block
+    if span is None or len(span) != 1 or span[0].idx != rel:
+        return False
+    tok = span[0]
+    if tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
         return False
     # everything before it hangs on the main verb from its left: no other subject, no clause it is inside
     return all(t.dep_ not in ("nsubj", "nsubjpass") for t in tok.sent if t.i < tok.i) and any(

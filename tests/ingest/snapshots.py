@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgr import config as config_mod
+from kgr.ingest import pipeline
 from kgr.store import Store
 
 # What each table holds, without when it was written (created_ms, updated_ms) or where a
@@ -43,3 +45,15 @@ def assert_same(local: Path, other: Path) -> dict[str, int]:
         for x, y in zip(a[name], b[name]):
             assert x == y, f"{name}: first differing row\n local: {str(x)[:400]}\n other: {str(y)[:400]}"
     return {name: len(rows) for name, rows in a.items()}
+
+
+def ingest_into(src: Path, db: Path, engine):
+    """Ingest ``src`` into a new database at ``db`` with ``engine`` (None: this process), with the
+    default settings; the store and the engine are closed after. Returns the run's summary."""
+    store = Store(db)
+    try:
+        return pipeline.ingest([str(src)], store, config=config_mod.load(), engine=engine)
+    finally:
+        store.close()
+        if engine is not None:
+            engine.close()

@@ -10,28 +10,20 @@ from __future__ import annotations
 import os
 import shutil
 
-from snapshots import assert_same
+from snapshots import assert_same, ingest_into
 
-from kgr import config as config_mod
-from kgr.ingest import graphbuild, pipeline
+from kgr.ingest import graphbuild
 from kgr.ingest.engine import LocalEngine, ProcessEngine, make
-from kgr.store import Store
 
 
 def test_examples_same_database_in_worker_processes(examples, tmp_path, monkeypatch):
     monkeypatch.setattr(graphbuild, "PARSE_BATCH", 4)  # 17 files: five batches over two workers
     src = tmp_path / "examples"
     shutil.copytree(examples, src)
-    cfg = config_mod.load()
     dbs = []
     for name, engine in (("local", LocalEngine()), ("processes", ProcessEngine(2))):
         db = tmp_path / f"{name}.sqlite"
-        store = Store(db)
-        try:
-            summary = pipeline.ingest([str(src)], store, config=cfg, engine=engine)
-        finally:
-            store.close()
-            engine.close()
+        summary = ingest_into(src, db, engine)
         assert summary.extracted > 0 and not summary.extract_failed, summary.line()
         dbs.append(db)
         if name == "processes":

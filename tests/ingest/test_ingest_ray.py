@@ -20,10 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from snapshots import assert_same
+from snapshots import assert_same, ingest_into
 
-from kgr import config as config_mod
-from kgr.ingest import pipeline
 from kgr.store import Store
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kgr[ray]'): --engine ray is not tested")
@@ -52,17 +50,10 @@ def cluster():
 def ingest_both(src: Path, tmp_path: Path, cluster: str) -> tuple[Path, Path]:
     from kgr.ingest.engine import RayEngine
 
-    cfg = config_mod.load()
     dbs = []
     for name, engine in (("local", None), ("ray", RayEngine())):
         db = tmp_path / f"{name}.sqlite"
-        store = Store(db)
-        try:
-            summary = pipeline.ingest([str(src)], store, config=cfg, engine=engine)
-        finally:
-            store.close()
-            if engine is not None:
-                engine.close()
+        summary = ingest_into(src, db, engine)
         assert summary.ingested > 0 and summary.extracted > 0 and summary.embedded > 0, summary.line()
         dbs.append(db)
     return dbs[0], dbs[1]
