@@ -203,6 +203,9 @@ class RetrievalWeights(Section):
     specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
     feedback: float = 3.0  # graph mode: weight of the second search, the next hop the best passage names (0: off)
+    # graph mode: weight of a keyword search for the question's words that the best result's page does not write
+    # (what is left to find once that page is found; 0: off)
+    residual: float = 0.1
     # Fusion of the keyword and vector lists (hybrid and graph): "zscore" adds each list's scores as
     # z-scores over that list (a list whose head stands out from its tail counts more for that query;
     # a flat one, a weak vector list, hardly moves the keyword match), "rrf" is reciprocal rank fusion.

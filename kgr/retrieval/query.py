@@ -19,9 +19,11 @@ Modes:
   relation types and over what chunks mention, up to ``hops``. Chunks reached through the
   graph compete with the fused ones on one score (seed 000 section 14)::
 
-      final = w_semantic * direct + gate * (w_hop * hop_score + w_rel * edge_weight)
+      final = w_semantic * direct + gate * (w_hop * hop_score + w_rel * edge_weight) + w_residual * rest
 
-  where ``direct`` is the fused score of the chunk's own evidence and ``hop_score`` the
+  where ``direct`` is the fused score of the chunk's own evidence, ``rest`` its keyword match for
+  the question's words that the best passage's page does not write (what is left to find once
+  that page is found, :func:`_residual`), and ``hop_score`` the
   strength of the best walk that reached it: the seed's strength, times the confidence of
   every edge on the way (edges under ``min_confidence`` are not followed), split over a hub's
   edges. The best of paths counts, never their number, and a seed taken from a top chunk gives
@@ -89,6 +91,7 @@ STEM = 5  # placement: letters of a word compared to tell the relation a questio
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 ANSWERED = 1  # placement: a page whose lead is placed already counts as that lead's pick when it is the one asked for
 FEEDBACK_DEPTH = 3  # feedback: the best fused passages read for the page of an entity the question names
+RESIDUAL_PAGE_CHUNKS = 200  # residual: the chunks of the best page read for the words it writes (a long page's first)
 FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
 
 
@@ -111,8 +114,10 @@ class Candidate:
     via: list[dict] = field(default_factory=list)  # edges that reached it
     entities: set[int] = field(default_factory=set)
     score: float = 0.0
+    rest: float = 0.0  # graph mode: its match for the question's words the best page lacks, over the best match
     placed: dict | None = None  # the link that placed it (see _place)
     second: tuple[int, str] | None = None  # its best rank in graph mode's second search, and what that search added
+    rest_rank: tuple[int, str] | None = None  # its rank in the search for the words the best page lacks, and them
 
 
 def clamp(value: int, low: int, high: int, name: str) -> int:
@@ -334,6 +339,9 @@ def hybrid_query(
             ]
             fuse(cands, lists, weights)
 
+    if graph and weights.residual > 0:
+        _residual(store, q, cands, cand, n, allowed)
+
     seeds: dict[int, str] = {}
     reached: dict[int, dict] = {}
     edges: list[dict] = []
@@ -444,6 +452,47 @@ def _feedback(
             if c.second is None or rank < c.second[0]:
                 c.second = (rank, label)
     return lists
+
+
+def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, allowed: set[int] | None) -> None:
+    """What is left to find once the best fused result is found: the question's content words that
+    its page does not write (compared by their first ``STEM`` letters), searched by keyword. "The
+    minimum retention period for the records produced by the nightly payout job": the retention
+    policy comes first, and what it lacks, "produced nightly payout job", finds the job's page, where
+    the whole question's words found the policy's look-alikes. Each chunk found gets ``rest``, its
+    score over the best one's, which graph mode adds to its score (``weights.residual``); the best
+    result's own chunks, and a question whose words the best page all writes, get nothing."""
+    if not cands:
+        return
+    best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))
+    page = store.scalar("SELECT doc_id FROM chunks WHERE id = ?", (best.chunk_id,))
+    have = {
+        w.lower()[:STEM]
+        for (text,) in store.query(
+            "SELECT text FROM chunks WHERE doc_id = ? ORDER BY ord LIMIT ?", (page, RESIDUAL_PAGE_CHUNKS)
+        )
+        for w in re.findall(r"\w+", text or "")
+    }
+    words = [w for w in re.findall(r"\w+", _content_words(q)) if len(w) > 2 and w.lower()[:STEM] not in have]
+    words = [w for w in words if w.lower() not in stop_words()]
+    if not words:
+        return
+    found = bm25_scored(store, " ".join(words), n, only=allowed)
+    if not found:
+        return
+    pages = dict(
+        store.query(
+            f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(found))})", [cid for cid, _ in found]
+        )
+    )
+    top = found[0][1] or 1.0
+    label = " ".join(words)
+    for rank, (cid, score) in enumerate(found, 1):
+        if pages.get(cid) == page:
+            continue
+        c = cand(cid)
+        c.rest = score / top
+        c.rest_rank = (rank, label)
 
 
 def _by_name(store: Store, q: str, named: dict[int, str]) -> list[int]:
@@ -1238,7 +1287,11 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
         # what the graph adds is scaled by the chunk's own direct evidence (``evidence`` of it): a page
         # the question does not match at all is held back against those it matches
         gate = 1.0 - weights.evidence + weights.evidence * c.direct
-        c.score = weights.semantic * semantic + gate * (weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0))
+        c.score = (
+            weights.semantic * semantic
+            + gate * (weights.hop * c.hop + weights.rel * (c.rel if c.hop else 0.0))
+            + weights.residual * c.rest
+        )
 
 
 # -- output --------------------------------------------------------------------------------
@@ -1309,6 +1362,7 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
                     "cosine": None if c.cosine is None else round(c.cosine, 4),
                     "hop": round(c.hop, 3),
                     "rel": round(c.rel, 3),
+                    "rest": round(c.rest, 3),
                 },
                 "entities": ents.get(c.chunk_id, []),
                 "via": [{**v, "name": names.get(v["entity"])} for v in c.via],
@@ -1366,6 +1420,8 @@ def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict], leads: d
         parts.append(f"semantic match #{c.vector_rank}")
     if c.second is not None and c.second[0] < min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1):
         parts.append(f"second search #{c.second[0]} ({c.second[1]})")
+    if c.rest_rank is not None:
+        parts.append(f"match #{c.rest_rank[0]} for what the best page lacks ({c.rest_rank[1]})")
     for v in c.via:
         name = names.get(v["entity"], f"entity {v['entity']}")
         how = "about" if v["about"] else "mentions"
