@@ -91,6 +91,7 @@ STEM = 5  # placement: letters of a word compared to tell the relation a questio
 CONTEXT_CHARS = 40  # placement: the text before a mention read for that relation ("... directed by ")
 ANSWERED = 1  # placement: a page whose lead is placed already counts as that lead's pick when it is the one asked for
 FEEDBACK_DEPTH = 3  # feedback: the best fused passages read for the page of an entity the question names
+INTERROGATIVES = frozenset("who whom whose what which where when why how".split())
 RESIDUAL_PAGE_CHUNKS = 200  # residual: the chunks of the best page read for the words it writes (a long page's first)
 FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
 
@@ -339,7 +340,7 @@ def hybrid_query(
             ]
             fuse(cands, lists, weights)
 
-    if graph and weights.residual > 0:
+    if graph and weights.residual > 0 and _is_question(q):
         _residual(store, q, cands, cand, n, allowed)
 
     seeds: dict[int, str] = {}
@@ -454,6 +455,14 @@ def _feedback(
     return lists
 
 
+def _is_question(q: str) -> bool:
+    """Whether the text asks (a question mark, or an interrogative first word) rather than states:
+    a claim to check ("Aspirin lowers the risk of ...") is one page's to support, with no other
+    half to look for."""
+    first = re.match(r"\W*(\w+)", q)
+    return q.rstrip().endswith("?") or bool(first and first.group(1).lower() in INTERROGATIVES)
+
+
 def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, allowed: set[int] | None) -> None:
     """What is left to find once the best fused result is found: the question's content words that
     its page does not write (compared by their first ``STEM`` letters), searched by keyword. "The
@@ -461,7 +470,8 @@ def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, a
     policy comes first, and what it lacks, "produced nightly payout job", finds the job's page, where
     the whole question's words found the policy's look-alikes. Each chunk found gets ``rest``, its
     score over the best one's, which graph mode adds to its score (``weights.residual``); the best
-    result's own chunks, and a question whose words the best page all writes, get nothing."""
+    result's own chunks, and a question whose words the best page all writes, get nothing. Asked
+    only for a question (:func:`_is_question`): a claim to check has no other half to look for."""
     if not cands:
         return
     best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))

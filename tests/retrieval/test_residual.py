@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from kgr.config import RetrievalWeights
-from kgr.retrieval.query import hybrid_query
+from kgr.retrieval.query import _is_question, hybrid_query
 from kgr.stages.load import load
 from kgr.store import Store, vectors
 
@@ -71,3 +71,19 @@ def test_a_question_the_best_page_covers_searches_nothing_more(tmp_path):
     assert res["results"][0]["path"] == "policy.md"
     assert all(r["scores"]["rest"] == 0.0 for r in res["results"])
     assert not any("lacks" in r["why"] for r in res["results"])
+
+
+def test_a_claim_to_check_has_no_other_half_to_look_for(tmp_path):
+    store, embed = _kb(tmp_path / "kb.sqlite")
+    claim = "The minimum retention period for the records produced by the nightly payout job is ten years."
+    res = hybrid_query(store, claim, k=40, mode="graph", embed_query=embed)
+    assert res["results"][0]["path"] == "policy.md"
+    assert all(r["scores"]["rest"] == 0.0 for r in res["results"])
+
+
+def test_what_counts_as_a_question():
+    assert _is_question("Which team owns the ledger?")
+    assert _is_question("who owns the fare engine")  # no question mark, an interrogative first word
+    assert _is_question("  How do I rotate keys")
+    assert not _is_question("Aspirin lowers the risk of a second stroke.")
+    assert not _is_question("deploy failed E4012")
