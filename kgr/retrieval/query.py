@@ -483,8 +483,12 @@ def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, a
         )
         for w in re.findall(r"\w+", text or "")
     }
-    words = [w for w in re.findall(r"\w+", _content_words(q)) if len(w) > 2 and w.lower()[:STEM] not in have]
-    words = [w for w in words if w.lower() not in stop_words()]
+    # _content_words gives the question back whole when it is all function words: they are left out here too
+    words = [
+        w
+        for w in re.findall(r"\w+", _content_words(q))
+        if len(w) > 2 and w.lower()[:STEM] not in have and w.lower() not in stop_words()
+    ]
     if not words:
         return
     found = bm25_scored(store, " ".join(words), n, only=allowed)
