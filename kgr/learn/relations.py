@@ -106,6 +106,8 @@ class Example:
     allowed: frozenset[str] | None = None
     # the candidate's dense view (kgr.stages.relview: its two names read in context); None: not read
     view: Any = None
+    # its evidence text and the two names' offsets in it (kgr.stages.relview.evidence_of)
+    window: Any = None
 
 
 @dataclass
@@ -155,10 +157,19 @@ def collect(
             ga = _entity(gold, c.a)
             gb = _entity(gold, c.b)
             ends = ((name_of(c.a), ga), (name_of(c.b), gb))
-            data.examples.append(
-                Example(corpus.name, path, c.features, label, *ends, (c.start, c.end), allowed=signature_ok(c))
-            )
             evidence.append(evidence_of(text, c))
+            data.examples.append(
+                Example(
+                    corpus.name,
+                    path,
+                    c.features,
+                    label,
+                    *ends,
+                    (c.start, c.end),
+                    allowed=signature_ok(c),
+                    window=evidence[-1],
+                )
+            )
     if views and data.examples:
         reader = default_reader()
         if reader is not None:
