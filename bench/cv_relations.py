@@ -1,7 +1,7 @@
 """Cross-validated relation F1 of the learned relation classifier, through the whole pipeline.
 
     python bench/cv_relations.py --golden ../shared/golden --golden ../shared/golden2 \
-        --golden ../shared/eval/redocred_dev [--folds 5] [--json]
+        --golden ../shared/eval/redocred_dev [--folds 5] [--reader] [--out FILE] [--json]
 
 1. Each annotated folder is ingested once to collect and label its candidates
    (kgr.learn.relations.collect).
@@ -13,6 +13,10 @@
    each document with a model that never saw it: the fold model of that document (k-fold),
    or the model without its corpus (left out). A third run uses a model trained on all the
    corpora (in-sample, what ships) for the gap.
+
+``--reader`` fits every model with a fine-tuned pair reader too (``kgr train relations --reader``); ``--out`` saves the in-sample model as ``kgr train relations``
+would write it from the same folders (the same cross-validation makes its thresholds), so one
+run gives both the figures and the weights.
 
 Prints relation precision/recall/F1 per corpus for each setting, with mention, canonical
 and typing figures of the k-fold run. Skips with a message when a folder is missing.
@@ -32,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--golden", action="append", required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--C", type=float, default=None)
+    parser.add_argument("--reader", action="store_true", help="fine-tune a pair reader in every fit")
+    parser.add_argument("--out", help="also write the in-sample model here (as kgr train relations does)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-pipeline", action="store_true", help="only the quick candidate-level scores")
     args = parser.parse_args(argv)
@@ -50,13 +56,22 @@ def main(argv: list[str] | None = None) -> int:
     cfg = config_mod.load()
     data = learn.collect_all(args.golden, cfg, progress=log)
     kwargs = {} if args.C is None else {"C": args.C}
-    cv = learn.crossvalidate(data, k=args.folds, log=log, **kwargs)
+    cv = learn.crossvalidate(data, k=args.folds, reader=args.reader, log=log, **kwargs)
     examples = [e for d in data for e in d.examples]
     report: dict = {"threshold": cv.threshold, "folds": args.folds, "candidate_level": {}, "pipeline": {}}
     for setting, probs in (("kfold", cv.kfold_probs), ("left_out", cv.loco_probs)):
         report["candidate_level"][setting] = learn.pair_scores(data, examples, probs, cv.threshold, cv.veto)
+    full = None
+    if args.out:
+        command = "kgr train relations " + " ".join(
+            [*(f"--golden {g}" for g in args.golden), f"--out {args.out}", *(["--reader"] if args.reader else [])]
+        )
+        full, _ = learn.ship(data, cv, args.out, reader=args.reader, log=log, command=command, **kwargs)
     if not args.no_pipeline:
-        full = learn.fit(examples, threshold=cv.threshold, veto=cv.veto, scopes=learn.scopes_of(data), **kwargs)
+        if full is None:
+            full = learn.fit(
+                examples, threshold=cv.threshold, veto=cv.veto, scopes=learn.scopes_of(data), reader=args.reader, **kwargs
+            )
         for d in data:
             name = d.corpus.name
             row = {}

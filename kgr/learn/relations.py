@@ -71,7 +71,7 @@ from kgr.stages.relmodel import (
     name_of,
     typing_with,
 )
-from kgr.stages.relview import default_reader, evidence_of
+from kgr.stages.relview import default_reader, evidence_of, marked
 
 IGNORE = None
 BALANCE = 0.5
@@ -85,6 +85,15 @@ DENSE_HIDDEN = 256
 DENSE_EPOCHS = 8
 DENSE_BATCH = 512
 DENSE_SEED = 0
+# the pair reader (the default model's transformer fine-tuned through adapters, kgr.stages.relview):
+# it learns from every related candidate (at most READER_POSITIVES per corpus) and
+# READER_NEGATIVES times as many unrelated ones, for READER_EPOCHS passes
+READER_POSITIVES = 3000
+READER_NEGATIVES = 3.0
+READER_EPOCHS = 1.0
+READER_BATCH = 16
+READER_LR = 5e-4
+READER_SEED = 0
 THRESHOLDS = [round(0.05 * k, 2) for k in range(1, 20)]
 VETOES = [0.0, 0.01, 0.02, 0.05, 0.1]
 # mean relation F1 that choosing thresholds may give up to claim fewer relations: in a mean
@@ -208,12 +217,15 @@ def left_out_typers(roots: Iterable[str | Path], config=None, progress=None) -> 
 
 
 def collect_all(
-    roots: Iterable[str | Path], config=None, *, progress: Callable[[str], None] | None = None
+    roots: Iterable[str | Path], config=None, *, progress: Callable[[str], None] | None = None, views: bool = True
 ) -> list[CorpusData]:
     """:func:`collect` of every folder, each reading the types of :func:`left_out_typers`."""
     roots = list(roots)
     typers = left_out_typers(roots, config, progress)
-    return [collect(r, config, progress=progress, typer=typers.get(str(Path(r).resolve()), "default")) for r in roots]
+    return [
+        collect(r, config, progress=progress, views=views, typer=typers.get(str(Path(r).resolve()), "default"))
+        for r in roots
+    ]
 
 
 def signature_ok(c) -> frozenset[str]:
@@ -365,10 +377,13 @@ def fit(
     veto: float = 0.0,
     meta: dict | None = None,
     dense: bool = True,
+    reader: bool = False,
     scopes: dict[str, frozenset[str] | None] | None = None,
+    log=None,
 ):
-    """The sparse logistic regression and, with ``dense`` and every example's view read, the dense
-    head; ``scopes``: each corpus's annotated relation types (None: all), see :func:`targets`."""
+    """The sparse logistic regression; with ``dense`` and every example's view read, the dense
+    head; with ``reader``, the pair reader (:func:`fit_reader`). ``scopes``: each corpus's
+    annotated relation types (None: all), see :func:`targets`."""
     import numpy as np
 
     train = [e for e in examples if e.label is not None]
@@ -387,8 +402,70 @@ def fit(
     keep = np.abs(W).max(axis=1) >= 1e-3
     vocabulary = [f for f, k in zip(vocabulary, keep) if k]
     info = {"C": C, "balance": BALANCE, "min_count": MIN_COUNT, "examples": len(train), **(meta or {})}
+    arrays = fit_reader(train, scopes=scopes, log=log) if reader else None
     head = fit_dense(train, scopes=scopes) if dense and all(e.view is not None for e in train) else None
-    return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto}, head)
+    return RelationModel(vocabulary, W[keep], b, list(LABELS), threshold, {**info, "veto": veto}, head, arrays)
+
+
+def reader_text(e: Example) -> str:
+    """What the pair reader reads of an example (as extraction marks a candidate)."""
+    return marked(e.window, e.a[0], e.b[0], e.features)
+
+
+def fit_reader(train: list[Example], *, seed: int = READER_SEED, scopes=None, log=None) -> dict:
+    """The pair reader's arrays (:class:`kgr.stages.relview.PairReader`): adapters of the default
+    model's transformer and an output layer, fine-tuned with torch on a sample of the labelled
+    examples (every related one up to ``READER_POSITIVES`` per corpus, ``READER_NEGATIVES``
+    times as many unrelated), weighted by corpus and with the same acceptable labels
+    (:func:`targets`) as the sparse model."""
+    import time
+
+    import numpy as np
+    import torch
+
+    from kgr.stages.relview import reader_network, tokenize
+
+    rng = random.Random(seed)
+    split: dict[str, tuple[list, list]] = collections.defaultdict(lambda: ([], []))
+    for e in train:
+        if e.label is not None and e.window is not None:
+            split[e.corpus][e.label == NONE].append(e)
+    picked: list[Example] = []
+    for _corpus, (pos, neg) in sorted(split.items()):
+        pos = rng.sample(pos, min(len(pos), READER_POSITIVES))
+        picked += pos + rng.sample(neg, min(len(neg), int(READER_NEGATIVES * len(pos))))
+    rng.shuffle(picked)
+    M = torch.from_numpy(targets(picked, scopes))
+    weight = np.asarray(corpus_weights(picked), dtype=np.float32)
+    w = torch.from_numpy(weight / weight.mean())
+    texts = [reader_text(e) for e in picked]
+    tokenizer, net = reader_network(len(LABELS), seed=seed)
+    params = [q for q in net.parameters() if q.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=READER_LR, weight_decay=0.01)
+    steps = max(1, int(READER_EPOCHS * len(picked) / READER_BATCH))
+    warmup = max(1, int(0.06 * steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: min(1.0, k / warmup) * max(0.0, 1 - k / steps))
+    net.train()
+    step, started = 0, time.perf_counter()
+    while step < steps:
+        order = list(range(len(picked)))
+        rng.shuffle(order)
+        for s in range(0, len(order), READER_BATCH):
+            if step >= steps:
+                break
+            batch = order[s : s + READER_BATCH]
+            Z = net(tokenize(tokenizer, [texts[k] for k in batch]))
+            loss = torch.logsumexp(Z, 1) - torch.logsumexp(Z.masked_fill(~M[batch], float("-inf")), 1)
+            optimizer.zero_grad()
+            (loss * w[batch]).mean().backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            schedule.step()
+            step += 1
+            if log and step % 500 == 0:
+                log(f"pair reader: step {step}/{steps}, {time.perf_counter() - started:.0f} s")
+    net.eval()
+    return net.arrays()
 
 
 def fit_dense(train: list[Example], *, seed: int = DENSE_SEED, scopes=None) -> DenseHead:
@@ -447,11 +524,16 @@ def example_probabilities(model: RelationModel, examples: list[Example]):
 
     probs = model.probabilities([e.features for e in examples])
     rows = model.reads(probs)
-    rows = np.array([i for i in rows if examples[i].view is not None], dtype=np.int64)
-    if not len(rows):
-        return probs
-    vectors = np.stack([examples[i].view for i in rows]).astype(np.float32)
-    return model.combined(probs, rows, vectors, [examples[i].features for i in rows])
+    read: dict = {"view": None, "reader": None}
+    if model.dense is not None:
+        rows = np.array([i for i in rows if examples[i].view is not None], dtype=np.int64)
+        if len(rows):
+            read["view"] = np.stack([examples[i].view for i in rows]).astype(np.float32)
+    if model.reader and len(rows):
+        reader = model.pair_reader()
+        if reader is not None:
+            read["reader"] = reader.probabilities([reader_text(examples[i]) for i in rows])
+    return model.combined(probs, rows, read, [examples[i].features for i in rows])
 
 
 # -- scoring without the rest of the pipeline -----------------------------------------------------
@@ -690,7 +772,13 @@ class CrossValidation:
 
 
 def crossvalidate(
-    data: list[CorpusData], *, C: float = DEFAULT_C, k: int = FOLDS, loco: bool = True, log=None
+    data: list[CorpusData],
+    *,
+    C: float = DEFAULT_C,
+    k: int = FOLDS,
+    loco: bool = True,
+    reader: bool = False,
+    log=None,
 ) -> CrossValidation:
     import numpy as np
 
@@ -701,7 +789,7 @@ def crossvalidate(
     models = []
     for f in range(k):
         train = [e for e in examples if fold[(e.corpus, e.doc)] != f]
-        model = fit(train, C=C, scopes=scopes)
+        model = fit(train, C=C, scopes=scopes, reader=reader, log=log)
         models.append(model)
         test = [i for i, e in enumerate(examples) if fold[(e.corpus, e.doc)] == f]
         kprobs[test] = example_probabilities(model, [examples[i] for i in test])
@@ -712,7 +800,7 @@ def crossvalidate(
     if loco and len(data) > 1:
         for d in data:
             name = d.corpus.name
-            model = fit([e for e in examples if e.corpus != name], C=C, scopes=scopes)
+            model = fit([e for e in examples if e.corpus != name], C=C, scopes=scopes, reader=reader, log=log)
             loco_models[name] = model
             test = [i for i, e in enumerate(examples) if e.corpus == name]
             lprobs[test] = example_probabilities(model, [examples[i] for i in test])
@@ -725,12 +813,35 @@ def crossvalidate(
 
 
 def train(
-    roots: Iterable[str | Path], out: str | Path, *, C: float = DEFAULT_C, config=None, log=None, command: str = ""
+    roots: Iterable[str | Path],
+    out: str | Path,
+    *,
+    C: float = DEFAULT_C,
+    reader: bool = False,
+    config=None,
+    log=None,
+    command: str = "",
 ) -> dict:
     """Collect, cross-validate for the thresholds (k-fold, and each corpus left out when there
-    are several), fit on everything, save. Returns a summary."""
+    are several), fit on everything, save. Returns a summary. With ``reader``, each fit
+    fine-tunes a pair reader (:func:`fit_reader`) too."""
     data = collect_all(roots, config, progress=log)
-    cv = crossvalidate(data, C=C, log=log)
+    cv = crossvalidate(data, C=C, reader=reader, log=log)
+    return ship(data, cv, out, C=C, reader=reader, log=log, command=command)[1]
+
+
+def ship(
+    data: list[CorpusData],
+    cv: CrossValidation,
+    out: str | Path,
+    *,
+    C: float = DEFAULT_C,
+    reader: bool = False,
+    log=None,
+    command: str = "",
+) -> tuple[RelationModel, dict]:
+    """The model fitted on every example with ``cv``'s thresholds, its cross-validated scores
+    and calibration in its meta, saved to ``out``; and the summary :func:`train` returns."""
     examples = [e for d in data for e in d.examples]
     scores = pair_scores(data, examples, cv.kfold_probs, cv.threshold, cv.veto)
     meta = {
@@ -742,6 +853,8 @@ def train(
         left_out = pair_scores(data, examples, cv.loco_probs, cv.threshold, cv.veto)
         meta["left_out_pair_f1"] = {k: round(v["f1"], 4) for k, v in left_out.items()}
     meta["calibration"] = calibration(data, examples, cv.kfold_probs, cv.threshold)
-    model = fit(examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta, scopes=scopes_of(data))
+    model = fit(
+        examples, C=C, threshold=cv.threshold, veto=cv.veto, meta=meta, scopes=scopes_of(data), reader=reader, log=log
+    )
     model.save(out)
-    return {"threshold": cv.threshold, "veto": cv.veto, "features": len(model.index), **meta}
+    return model, {"threshold": cv.threshold, "veto": cv.veto, "features": len(model.index), **meta}

@@ -23,7 +23,9 @@ probability of every relation in each direction and of none. For the candidates 
 plausible (some relation at least ``CASCADE``), a small network (:class:`DenseHead`) also
 reads the candidate's two names in context, as the default embedding model's transformer
 reads them in the evidence (:mod:`kgr.stages.relview`), and the two models' probabilities
-are averaged. A pair of names is related when its best candidate's probability passes the
+are averaged; a model trained with a reader also has a fine-tuned copy of that transformer
+read the evidence with both names marked (:class:`kgr.stages.relview.PairReader`), a third
+opinion in the mean. A pair of names is related when its best candidate's probability passes the
 model's threshold (chosen on documents left out of training), and keeps that candidate's
 sentence as evidence. Its confidence is what that probability has meant on documents left out
 of training: the share of relations given it that held, for a rule's relation and for one the
@@ -40,6 +42,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +54,8 @@ from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
 NONE = "none"
 LABELS = (NONE,) + tuple(f"{rel}{d}" for rel in VOCABULARY for d in (">", "<"))  # ">": a is the source
 MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
+
+log = logging.getLogger(__name__)
 
 CASCADE = 0.1  # the dense view is read for candidates the sparse model gives a relation at least this
 MAX_APART = 24  # mentions between the two ends of a sentence or near candidate, at most
@@ -505,6 +510,7 @@ class RelationModel:
         threshold,
         meta: dict,
         dense: "DenseHead | None" = None,
+        reader: dict | None = None,
     ):
         import numpy as np
 
@@ -517,6 +523,7 @@ class RelationModel:
         self.veto = float(meta.get("veto", 0.0))  # a rule's relation the model gives less is dropped
         self.meta = meta
         self.dense = dense
+        self.reader = reader or None  # the pair reader's arrays (kgr.stages.relview.PairReader)
         # the dense view is read for a candidate the sparse model gives some relation at least this
         self.cascade = float(meta.get("cascade", CASCADE))
 
@@ -547,8 +554,16 @@ class RelationModel:
             vocabulary = str(z["vocabulary"]).split("\n") if z["vocabulary"].size else []
             meta = json.loads(str(z["meta"]))
             dense = DenseHead.from_arrays(z) if "dense_w1" in z.files else None
+            reader = {k: z[k] for k in z.files if k.startswith("reader_")}
             return cls(
-                vocabulary, z["weights"].astype(np.float32), z["bias"], meta["labels"], meta["threshold"], meta, dense
+                vocabulary,
+                z["weights"].astype(np.float32),
+                z["bias"],
+                meta["labels"],
+                meta["threshold"],
+                meta,
+                dense,
+                reader,
             )
 
     def save(self, path: str | Path) -> None:
@@ -560,7 +575,7 @@ class RelationModel:
         for f, i in self.index.items():
             vocabulary[i] = f
         meta = {**self.meta, "labels": self.labels, "threshold": self.threshold, "veto": self.veto}
-        if self.dense is not None:
+        if self.dense is not None or self.reader:
             meta["cascade"] = self.cascade
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
@@ -571,6 +586,7 @@ class RelationModel:
                 bias=self.bias.astype(np.float32),
                 meta=np.array(json.dumps(meta, sort_keys=True)),
                 **(self.dense.arrays() if self.dense is not None else {}),
+                **(self.reader or {}),
             )
 
     def probabilities(self, feature_lists: list[list[str]]):
@@ -586,19 +602,66 @@ class RelationModel:
         return _softmax(scores)
 
     def reads(self, probs):
-        """The rows of ``probs`` (the sparse model's) whose candidates the dense head reads too."""
+        """The rows of ``probs`` (the sparse model's) whose candidates the dense head or the pair
+        reader reads too."""
         import numpy as np
 
-        if self.dense is None or not len(probs):
+        if (self.dense is None and not self.reader) or not len(probs):
             return np.zeros(0, dtype=np.int64)
         return np.flatnonzero(probs[:, 1:].max(axis=1) >= self.cascade)
 
-    def combined(self, probs, rows, vectors, feature_lists):
-        """``probs`` with the ``rows`` the dense head read (their ``vectors`` and features) replaced
-        by the mean of the sparse model's and the head's probabilities."""
+    def items(self, evidence: list, names: list[tuple[str, str]], feature_lists: list[list[str]]) -> list:
+        """What :meth:`read` reads of candidates, from their evidence (``relview.evidence_of``),
+        names and features: the evidence (the dense view's input) and, with a pair reader, the
+        marked text (its input)."""
+        if not self.reader:
+            return [(ev, None) for ev in evidence]
+        from kgr.stages.relview import marked
+
+        return [(ev, marked(ev, a, b, f)) for ev, (a, b), f in zip(evidence, names, feature_lists)]
+
+    def read(self, items: list) -> dict:
+        """What the transformer makes of ``items``: ``{"view": the dense views, "reader": the pair
+        reader's probabilities}``, each None when the model has no use for it or the
+        transformer cannot be loaded (the other models then decide without it)."""
+        got: dict = {"view": None, "reader": None}
+        if self.dense is not None:
+            from kgr.stages.relview import default_reader
+
+            view = default_reader()
+            if view is not None:
+                got["view"] = view.vectors([ev for ev, _ in items])
+        if self.reader:
+            reader = self.pair_reader()
+            if reader is not None:
+                got["reader"] = reader.probabilities([text for _, text in items])
+        return got
+
+    def pair_reader(self):
+        """The pair reader, loaded once per model; None (with a warning) when it cannot be."""
+        if not hasattr(self, "_pair_reader"):
+            from kgr.stages.relview import PairReader
+
+            try:
+                self._pair_reader = PairReader.from_arrays(self.reader)
+            except (ImportError, OSError, ValueError, KeyError) as exc:
+                log.warning("relations: the pair reader cannot be loaded (%s); the other models decide", exc)
+                self._pair_reader = None
+        return self._pair_reader
+
+    def combined(self, probs, rows, read: dict, feature_lists):
+        """``probs`` with the ``rows`` read replaced by the mean of the sparse model's
+        probabilities and those of the dense head (on ``read["view"]``) and the pair reader
+        (``read["reader"]``), each that the model has and could read."""
         out = probs.copy()
-        if len(rows):
-            out[rows] = (probs[rows] + self.dense.probabilities(vectors, feature_lists)) / 2
+        if not len(rows):
+            return out
+        parts = [probs[rows]]
+        if self.dense is not None and read.get("view") is not None:
+            parts.append(self.dense.probabilities(read["view"], feature_lists))
+        if self.reader and read.get("reader") is not None:
+            parts.append(read["reader"])
+        out[rows] = sum(parts) / len(parts)
         return out
 
 
@@ -717,18 +780,24 @@ class Decision:
     probs: Any = None
     rows: Any = ()
 
-    def evidence(self) -> list:
+    def items(self) -> list:
+        """What the model's transformer reads of :attr:`rows` (``RelationModel.items``)."""
         from kgr.stages.relview import evidence_of
 
-        return [evidence_of(self.doc.text, self.cands[i]) for i in self.rows]
+        cands = [self.cands[i] for i in self.rows]
+        return self.model.items(
+            [evidence_of(self.doc.text, c) for c in cands],
+            [(name_of(c.a), name_of(c.b)) for c in cands],
+            [c.features for c in cands],
+        )
 
-    def finish(self, vectors=None) -> list[dict]:
-        """The relation records, with the dense view of :attr:`rows` when read."""
+    def finish(self, read=None) -> list[dict]:
+        """The relation records, with what the transformer read of :attr:`rows` when read."""
         if self.model is None or not self.cands:
             return [_strip(r) for r in self.rules]
         probs = self.probs
-        if vectors is not None and len(self.rows):
-            probs = self.model.combined(probs, self.rows, vectors, [self.cands[i].features for i in self.rows])
+        if read is not None and len(self.rows):
+            probs = self.model.combined(probs, self.rows, read, [self.cands[i].features for i in self.rows])
         return _decided(self.doc, self.model, self.cands, probs)
 
 
@@ -748,20 +817,20 @@ def decision(doc: Document, spans: list, rules: list[dict], model: RelationModel
 
 
 def decide_all(decisions: list[Decision]) -> list[list[dict]]:
-    """Each decision's relation records, the dense view of all of them read in one pass."""
+    """Each decision's relation records, what each model's transformer reads of them read in one
+    pass per model."""
     import numpy as np
 
-    wanted = [d for d in decisions if len(d.rows)]
-    reader = None
-    if wanted:
-        from kgr.stages.relview import default_reader
-
-        reader = default_reader()
-    if reader is None:
-        return [d.finish() for d in decisions]
-    vectors = reader.vectors([e for d in wanted for e in d.evidence()])
-    bounds = np.cumsum([0] + [len(d.rows) for d in wanted])
-    read = {id(d): vectors[a:b] for d, a, b in zip(wanted, bounds, bounds[1:])}
+    by_model: dict[int, list[Decision]] = {}
+    for d in decisions:
+        if len(d.rows):
+            by_model.setdefault(id(d.model), []).append(d)
+    read = {}
+    for wanted in by_model.values():
+        got = wanted[0].model.read([e for d in wanted for e in d.items()])
+        bounds = np.cumsum([0] + [len(d.rows) for d in wanted])
+        for d, a, b in zip(wanted, bounds, bounds[1:]):
+            read[id(d)] = {k: None if v is None else v[a:b] for k, v in got.items()}
     return [d.finish(read.get(id(d))) for d in decisions]
 
 

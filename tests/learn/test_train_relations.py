@@ -150,6 +150,54 @@ def test_the_dense_head_is_saved_with_the_model_and_decides_with_it(corpus, tmp_
     assert np.allclose(mixed[rows], (sparse[rows] + before[rows]) / 2)
 
 
+def test_a_pair_reader_is_fine_tuned_saved_and_decides_with_the_model(corpus, tmp_path, monkeypatch, analyse_learned):
+    import numpy as np
+
+    from kgr.stages import relview
+
+    monkeypatch.setattr(learn, "READER_EPOCHS", 12.0)  # a few dozen candidates: more passes to learn from
+    data = learn.collect(corpus)
+    model = learn.fit(data.examples, threshold=0.5, reader=True)
+    assert model.dense is not None and model.reader  # a third opinion beside the dense head
+    # only adapters and the output layer are stored, in a small file
+    assert all(k.startswith("reader_") for k in model.reader) and len(model.reader) == 2 + 6 * 4 * 2
+    model.save(tmp_path / "m.npz")
+    assert (tmp_path / "m.npz").stat().st_size < 3_000_000
+    loaded = RelationModel.load(tmp_path / "m.npz")
+    assert loaded.cascade == model.cascade and set(loaded.reader) == set(model.reader)
+    # what the reader reads: the evidence with both names marked and typed
+    statement = [e for e in data.examples if e.label == "uses>"]
+    text = learn.reader_text(statement[0])
+    assert "@ * " in text and "# ^ " in text and "feeds" in text
+    assert text.index("Service @") < text.index("feeds") < text.index("Store #")
+    got = loaded.pair_reader().probabilities([learn.reader_text(e) for e in data.examples])
+    assert got.shape == (len(data.examples), len(LABELS)) and np.allclose(got.sum(axis=1), 1.0, atol=1e-4)
+    uses = LABELS.index("uses>")
+    unrelated = [i for i, e in enumerate(data.examples) if e.label == "none"]
+    taught = [i for i, e in enumerate(data.examples) if e.label == "uses>"]
+    assert got[taught, uses].mean() > 0.5 > got[unrelated, uses].mean()
+    # the read rows are the mean of the sparse model's, the dense head's and the reader's probabilities
+    sparse = loaded.probabilities([e.features for e in data.examples])
+    rows = loaded.reads(sparse)
+    features = [data.examples[i].features for i in rows]
+    head = loaded.dense.probabilities(np.stack([data.examples[i].view for i in rows]), features)
+    mixed = learn.example_probabilities(loaded, data.examples)
+    assert len(rows) and np.allclose(mixed[rows], (sparse[rows] + head + got[rows]) / 3, atol=1e-5)
+    # extraction of a new document reads it the same way
+    doc = "# Vesper Service\n\nVesper Service feeds Willow Store every night.\n"
+    with using_model(lambda path: loaded):
+        found = {(r["src"], r["rel"], r["dst"]) for r in analyse_learned(doc)}
+    assert ("Vesper Service", "uses", "Willow Store") in found
+    # without the transformer, the sparse model decides alone
+    monkeypatch.setattr(
+        relview.PairReader, "from_arrays", classmethod(lambda cls, arrays: (_ for _ in ()).throw(OSError("gone")))
+    )
+    alone = RelationModel.load(tmp_path / "m.npz")
+    assert alone.read([(("x", (0, 1), (0, 1)), "x")])["reader"] is None
+    without = learn.example_probabilities(alone, data.examples)
+    assert np.allclose(without[rows], (sparse[rows] + head) / 2, atol=1e-5)
+
+
 def test_a_model_without_a_dense_head_or_reader_decides_with_the_sparse_model(corpus, monkeypatch, learned_extractor):
     from kgr.stages import relmodel, relview
     from kgr.stages.textmodel import parse_document
