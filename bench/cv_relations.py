@@ -70,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_pipeline:
         if full is None:
             full = learn.fit(
-                examples, threshold=cv.threshold, veto=cv.veto, scopes=learn.scopes_of(data), reader=args.reader, **kwargs
+                examples,
+                threshold=cv.threshold,
+                veto=cv.veto,
+                scopes=learn.scopes_of(data),
+                reader=args.reader,
+                **kwargs,
             )
         for d in data:
             name = d.corpus.name

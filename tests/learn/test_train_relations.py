@@ -449,3 +449,22 @@ def test_confidence_is_fitted_to_how_often_relations_given_a_probability_held(tm
     # what the model adds under its relation's threshold is never kept, so it is not fitted on
     fitted_high = learn.calibration(data, examples, _probs(rows), {"uses": 0.95})
     assert "model" not in fitted_high
+
+
+def test_the_reader_learns_from_every_sampled_text_once_per_pass_in_batches_of_like_length():
+    import random
+
+    texts = ["x" * random.Random(k).randint(5, 400) for k in range(1000)]
+    batches = learn._length_batches(texts, random.Random(0))
+    seen = sorted(i for b in batches for i in b)
+    assert seen == list(range(len(texts)))  # each text once
+    assert all(0 < len(b) <= learn.READER_BATCH for b in batches)
+    padded = sum(max(len(texts[i]) for i in b) * len(b) for b in batches)
+    drawn = list(range(len(texts)))
+    random.Random(0).shuffle(drawn)
+    at_random = sum(
+        max(len(texts[i]) for i in drawn[k : k + learn.READER_BATCH]) * len(drawn[k : k + learn.READER_BATCH])
+        for k in range(0, len(drawn), learn.READER_BATCH)
+    )
+    assert padded < 0.8 * at_random  # less padding than batches drawn at random
+    assert batches != learn._length_batches(texts, random.Random(1))  # shuffled, by the seed
