@@ -57,7 +57,7 @@ MODEL_FILE = Path(__file__).parent / "models" / "relations.npz"
 
 log = logging.getLogger(__name__)
 
-CASCADE = 0.1  # the dense view is read for candidates the sparse model gives a relation at least this
+CASCADE = 0.01  # the dense view is read for candidates the sparse model gives a relation at least this
 MAX_APART = 24  # mentions between the two ends of a sentence or near candidate, at most
 # sentences between the two ends of a near candidate, at most: an article's introduction
 # says where a place lies a few sentences after it names it
