@@ -1152,7 +1152,7 @@ def train_group():
     "--reader/--no-reader",
     default=False,
     help="Also fine-tune a pair reader (the default model's transformer, through small adapters) on the "
-    "marked evidence, a third opinion beside the sparse model and the dense head: about 11 minutes per fit on "
+    "marked evidence, a third opinion beside the sparse model and the dense head: 11 to 17 minutes per fit on "
     "two cores, nine fits.",
 )
 @json_option

@@ -8,9 +8,9 @@ names are averaged. The two vectors, side by side, say what the sentence makes o
 :mod:`kgr.stages.relmodel` only approximate. A name outside the evidence (a page's subject)
 or past the model's ``MAX_TOKENS`` gets zeros.
 
-The relation model reads this view only for the candidates its sparse features already find
-plausible (``RelationModel.cascade``): reading every candidate would cost several times
-spaCy's parse.
+The relation model reads this view only for the candidates its sparse features give some
+relation at least ``RelationModel.cascade`` (0.01: most of them, and the relations that matter;
+the shipped cascade costs about 45 s of a 148 s PowerShell graph build, bench/bench_graph.py).
 
 A model trained with a reader (``kgr train relations --reader``) reads those candidates with
 :class:`PairReader` instead: the same transformer, fine-tuned through low-rank adapters
