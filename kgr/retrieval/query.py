@@ -34,7 +34,10 @@ Modes:
   subject the question names, and the pages a placed page leads to by a linked mention of their
   subject (``place_rounds`` rounds: the second page's subject's links lead to the third), are
   placed next to the page that leads to them rather than scored against keyword matches, when
-  the link is strong enough; each result's ``placed_by`` says which link placed it. A page the
+  the link is strong enough; so is, for a question, a page about an aspect of an entity a placed
+  page names (:func:`_aspect_pages`: "History of X", "2018 X gubernatorial election"), when its
+  text answers the question's words the leading page lacks and it is nearer the question than X's
+  own page; each result's ``placed_by`` says which link placed it. A page the
   question names in full goes first when the best result is about nothing the question names
   (``weights.place_first``); a name the question writes in lower case ("what time") is a common
   noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
@@ -94,6 +97,11 @@ FEEDBACK_DEPTH = 3  # feedback: the best fused passages read for the page of an 
 INTERROGATIVES = frozenset("who whom whose what which where when why how".split())
 RESIDUAL_PAGE_CHUNKS = 200  # residual: the chunks of the best page read for the words it writes (a long page's first)
 FOCUS = 1  # feedback: 1 searches with the name the best page writes after the question's relation word, 0 never
+ASPECT_LINK = 1.0  # placement: a page whose title writes X among other words ("History of X"), against X's own page
+ASPECT_HITS = 20  # placement: the best keyword matches read for such pages, per leading page
+ASPECT_WORDS = 2  # placement: such a page writes at least this many of the question's words its leading page lacks
+ASPECT_NEAR = 0.25  # placement: and is at least this near the question (cosine)
+ASPECT_NEARER = 1  # placement: and nearer it than the entity's own page
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
@@ -476,19 +484,7 @@ def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, a
         return
     best = min(cands.values(), key=lambda c: (-c.direct, c.chunk_id))
     page = store.scalar("SELECT doc_id FROM chunks WHERE id = ?", (best.chunk_id,))
-    have = {
-        w.lower()[:STEM]
-        for (text,) in store.query(
-            "SELECT text FROM chunks WHERE doc_id = ? ORDER BY ord LIMIT ?", (page, RESIDUAL_PAGE_CHUNKS)
-        )
-        for w in re.findall(r"\w+", text or "")
-    }
-    # _content_words gives the question back whole when it is all function words: they are left out here too
-    words = [
-        w
-        for w in re.findall(r"\w+", _content_words(q))
-        if len(w) > 2 and w.lower()[:STEM] not in have and w.lower() not in stop_words()
-    ]
+    words = _lacking(store, page, q)
     if not words:
         return
     found = bm25_scored(store, " ".join(words), n, only=allowed)
@@ -507,6 +503,24 @@ def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, a
         c = cand(cid)
         c.rest = score / top
         c.rest_rank = (rank, label)
+
+
+def _lacking(store: Store, doc_id: int, q: str) -> list[str]:
+    """The question's content words that the page does not write (compared by their first ``STEM``
+    letters): what is left to find once that page is found."""
+    have = {
+        w.lower()[:STEM]
+        for (text,) in store.query(
+            "SELECT text FROM chunks WHERE doc_id = ? ORDER BY ord LIMIT ?", (doc_id, RESIDUAL_PAGE_CHUNKS)
+        )
+        for w in re.findall(r"\w+", text or "")
+    }
+    # _content_words gives the question back whole when it is all function words: they are left out here too
+    return [
+        w
+        for w in re.findall(r"\w+", _content_words(q))
+        if len(w) > 2 and w.lower()[:STEM] not in have and w.lower() not in stop_words()
+    ]
 
 
 def _by_name(store: Store, q: str, named: dict[int, str]) -> list[int]:
@@ -1007,7 +1021,11 @@ def _place(
     page keeps the rank its score gives it. When the best result is about nothing the question
     names, the pages placed by a link of at least ``place_first`` (the question names the page's
     subject in full) go before it, with the pages they lead to by links of at least
-    ``CHAIN_FIRST``. Returns the new order."""
+    ``CHAIN_FIRST``. For a question (:func:`_is_question`), each leading page also places one page about an
+    aspect of an entity it names (:func:`_aspect_pages`), of strength as a subject page's times ``ASPECT_LINK``,
+    when that page is at least ``ASPECT_NEAR`` near the question and nearer than the entity's own pages: the
+    rest of the question asks about the entity's history, economy or elections, not about the entity.
+    Returns the new order."""
     top = ranked[0]
     head: list[Candidate] = [top]
     taken = {top.chunk_id}
@@ -1066,6 +1084,7 @@ def _place(
     named = _inside_titles(named, titles)
     strength: dict[int, float] = {}
     leaders: list[Candidate] = []
+    asking = _is_question(q)  # a claim to check has no rest of the question for an aspect page to answer
     # round 0: the question names X, X is the subject of this page; or the question contains the page's title
     found: dict[int, tuple[float, int, int | None]] = {}  # chunk -> (strength, doc, entity or None: its title)
     full = (
@@ -1139,6 +1158,7 @@ def _place(
         )
         named_by: dict[int, list[tuple[int, float]]] = defaultdict(list)
         spans: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        name_of: dict[int, str] = {}
         for cid, eid, link, start, end, name in store.query(
             f'SELECT m.chunk_id, m.entity_id, coalesce(m.link_score, 1.0), m.start, m."end", e.name FROM mentions m '
             f"JOIN entities e ON e.id = m.entity_id WHERE m.chunk_id IN ({','.join('?' * len(ids))}) "
@@ -1154,6 +1174,7 @@ def _place(
                 i = next(i for i, (e, _) in enumerate(named_by[cid]) if e == eid)
                 named_by[cid][i] = (eid, max(named_by[cid][i][1], float(link)))
             spans[(cid, eid)].append((start, end))
+            name_of[eid] = name
         asks = _asked_for(store, ids, spans, q) if weights.place_context else {}
         pages = _subject_pages(store, [e for lst in named_by.values() for e, _ in lst])
         specific(list(pages))
@@ -1186,6 +1207,28 @@ def _place(
                 nxt.append(place(cid, doc_id, link, lead))
                 strength[cid] = st
                 picked += 1
+            if ASPECT_LINK and asking:
+                links = dict(named_by.get(lead, []))
+                aspects = [
+                    a
+                    for a in _aspect_pages(store, docs[lead], {e: name_of[e] for e in links}, q, allowed)
+                    if a[0] not in taken and a[1] not in placed_docs and a[1] not in {p[1] for p in pages.get(a[2], [])}
+                ]
+                own = {a[2]: [p[0] for p in pages.get(a[2], [])] for a in aspects}
+                close = nearness(sorted({a[0] for a in aspects} | {c for cs in own.values() for c in cs}))
+                for cid, doc_id, eid in sorted(aspects, key=lambda a: (-close[a[0]], a[0])):
+                    if close[cid] < ASPECT_NEAR:
+                        break
+                    if ASPECT_NEARER and any(close[c] >= close[cid] for c in own[eid]):
+                        continue  # the entity's own page is nearer the question: it, not an aspect, is asked for
+                    specific([eid])
+                    st = strength[lead] * links[eid] * spread[eid] * ASPECT_LINK
+                    if st < weights.place:
+                        continue
+                    link = {"round": rnd, "entity": eid, "from": lead, "strength": round(st, 3), "aspect": True}
+                    nxt.append(place(cid, doc_id, link, lead))
+                    strength[cid] = st
+                    break
         leaders = nxt
     if len(head) == 1:
         return ranked
@@ -1209,6 +1252,44 @@ def _place(
         if first:
             head = first + [c for c in head if c not in first]
     return head + [c for c in ranked if c.chunk_id not in taken]
+
+
+def _aspect_pages(
+    store: Store, lead_doc: int, names: dict[int, str], q: str, allowed: set[int] | None
+) -> list[tuple[int, int, int]]:
+    """The pages about an aspect of an entity the leading page names, best match first: their title writes
+    the entity's name among other words ("History of Mississippi", "2018 Kansas gubernatorial election"),
+    and their text matches the question's words that the leading page does not write. [(chunk, doc, entity)]."""
+    names = {e: n for e, n in names.items() if len(n) >= 3 and tokens(n)}
+    words = _lacking(store, lead_doc, q) if names else []
+    if not words:
+        return []
+    phrases = " OR ".join('"' + " ".join(tokens(n)) + '"' for n in names.values())
+    match = f"prelude : ({phrases}) AND ({fts_query(' '.join(words))})"
+    rows = store.query(
+        "SELECT c.id, c.doc_id, d.title, c.text FROM chunks_fts f JOIN chunks c ON c.id = f.rowid JOIN docs d ON d.id = c.doc_id "
+        "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts, 1.0, 0.5) LIMIT ?",
+        (match, ASPECT_HITS),
+    )
+    out = []
+    seen: set[int] = set()
+    words_of = {e: f" {' '.join(tokens(n.lower()))} " for e, n in names.items()}
+    stems = {w.lower()[:STEM] for w in words}
+    for cid, doc_id, title, text in rows:
+        if doc_id == lead_doc or doc_id in seen or (allowed is not None and cid not in allowed):
+            continue
+        seen.add(doc_id)
+        core = QUALIFIER.sub("", title or "") or (title or "")
+        tw = f" {' '.join(tokens(core.lower()))} "
+        inside = [e for e, w in words_of.items() if w in tw]
+        if not inside:
+            continue
+        eid = max(inside, key=lambda e: len(words_of[e]))
+        if words_of[eid] == tw:
+            continue  # the entity's own page, not an aspect of it
+        if len(stems & {w.lower()[:STEM] for w in re.findall(r"\w+", text or "")}) >= ASPECT_WORDS:
+            out.append((cid, doc_id, eid))
+    return out
 
 
 def _title_spread(store: Store, title: str, n_docs: int) -> float:
@@ -1415,8 +1496,12 @@ def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tupl
         path, title = leads.get(lead, (None, None))
         names_it = f"page {title or path or lead} names {name}"
         by = {"chunk_id": lead, "path": path, "title": title}
+    if placed.get("aspect"):  # its title writes the name among other words ("History of X")
+        where = f"this page's title writes {name}"
+    else:
+        where = f"{name} is the subject of this page"
     return {
-        "link": f"{names_it}; {name} is the subject of this page",
+        "link": f"{names_it}; {where}",
         "entity": {"id": placed["entity"], "name": name},
         "named_by": by,  # None: the question itself
         "round": placed["round"],

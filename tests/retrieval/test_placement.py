@@ -444,3 +444,48 @@ def test_two_things_of_one_name_place_one_page_for_the_name_the_question_writes(
         assert len(placed) <= 1, placed
         assert "footballer.md" not in placed
         assert res["results"][0]["path"] == "consultant.md"
+
+
+def test_a_page_about_an_aspect_of_the_bridge_is_placed_when_it_answers_the_rest_of_the_question(tmp_path, monkeypatch):
+    """ "History of Mississippi" for "when did the state where X is located join the Union": the page
+    that leads on names Petra Quist, and a page whose title writes her name among other words, and
+    whose text writes the question's words the leading page lacks, is placed after it."""
+    from kgr.retrieval import query as query_mod
+
+    pages = {
+        "orrin-vale.md": ("Orrin Vale", "Orrin Vale is a drama directed by Petra Quist."),
+        "petra-quist.md": ("Petra Quist", "Petra Quist grew up in Dunmere."),
+        "awards-of-petra-quist.md": ("Awards of Petra Quist", "Petra Quist won a prize for painting in 1990."),
+        # her name in the title too, but none of the question's other words in the text
+        "letters-of-petra-quist.md": ("Letters of Petra Quist", "Letters written in Dunmere to a cousin."),
+    }
+    for i, text in enumerate(NOISE):
+        pages[f"noise{i}.md"] = (f"Festival report {i}", text)
+    # pages that match the question's own words better than the aspect page does
+    for i in range(8):
+        pages[f"prize{i}.md"] = (f"Prize list {i}", f"The festival prize for painting in 1990 went to student {i}.")
+    links = {("orrin-vale.md", 2): 0.95}
+    store, embed = _wiki(tmp_path / "aspect.sqlite", pages, {1: "Orrin Vale", 2: "Petra Quist"}, links)
+    question = "Which prize for painting did the director of Orrin Vale win in 1990?"
+    # the second search (feedback) would find the page by the name too: off, to see the placement alone
+    weights = RetrievalWeights(feedback=0.0)
+
+    def ask(q: str):
+        res = hybrid_query(store, q, k=8, mode="graph", embed_query=embed, weights=weights)
+        return [r["path"] for r in res["results"]], {r["path"]: r for r in res["results"]}
+
+    with store:
+        monkeypatch.setattr(query_mod, "ASPECT_LINK", 0.0)
+        plain, _ = ask(question)
+        assert "awards-of-petra-quist.md" not in plain[:5], plain  # the question's words alone rank it low
+        monkeypatch.undo()
+        order, by = ask(question)
+        placed = by["awards-of-petra-quist.md"]["placed_by"]
+        assert placed is not None, order
+        assert placed["link"] == "page Orrin Vale names Petra Quist; this page's title writes Petra Quist"
+        assert placed["named_by"]["path"] == "orrin-vale.md" and placed["round"] == 1
+        assert order.index("awards-of-petra-quist.md") < 4, order
+        assert "letters-of-petra-quist.md" not in by or by["letters-of-petra-quist.md"]["placed_by"] is None
+        # a claim to check is one page's to support: nothing is left to find on an aspect page
+        _order, by = ask("The director of Orrin Vale won a prize for painting in 1990.")
+        assert all(not (r["placed_by"] or {}).get("link", "").endswith("writes Petra Quist") for r in by.values())
