@@ -358,7 +358,7 @@ def hybrid_query(
     if graph:
         home: dict[int, int] = {}
         echo: set[int] = set()
-        seeds = _seed_entities(store, named, qvec, cands, weights, home, echo)
+        seeds = _seed_entities(store, named, qvec, cands, weights, home, echo, in_memory=vectors_in_memory)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
         _reach_chunks(store, reached, cands, rels, home, echo)
 
@@ -634,6 +634,8 @@ def _seed_entities(
     weights: Weights,
     home: dict[int, int] | None = None,
     echo: set[int] | None = None,
+    *,
+    in_memory: bool = False,
 ) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
     named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
@@ -644,7 +646,7 @@ def _seed_entities(
         e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
     }
     if qvec is not None:
-        for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5):
+        for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5, in_memory=in_memory):
             if sim >= weights.entity_sim and eid not in seeds:
                 seeds[eid] = (f"close to the query ({sim:.2f})", 1, sim)
                 if echo is not None:
@@ -696,6 +698,7 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
     rel_filter = [r for r in (rels or REL_WEIGHTS) if r != "mentions"]
     degrees: dict[int, int] = {}
     confidences: dict[tuple[int, int], float] = {}
+    best: dict[tuple[int, int], tuple] = {}
     if hops == 0 or not seeds:
         return reached, edges, truncated
     for root in sorted(seeds, key=lambda e: seeds[e][1])[:50]:
@@ -717,6 +720,7 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
             check=store.check_deadline,
         )
         local = {root: root_strength}
+        _edge_stats(store, {parent for _eid, parent, dist in rows if dist}, rel_filter, confidences, degrees, best)
         for eid, parent, dist in rows:
             if dist == 0 or parent not in local:
                 continue
@@ -751,17 +755,45 @@ def _expand(store: Store, seeds: dict[int, str], hops: int, rels, max_nodes: int
         p = info["parent"]
         if p is None:
             continue
-        row = store.query(
-            "SELECT id, src_id, dst_id, rel, confidence FROM relations WHERE ((src_id=? AND dst_id=?) OR (src_id=? AND dst_id=?)) "
-            f"AND rel IN ({','.join('?' * len(rel_filter))}) ORDER BY confidence DESC LIMIT 1",
-            (p, eid, eid, p, *rel_filter),
-        )
+        row = best.get((min(p, eid), max(p, eid)))  # every parent's edges were read by _edge_stats
         if row:
-            rid, s, d, rel, conf = row[0]
+            rid, s, d, rel, conf = row
             info["rel"] = rel
             info["confidence"] = float(conf)
             edges.append({"id": rid, "src": s, "dst": d, "rel": rel, "confidence": conf})
     return reached, edges, truncated
+
+
+def _edge_stats(
+    store: Store,
+    ids: set[int],
+    rel_filter: list[str],
+    confidences: dict[tuple[int, int], float],
+    degrees: dict[int, int],
+    best: dict[tuple[int, int], tuple] | None = None,
+) -> None:
+    """Fill the caches of :func:`_confidence` and :func:`_degree` for these entities in two queries
+    rather than one per edge: every allowed edge of an entity is read once, so the highest confidence
+    between it and any neighbour is known, and so is its number of edges; ``best`` receives, for each
+    pair, that edge's row (id, src, dst, rel, confidence), the lowest id among equals."""
+    todo = sorted(e for e in ids if e not in degrees)
+    marks = ",".join("?" * len(rel_filter))
+    for i in range(0, len(todo), 400):
+        part = todo[i : i + 400]
+        count = dict.fromkeys(part, 0)
+        for end in ("src_id", "dst_id"):
+            for rid, src, dst, rel, conf in store.query(
+                f"SELECT id, src_id, dst_id, rel, confidence FROM relations WHERE {end} IN ({','.join('?' * len(part))}) "
+                f"AND rel IN ({marks})",
+                (*part, *rel_filter),
+            ):
+                count[src if end == "src_id" else dst] += 1
+                key = (min(src, dst), max(src, dst))
+                confidences[key] = max(confidences.get(key, 0.0), float(conf or 0.0))
+                if best is not None and (key not in best or (conf, -rid) > (best[key][4], -best[key][0])):
+                    best[key] = (rid, src, dst, rel, conf)
+        for e in part:
+            degrees[e] = max(1, count[e])
 
 
 def _confidence(store: Store, a: int, b: int, rel_filter: list[str], cache: dict[tuple[int, int], float]) -> float:
