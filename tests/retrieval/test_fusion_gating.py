@@ -211,3 +211,59 @@ def test_a_seed_found_by_vector_gives_nothing_to_the_pages_the_searches_found(tm
         assert "team.md" in by and by["team.md"]["scores"]["hop"] == 0
         # the edge from it still reaches a page the searches did not find
         assert by["ledger.md"]["scores"]["hop"] > 0
+
+
+def test_the_walk_reads_each_entitys_edges_once_and_finds_what_one_query_per_edge_found(tmp_path):
+    """_edge_stats fills the confidence and degree caches of a walk from each entity's edges read
+    at once; each value is the one the per-edge query (_confidence, _degree) gives."""
+    import random
+
+    from kgr.retrieval import query as query_mod
+
+    store = Store(tmp_path / "edges.sqlite")
+    rng = random.Random(7)
+    rels = ["uses", "owned_by", "part_of", "cites"]
+    with store.write() as conn:
+        for eid in range(1, 31):
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'SERVICE', ?, '[]')",
+                (eid, f"e{eid}", f"E{eid}", f"e{eid}"),
+            )
+        for _ in range(150):  # pairs with several edges, both directions, self-loops, a relation type not walked
+            a, b = rng.randint(1, 30), rng.randint(1, 30)
+            conn.execute(
+                "INSERT OR IGNORE INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, ?, ?)",
+                (a, b, rng.choice(rels), round(rng.random(), 3)),
+            )
+    walked = ["uses", "owned_by", "part_of"]
+    with store:
+        ids = set(range(1, 31, 2))
+        confidences, degrees, best = {}, {}, {}
+        query_mod._edge_stats(store, ids, walked, confidences, degrees, best)
+        assert set(degrees) == ids
+        for e in ids:
+            assert degrees[e] == query_mod._degree(store, e, walked, {})
+        pairs = store.query(
+            "SELECT DISTINCT src_id, dst_id FROM relations WHERE rel IN ('uses', 'owned_by', 'part_of')"
+        )
+        checked = 0
+        for a, b in pairs:
+            if a in ids or b in ids:
+                key = (min(a, b), max(a, b))
+                assert confidences[key] == pytest.approx(query_mod._confidence(store, a, b, walked, {}))
+                rid, src, dst, rel, conf = best[key]
+                assert rel in walked and {src, dst} == {a, b} and conf == pytest.approx(confidences[key])
+                checked += 1
+        assert checked > 20
+        # an edge of a relation type not walked is in neither cache
+        cites = store.query("SELECT src_id, dst_id FROM relations WHERE rel = 'cites'")
+        only_cites = [
+            (a, b)
+            for a, b in cites
+            if not store.scalar(
+                "SELECT count(*) FROM relations WHERE rel != 'cites' AND "
+                "((src_id = ? AND dst_id = ?) OR (src_id = ? AND dst_id = ?))",
+                (a, b, b, a),
+            )
+        ]
+        assert only_cites and all((min(a, b), max(a, b)) not in confidences for a, b in only_cites)
