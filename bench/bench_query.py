@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+MENTIONS_PER_CHUNK = 4  # synthetic graph: entities each chunk mentions
+RELATIONS_PER_ENTITY = 3  # synthetic graph: relations per entity
 QUESTIONS = [
     "how do I copy files to a remote computer",
     "what does the Verbose parameter do",
@@ -123,10 +125,16 @@ def warm(db: Path, label: str, runs: int) -> None:
             print(f"{mode:<8}{cols[0]:>10.1f}{cols[1]:>10.1f}{cols[2]:>12.1f}{cols[3]:>12.1f}")
 
 
-def synthetic(path: Path, n: int) -> None:
+def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
+    """N chunks of random words in documents of 20 chunks, with random unit vectors. With ``graph``
+    (the default), a knowledge graph as an ingest leaves one, so that graph mode walks it rather than
+    falling back to hybrid: n / 5 entities named by the vocabulary's words (so the questions name
+    some), each chunk mentioning MENTIONS_PER_CHUNK of them where its text writes them, every document
+    the page of the entity its title names, RELATIONS_PER_ENTITY random relations per entity of the
+    walked types, and entity vectors."""
     import numpy as np
 
-    from kgr.store import Store, vectors
+    from kgr.store import Store, dumps, vectors
 
     rng = random.Random(7)
     words = [w.strip() for w in (REPO / "README.md").read_text().lower().split() if w.isalpha()]
@@ -134,26 +142,86 @@ def synthetic(path: Path, n: int) -> None:
     vecs = np.random.default_rng(7).standard_normal((n, 384)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     spec = vectors.VectorSpec("all-MiniLM-L6-v2", 384, 8)
+    docs = max(1, n // 20)
+    n_ent = max(2, n // 5) if graph else 0
+    names = [
+        " ".join(w.capitalize() for w in (words[i % len(words)], *([f"x{i}"] if i >= len(words) else [])))
+        for i in range(n_ent)
+    ]
     with Store(path) as store:
         vectors.ensure_tables(store, spec)
-        docs = max(1, n // 20)
         with store.write() as conn:
+            title_of = {d: (names[rng.randrange(n_ent)] if n_ent else f"Doc {d}") for d in range(docs)}
             conn.executemany(
                 "INSERT INTO docs(id, path, hash, title, text) VALUES (?, ?, ?, ?, '')",
-                [(d + 1, f"syn/{d}.md", str(d), f"Doc {d}") for d in range(docs)],
+                [(d + 1, f"syn/{d}.md", str(d), title_of[d]) for d in range(docs)],
             )
-            rows = []
+            rows, mentions = [], []
             for i in range(n):
-                text = " ".join(rng.choice(words) for _ in range(120))
-                rows.append((i + 1, i // 20 + 1, i % 20, text, f"syn/{i // 20}.md", str(i)))
+                doc = i // 20
+                said = [rng.randrange(n_ent) for _ in range(MENTIONS_PER_CHUNK)] if n_ent else []
+                parts = [title_of[doc]] if i % 20 == 0 else []
+                parts += [rng.choice(words) for _ in range(120 - len(said))]
+                for e in said:
+                    parts.insert(rng.randrange(len(parts) + 1), names[e])
+                text = " ".join(parts)
+                rows.append((i + 1, doc + 1, i % 20, text, f"syn/{doc}.md • {title_of[doc]}", str(i)))
+                if n_ent:
+                    at = 0
+                    positions = {}
+                    for p in parts:
+                        positions.setdefault(p, at)
+                        at += len(p) + 1
+                    if i % 20 == 0:
+                        e = names.index(title_of[doc]) if title_of[doc] in names else None
+                        if e is not None:
+                            mentions.append(
+                                (e + 1, doc + 1, i + 1, 0, len(names[e]), names[e], 1.0, '{"in_title": true}')
+                            )
+                    for e in said:
+                        start = positions[names[e]]
+                        mentions.append((e + 1, doc + 1, i + 1, start, start + len(names[e]), names[e], 0.9, "{}"))
             conn.executemany("INSERT INTO chunks(id, doc_id, ord, text, prelude, hash) VALUES (?, ?, ?, ?, ?, ?)", rows)
+            if n_ent:
+                conn.executemany(
+                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, 'SERVICE', ?, ?)",
+                    [
+                        (e + 1, f"SERVICE:{names[e].lower()}", names[e], names[e].lower(), dumps([]))
+                        for e in range(n_ent)
+                    ],
+                )
+                conn.executemany(
+                    'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, link_score, features) '
+                    "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?, ?)",
+                    mentions,
+                )
+                rels = ["uses", "depends_on", "part_of", "owned_by", "defines"]
+                conn.executemany(
+                    "INSERT OR IGNORE INTO relations(src_id, dst_id, rel, confidence) VALUES (?, ?, ?, ?)",
+                    [
+                        (
+                            rng.randrange(n_ent) + 1,
+                            rng.randrange(n_ent) + 1,
+                            rng.choice(rels),
+                            round(rng.uniform(0.5, 1.0), 3),
+                        )
+                        for _ in range(RELATIONS_PER_ENTITY * n_ent)
+                    ],
+                )
             vectors.put(store, spec, vectors.CHUNK, ((i + 1, str(i), vecs[i]) for i in range(n)))
+            if n_ent:
+                ent = np.random.default_rng(8).standard_normal((n_ent, 384)).astype(np.float32)
+                ent /= np.linalg.norm(ent, axis=1, keepdims=True)
+                vectors.put(store, spec, vectors.ENTITY, ((e + 1, str(e), ent[e]) for e in range(n_ent)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", action="append", default=[], help="a real database to time (repeatable)")
     ap.add_argument("--synthetic", type=int, default=100_000)
+    ap.add_argument(
+        "--no-graph", action="store_true", help="the synthetic database without entities (graph mode = hybrid)"
+    )
     ap.add_argument("--runs", type=int, default=50)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,8 +237,9 @@ def main() -> None:
         if args.synthetic:
             syn = Path(tmp) / "synthetic.sqlite"
             t = time.perf_counter()
-            synthetic(syn, args.synthetic)
-            print(f"\n(synthetic database of {args.synthetic} chunks built in {time.perf_counter() - t:.0f} s)")
+            synthetic(syn, args.synthetic, graph=not args.no_graph)
+            kind = "without entities" if args.no_graph else "with a graph"
+            print(f"\n(synthetic database of {args.synthetic} chunks {kind} built in {time.perf_counter() - t:.0f} s)")
             warm(syn, f"synthetic {args.synthetic}", args.runs)
 
 

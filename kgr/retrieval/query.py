@@ -1368,8 +1368,11 @@ def _asked_for(
     out: dict[tuple[int, int], int] = {}
     for (cid, eid), where in spans.items():
         text, base = texts.get(cid, ("", 0))
+        base = base or 0  # a chunk loaded without its offset in the document: mentions count from its start
         best = 0
         for start, _end in where:
+            if start is None:  # a mention loaded without its place: no words before it to read
+                continue
             before = text[max(0, start - base - CONTEXT_CHARS) : max(0, start - base)]
             best = max(best, len(_stems(before) & asked))
         if best:

@@ -489,3 +489,26 @@ def test_a_page_about_an_aspect_of_the_bridge_is_placed_when_it_answers_the_rest
         # a claim to check is one page's to support: nothing is left to find on an aspect page
         _order, by = ask("The director of Orrin Vale won a prize for painting in 1990.")
         assert all(not (r["placed_by"] or {}).get("link", "").endswith("writes Petra Quist") for r in by.values())
+
+
+def test_chunks_loaded_without_their_offset_are_read_from_their_start(tmp_path, monkeypatch):
+    """`kgr load` keeps a chunk record without "start" (NULL): the words before a mention are then
+    counted from the chunk's own start, not a crash."""
+    from kgr.retrieval import query as query_mod
+
+    monkeypatch.setattr(query_mod, "FOCUS", 0)  # as above: placement alone finds the director's page
+    store, embed = _wiki(tmp_path / "nostart.sqlite", CREW, CREW_NAMES, CREW_LINKS)
+    with store:
+        with store.write() as conn:
+            conn.execute("UPDATE chunks SET start = NULL")
+        res = hybrid_query(store, "Where was the director of Orrin Vale born?", k=5, mode="graph", embed_query=embed)
+        by = {r["path"]: r for r in res["results"]}
+        # the page named right after "directed by" is still the one placed
+        assert by["director.md"]["placed_by"]["named_by"]["path"] == "film.md"
+        # nor does a mention loaded without its place stop the query
+        with store.write() as conn:
+            conn.execute(
+                "UPDATE mentions SET start = NULL, \"end\" = NULL WHERE json_extract(features, '$.in_title') = 0"
+            )
+        res = hybrid_query(store, "Where was the director of Orrin Vale born?", k=5, mode="graph", embed_query=embed)
+        assert res["results"]
