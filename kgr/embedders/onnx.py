@@ -342,6 +342,9 @@ class OnnxEmbedder:
             raise EmbeddingError(f"onnxruntime is not installed: {exc}", hint="pip install onnxruntime") from exc
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # its threads do not spin once a query is embedded: the vector search and graph walk that follow
+        # in the same process want those cores
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(
                 str(self.export_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
