@@ -7,7 +7,9 @@
 - warm: in one process, each mode over the same questions; p50/p95 in ms. --db adds a
   real database (the PowerShell corpus after `kgr ingest`); --synthetic builds a database
   of N chunks of random English-like text with random unit vectors (the model is not
-  needed to measure search; the query is embedded for real).
+  needed to measure search; the query is embedded for real) and a knowledge graph of
+  N / 5 entities named by the text's words, their mentions, pages and relations, so that
+  graph mode walks a graph (--no-graph: none, and graph mode is hybrid).
 
 The physical limit of a warm hybrid query is the query embedding (ONNX, about 5 ms) plus
 one brute-force int8 scan of the vectors; both are printed beside the totals.
@@ -144,14 +146,13 @@ def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
     spec = vectors.VectorSpec("all-MiniLM-L6-v2", 384, 8)
     docs = max(1, n // 20)
     n_ent = max(2, n // 5) if graph else 0
-    names = [
-        " ".join(w.capitalize() for w in (words[i % len(words)], *([f"x{i}"] if i >= len(words) else [])))
-        for i in range(n_ent)
-    ]
+    # the vocabulary's words as names, then the same words with a number (names are unique)
+    names = [words[i % len(words)].capitalize() + (f" X{i}" if i >= len(words) else "") for i in range(n_ent)]
     with Store(path) as store:
         vectors.ensure_tables(store, spec)
         with store.write() as conn:
-            title_of = {d: (names[rng.randrange(n_ent)] if n_ent else f"Doc {d}") for d in range(docs)}
+            subject = {d: rng.randrange(n_ent) for d in range(docs)} if n_ent else {}
+            title_of = {d: names[subject[d]] if n_ent else f"Doc {d}" for d in range(docs)}
             conn.executemany(
                 "INSERT INTO docs(id, path, hash, title, text) VALUES (?, ?, ?, ?, '')",
                 [(d + 1, f"syn/{d}.md", str(d), title_of[d]) for d in range(docs)],
@@ -160,10 +161,11 @@ def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
             for i in range(n):
                 doc = i // 20
                 said = [rng.randrange(n_ent) for _ in range(MENTIONS_PER_CHUNK)] if n_ent else []
-                parts = [title_of[doc]] if i % 20 == 0 else []
-                parts += [rng.choice(words) for _ in range(120 - len(said))]
+                parts = [rng.choice(words) for _ in range(120 - len(said))]
                 for e in said:
                     parts.insert(rng.randrange(len(parts) + 1), names[e])
+                if i % 20 == 0:  # a document's first chunk opens with its title
+                    parts.insert(0, title_of[doc])
                 text = " ".join(parts)
                 rows.append((i + 1, doc + 1, i % 20, text, f"syn/{doc}.md • {title_of[doc]}", str(i)))
                 if n_ent:
@@ -172,12 +174,9 @@ def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
                     for p in parts:
                         positions.setdefault(p, at)
                         at += len(p) + 1
-                    if i % 20 == 0:
-                        e = names.index(title_of[doc]) if title_of[doc] in names else None
-                        if e is not None:
-                            mentions.append(
-                                (e + 1, doc + 1, i + 1, 0, len(names[e]), names[e], 1.0, '{"in_title": true}')
-                            )
+                    if i % 20 == 0:  # the title's entity: the document is its page
+                        e = subject[doc]
+                        mentions.append((e + 1, doc + 1, i + 1, 0, len(names[e]), names[e], 1.0, '{"in_title": true}'))
                     for e in said:
                         start = positions[names[e]]
                         mentions.append((e + 1, doc + 1, i + 1, start, start + len(names[e]), names[e], 0.9, "{}"))

@@ -770,7 +770,7 @@ def _edge_stats(
     rel_filter: list[str],
     confidences: dict[tuple[int, int], float],
     degrees: dict[int, int],
-    best: dict[tuple[int, int], tuple] | None = None,
+    best: dict[tuple[int, int], tuple],
 ) -> None:
     """Fill the caches of :func:`_confidence` and :func:`_degree` for these entities in two queries
     rather than one per edge: every allowed edge of an entity is read once, so the highest confidence
@@ -790,7 +790,7 @@ def _edge_stats(
                 count[src if end == "src_id" else dst] += 1
                 key = (min(src, dst), max(src, dst))
                 confidences[key] = max(confidences.get(key, 0.0), float(conf or 0.0))
-                if best is not None and (key not in best or (conf, -rid) > (best[key][4], -best[key][0])):
+                if key not in best or (conf, -rid) > (best[key][4], -best[key][0]):
                     best[key] = (rid, src, dst, rel, conf)
         for e in part:
             degrees[e] = max(1, count[e])
