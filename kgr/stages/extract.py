@@ -599,9 +599,16 @@ def _looks_like_name(text: str, *, numbered: bool = False) -> bool:
     whose words after the first may be numbers ("Heinkel HD 23" is not "Heinkel HD 39"); a
     heading's are not ("Example 1", "Step 2" label sections), nor a title's that has a date in it
     ("Architecture Review: 11 June 2024" is a meeting's record, its date a date)."""
+    title = numbered
     numbered = numbered and not MONTH.search(text)
     words = text.split()
-    named = [w for w in words if w.lower() not in CONNECTORS]
+    # a title's "of the" joins two names ("Battle of the Tanais River", "Planet of the Apes")
+    named = [
+        w
+        for k, w in enumerate(words)
+        if w.lower() not in CONNECTORS
+        and not (title and w == "the" and 0 < k < len(words) - 1 and words[k - 1].lower() == "of")
+    ]
     return (
         0 < len(words) <= 5
         and all(w[0].isupper() or (numbered and k and NUMBERED.fullmatch(w)) for k, w in enumerate(named))

@@ -187,3 +187,23 @@ def test_a_page_title_ending_in_a_number_names_that_page_alone(tmp_path):
     assert [row[0] for row in linked] == ["Varn HX 23"]
     assert "Example 1" not in names  # a numbered heading labels a section; only a page's title is read so
     assert "Fleet Review: 11 June 2024" not in names  # a dated record's title: its date stays a date
+
+
+def test_a_page_title_with_of_the_is_one_name(analyse):
+    """ "Battle of the Varn River" names one thing, in its title and in its text: "the" after
+    "of" joins the title's names, as "of" does; elsewhere in a title, and in a heading, it does not."""
+    from kgr.stages.extract import mine_terms
+
+    text = "# Battle of the Varn River\n\nThe Battle of the Varn River was fought by the Ostra Fleet.\n"
+    docs = [
+        {"title": "Battle of the Varn River", "text": text},
+        {"title": "Orrin Hills (film)", "text": "# Orrin Hills (film)\n\n## Tour of the Orrin Hills\n\nA film.\n"},
+        {"title": "Walk to the Orrin Hills", "text": "# Walk to the Orrin Hills\n\nA walk.\n"},
+    ]
+    terms = {t.term: t.source for t in mine_terms(docs, min_freq=1)}
+    assert terms.get("Battle of the Varn River") == "title"
+    assert "Tour of the Orrin Hills" not in terms  # a heading's "of the" stays a break
+    assert "Walk to the Orrin Hills" not in terms  # "to the": no name by spelling
+    spans, _ = analyse(text, title="Battle of the Varn River")
+    battles = [s.start for s in spans if s.surface == "Battle of the Varn River"]
+    assert battles == [2, text.index("Battle", 10)], [(s.surface, s.start) for s in spans]
