@@ -536,18 +536,15 @@ class Linker:
             return self.typer.predict(entitytypes.entity_features(ent.type_feats, ent.type_n))[0]
         return ent.type
 
-    def _signature_ok(self, rel: str, src: Entity, dst: Entity) -> bool:
-        """Can entities of these types hold this relation? Only what can never hold it is
-        refused (a person or a date is no place to be located in): the type model is less sure
-        of places and owners on text unlike what it was trained on."""
-        dst_type = self.current_type(dst)
-        if rel == "located_in":
-            return dst_type not in ("PERSON", "DATE", "VERSION", "API")
-        if rel == "owned_by":
-            return dst_type not in ("DATE", "VERSION", "STANDARD", "API")
-        if rel == "part_of" and self.current_type(src) == "PERSON":
-            return dst_type not in ("PERSON", "DATE", "VERSION")
-        return True
+    def _signature_ok(self, r: dict, src: Entity, dst: Entity) -> bool:
+        """Can these entities hold the relation ``r``? Only what can never hold it is refused (a
+        person or a date is no place to be located in), and only when the mentions the relation
+        was read from agree: the type model is less sure of places and owners on text unlike what
+        it was trained on ("Guilderland" a person over a page of Wikipedia), where the mention's
+        own type (spaCy's place) is the better evidence."""
+        return _signature_fits(r["rel"], self.current_type(src), self.current_type(dst)) or _signature_fits(
+            r["rel"], r.get("src_type"), r.get("dst_type")
+        )
 
     def link(self, surface: str, mtype: str, doc_path: str, strong: str | None = None) -> tuple[Entity, float, bool]:
         """Return (entity, link score, created) for a mention. An exact name or alias links
@@ -682,7 +679,7 @@ class Linker:
             touched[src.key], touched[dst.key] = src, dst
             if src.key == dst.key:
                 continue
-            if str(r.get("pattern", "")).startswith("learned:") and not self._signature_ok(r["rel"], src, dst):
+            if str(r.get("pattern", "")).startswith("learned:") and not self._signature_ok(r, src, dst):
                 continue  # the classifier alone said it, and the entities' types cannot hold it
             out_relations.append(
                 {**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]}
@@ -842,3 +839,14 @@ def link(recs: Iterable[dict], *, linker: Linker | None = None) -> Iterator[dict
                 chunk_starts = {}
             yield rec
     yield from flush()
+
+
+def _signature_fits(rel: str, src_type: str | None, dst_type: str | None) -> bool:
+    """Can things of these types hold a relation of this type? Only what never can is refused."""
+    if rel == "located_in":
+        return dst_type not in ("PERSON", "DATE", "VERSION", "API")
+    if rel == "owned_by":
+        return dst_type not in ("DATE", "VERSION", "STANDARD", "API")
+    if rel == "part_of" and src_type == "PERSON":
+        return dst_type not in ("PERSON", "DATE", "VERSION")
+    return True

@@ -230,3 +230,45 @@ def test_a_product_linked_with_its_releases_is_named_without_a_release():
     entity = [e for e in out if e["kind"] == "entity"][-1]  # as the last document leaves it
     assert entity["name"] == "Borealis Cache"
     assert {"Borealis Cache 3.0", "Borealis Cache 5.1"} <= set(entity["aliases"])
+
+
+def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_say_it_cannot_hold():
+    """ "Westmere located_in Guilderland": the entity's type (here PERSON, as a type model trained on
+    company documents reads a Wikipedia place) says no place, the mention the relation was read from
+    says LOCATION: kept. When the mention agrees with the entity (a person), it is refused."""
+    linker = Linker(
+        [
+            {"key": "westmere", "name": "Westmere", "type": "LOCATION"},
+            {"key": "guilderland", "name": "Guilderland", "type": "PERSON"},
+            {"key": "orrinvale", "name": "Orrin Vale", "type": "PERSON"},
+        ],
+        typer=None,
+    )
+    doc = {"kind": "doc", "path": "a.md", "title": "Westmere", "text": ""}
+
+    def rel(dst, dst_type, pattern="learned:sentence"):
+        return {
+            "kind": "relation",
+            "src": "Westmere",
+            "dst": dst,
+            "rel": "located_in",
+            "confidence": 0.9,
+            "pattern": pattern,
+            "src_type": "LOCATION",
+            "dst_type": dst_type,
+            "evidence": {"start": 0, "end": 5, "sentence": "x"},
+        }
+
+    recs = [
+        doc,
+        mention("Westmere", "LOCATION"),
+        mention("Guilderland", "PERSON"),
+        mention("Orrin Vale", "PERSON"),
+        rel("Guilderland", "LOCATION"),
+        rel("Orrin Vale", "PERSON"),
+    ]
+    out = [x for x in link(recs, linker=linker) if x["kind"] == "relation"]
+    assert [(r["src"], r["dst"]) for r in out] == [("westmere", "guilderland")]
+    # what a rule says is the rule's to check: the link stage keeps it either way
+    out = [x for x in link([doc, *recs[1:4], rel("Orrin Vale", "PERSON", "learned+rule:sentence")], linker=linker)]
+    assert [(r["src"], r["dst"]) for r in out if r["kind"] == "relation"] == [("westmere", "orrinvale")]
