@@ -541,10 +541,11 @@ class Linker:
         person or a date is no place to be located in), and only when the mentions the relation
         was read from agree: the type model is less sure of places and owners on text unlike what
         it was trained on ("Guilderland" a person over a page of Wikipedia), where the mention's
-        own type (spaCy's place) is the better evidence."""
-        return _signature_fits(r["rel"], self.current_type(src), self.current_type(dst)) or _signature_fits(
-            r["rel"], r.get("src_type"), r.get("dst_type")
-        )
+        own type (spaCy's place) is the better evidence. The mentions' types are read first: they
+        are on the record, where the entities' mean running the type model."""
+        if _signature_fits(r["rel"], r.get("src_type"), r.get("dst_type")):
+            return True
+        return _signature_fits(r["rel"], self.current_type(src), self.current_type(dst))
 
     def link(self, surface: str, mtype: str, doc_path: str, strong: str | None = None) -> tuple[Entity, float, bool]:
         """Return (entity, link score, created) for a mention. An exact name or alias links
