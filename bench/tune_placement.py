@@ -1,6 +1,6 @@
 """Graph mode's placement constants and retrieval weights side by side on the tuning sets, one variant per row.
 
-    python bench/tune_placement.py DB:DATASET [DB:DATASET ...] [--variant NAME=VALUE[,NAME=VALUE]] ...
+    python bench/tune_placement.py DB:DATASET [DB:DATASET ...] [--variant NAME=VALUE[,NAME=VALUE]] ... [--changes]
 
 Each DB is built first with `kgr eval retrieval --dataset DATASET --db DB`. A variant sets
 module constants of kgr.retrieval.query (RAW_LINK=0.5, CHAIN_FIRST=1, ...) or retrieval
@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("pairs", nargs="+", help="DB:DATASET")
     ap.add_argument("--variant", action="append", default=[], help="NAME=VALUE[,NAME=VALUE]")
     ap.add_argument("--mode", default="graph", choices=query.MODES, help="the retrieval mode scored (default: graph)")
+    ap.add_argument("--changes", action="store_true", help="also print each question a variant scores differently")
     args = ap.parse_args()
     cfg = settings_of(config.load(None))
     embedder = get_embedder(cfg, purpose="query")
@@ -81,6 +82,7 @@ def main() -> None:
         skip = left_out(path, ds)
         questions = [q for q in ds.questions if q.id not in skip]
         with reading(db) as store:
+            base: dict[str, dict] = {}
             for variant in ["", *args.variant]:
                 weights, saved = apply(variant, cfg.retrieval.weights)
                 retrieval = dataclasses.replace(cfg.retrieval, weights=weights)
@@ -91,6 +93,11 @@ def main() -> None:
                             store, q.text, retrieval, k=30, mode=args.mode, embed_query=embed, vectors_in_memory=True
                         )
                         s = evalret.score_ranking(evalret.doc_ranking(res), q.gold)
+                        if not variant:
+                            base[q.id] = s
+                        elif args.changes and any(abs(s[key] - base[q.id][key]) > 1e-9 for key in total):
+                            moved = "  ".join(f"{key} {base[q.id][key]:.2f}->{s[key]:.2f}" for key in total)
+                            print(f"  {variant}: {q.id} {q.text[:70]!r}  {moved}", flush=True)
                         for key in total:
                             total[key] += s[key]
                 finally:

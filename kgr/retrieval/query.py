@@ -102,6 +102,9 @@ ASPECT_HITS = 20  # placement: the best keyword matches read for such pages, per
 ASPECT_WORDS = 2  # placement: such a page writes at least this many of the question's words its leading page lacks
 ASPECT_NEAR = 0.25  # placement: and is at least this near the question (cosine)
 ASPECT_NEARER = 1  # placement: and nearer it than the entity's own page
+# placement: the residual search's best page, when the question's own words or vector find it this high, is not
+# ranked below pages the graph brought in on weaker direct evidence (:func:`_residual_over_hops`)
+RESIDUAL_DIRECT = 10
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
@@ -376,6 +379,8 @@ def hybrid_query(
         # the graph brought nothing into the results: they are the hybrid ranking
         _score(cands, "hybrid", weights, qvec is not None)
         ranked = _rank(cands, "hybrid", weights, len(cands))
+    if graph and RESIDUAL_DIRECT and len(ranked) > 2:
+        ranked = _residual_over_hops(ranked, named)
     if graph and weights.place > 0 and ranked:
         ranked = _place(store, ranked, cands, named, q, qvec, weights, allowed, vectors_in_memory)
     ranked = ranked[:k]
@@ -503,6 +508,34 @@ def _residual(store: Store, q: str, cands: dict[int, Candidate], cand, n: int, a
         c = cand(cid)
         c.rest = score / top
         c.rest_rank = (rank, label)
+
+
+def _residual_over_hops(ranked: list[Candidate], named: dict[int, str]) -> list[Candidate]:
+    """A page the graph brought in does not stand above the page that the words the best result lacks
+    find first (:func:`_residual`) on fan-out: when that page's chunk is a direct match too (the
+    question's own words or vector rank it ``RESIDUAL_DIRECT`` or better), it moves up past every
+    page right above it that the graph reached (``hop``) and the question matches less directly,
+    unless that page is about an entity the question names (``named``): that is the question's own
+    evidence, not fan-out.
+    "What are the steps to load a new topic into the warehouse?": the best result is a decision
+    record about the message bus, which names the bus; the bus's own page, reached through that
+    mention and matching little of the question, stood above the warehouse's page, a direct match
+    and the first for "steps load warehouse". The best result keeps its place, and a page placed by a link
+    (:func:`_place`) is placed after this."""
+    first = next((c for c in ranked if c.rest_rank is not None and c.rest_rank[0] == 1), None)
+    if first is None or min(first.bm25_rank or MAX_K + 1, first.vector_rank or MAX_K + 1) > RESIDUAL_DIRECT:
+        return ranked
+    i = j = ranked.index(first)
+    while j > 1 and _fanned_out(ranked[j - 1], named) and ranked[j - 1].direct < first.direct:
+        j -= 1
+    if j == i:
+        return ranked
+    return ranked[:j] + [first] + ranked[j:i] + ranked[i + 1 :]
+
+
+def _fanned_out(c: Candidate, named: dict[int, str]) -> bool:
+    """Did the graph bring this chunk in through something other than an entity the question names?"""
+    return c.hop > 0 and not any(v["entity"] in named and v["distance"] == 0 for v in c.via)
 
 
 def _lacking(store: Store, doc_id: int, q: str) -> list[str]:

@@ -87,3 +87,22 @@ def test_what_counts_as_a_question():
     assert _is_question("  How do I rotate keys")
     assert not _is_question("Aspirin lowers the risk of a second stroke.")
     assert not _is_question("deploy failed E4012")
+
+
+def test_a_page_the_graph_brings_in_does_not_stand_above_the_page_the_lacking_words_find(tmp_path, monkeypatch):
+    from kgr.retrieval import query
+
+    store, embed = _kb(tmp_path / "kb.sqlite")
+    # the graph's hop weighs heavily: the person's page, reached through the policy's mention of her and
+    # matching no word of the question, outranks the runner's page, a keyword match and the first page the
+    # words the policy lacks ("produced nightly") find
+    heavy = {"place": 0.0, "hop": 1.0}
+    monkeypatch.setattr(query, "RESIDUAL_DIRECT", 0)
+    before, _ = _paths(store, embed, **heavy)
+    assert before[0] == "policy.md"
+    assert before.index("person.md") < before.index("runner.md")
+
+    monkeypatch.setattr(query, "RESIDUAL_DIRECT", 10)
+    after, results = _paths(store, embed, **heavy)
+    assert after[:3] == ["policy.md", "runner.md", "person.md"]  # the graph's page comes next, not lost
+    assert "match #1 for what the best page lacks" in results[1]["why"]
