@@ -62,10 +62,12 @@ from kgr.learn.corpus import Corpus, locate, read_corpus
 from kgr.stages.relations import types_ok
 from kgr.stages.relmodel import (
     LABELS,
+    NEVER,
     NONE,
     VOCABULARY,
     DenseHead,
     RelationModel,
+    alone_threshold,
     collecting,
     log_odds,
     name_of,
@@ -604,7 +606,7 @@ def decide(examples: list[Example], probs, threshold, veto: float = 0.0) -> dict
     said, best = _readings(examples, probs)
 
     def limit(rel: str) -> float:
-        return threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
+        return alone_threshold(threshold, rel)
 
     kept: dict[tuple[str, str], list[tuple]] = collections.defaultdict(list)
     covered = set()
@@ -692,7 +694,7 @@ def calibration(
     alone = {
         (key[:2], _triple(src, rel, dst)): p
         for key, p, rel, src, dst, allowed in best
-        if allowed and key not in covered and p >= threshold.get(rel, 1.0)
+        if allowed and key not in covered and p >= alone_threshold(threshold, rel)
     }
     out = {}
     for kind, rows in (("rule", ruled), ("model", alone)):
@@ -720,7 +722,8 @@ def best_threshold(
     on ``probs`` (k-fold by document), averaged with that on ``unseen`` (each corpus left out)
     when given. One threshold for all relations and a veto first, then each relation's own
     threshold in turn, maximising the score; then each relation's threshold is raised as far
-    as the score stays within ``TOLERANCE`` of that best."""
+    as the score stays within ``TOLERANCE`` of that best. A relation the model never adds alone
+    (:data:`kgr.stages.relations.STATED_ONLY`) keeps ``NEVER``."""
 
     def score_of(threshold, veto) -> float:
         s = _mean_f1(data, examples, probs, threshold, veto)
@@ -733,16 +736,19 @@ def best_threshold(
             if mean > best[2] + 1e-9:
                 best = (t, veto, mean)
     t0, veto, score = best
-    thresholds = {rel: t0 for rel in VOCABULARY}
+    thresholds = {rel: alone_threshold(t0, rel) for rel in VOCABULARY}
+    score = score_of(thresholds, veto)
     for rel in VOCABULARY:
-        for t in THRESHOLDS + [1.01]:
+        if thresholds[rel] == NEVER:
+            continue
+        for t in THRESHOLDS + [NEVER]:
             trial = {**thresholds, rel: t}
             mean = score_of(trial, veto)
             if mean > score + 1e-9:
                 thresholds, score = trial, mean
     top = score
     for rel in VOCABULARY:
-        for t in sorted(THRESHOLDS + [1.01], reverse=True):
+        for t in sorted(THRESHOLDS + [NEVER], reverse=True):
             if t <= thresholds[rel]:
                 break
             trial = {**thresholds, rel: t}

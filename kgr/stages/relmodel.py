@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from kgr.stages.relations import VOCABULARY, conditional, evidence, types_ok
+from kgr.stages.relations import STATED_ONLY, VOCABULARY, conditional, evidence, types_ok
 from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
 
 NONE = "none"
@@ -84,6 +84,18 @@ def name_of(sp) -> str:
 
 def usable(sp) -> bool:
     return bool(name_of(sp))
+
+
+def alone_threshold(threshold: float | dict[str, float], rel: str) -> float:
+    """The probability a relation needs when no rule says it (one threshold for all, or one per
+    relation); a relation only the text's words make (:data:`kgr.stages.relations.STATED_ONLY`)
+    is never added alone, whatever a model's thresholds say."""
+    if rel in STATED_ONLY:
+        return NEVER
+    return threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
+
+
+NEVER = 1.01  # a threshold no probability reaches
 
 
 # -- the learned type of each name -------------------------------------------------------------
@@ -528,7 +540,8 @@ class RelationModel:
         self.cascade = float(meta.get("cascade", CASCADE))
 
     def threshold_for(self, rel: str) -> float:
-        return self.threshold.get(rel, 1.0) if isinstance(self.threshold, dict) else self.threshold
+        """The probability the model needs to add ``rel`` alone (above 1: never)."""
+        return alone_threshold(self.threshold, rel)
 
     def confidence(self, p: float, said: bool) -> float:
         """What the model's probability ``p`` of a relation means: the chance that such a

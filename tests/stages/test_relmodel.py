@@ -208,3 +208,17 @@ def test_a_place_within_a_place_locates_what_is_in_it_when_both_links_are_likely
     weak = located(4.0)
     assert ("Berlin", "located_in", "Germany") in {k[:3] for k in weak}, weak
     assert ("Hotel Adlon", "located_in", "Germany") not in {k[:3] for k in weak}, weak
+
+
+def test_a_rename_is_said_by_the_text_never_by_the_model_alone(read):
+    doc, spans, rules = read(
+        "# Overview\n\nThe Height and the Width of the Invoice Service are set at start.\n\n"
+        "The Invoice Service was called Billing Engine until 2024.\n"
+    )
+    # a model sure that any two names in a sentence are one thing, and that what the rules say holds
+    sure = _model({("k=sentence", "same_as>"): 9.0, ("rule=same_as<", "same_as<"): 9.0}, threshold=0.1)
+    assert sure.threshold_for("same_as") > 1.0 and sure.threshold_for("uses") == 0.1
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=sure)}
+    assert ("Billing Engine", "same_as", "Invoice Service") in got  # the text says it: "was called"
+    assert not [t for t in got if t[1] == "same_as" and "Height" in (t[0], t[2])]
+    assert len([t for t in got if t[1] == "same_as"]) == 1
