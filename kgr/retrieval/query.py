@@ -522,10 +522,13 @@ def _residual_over_hops(ranked: list[Candidate], named: dict[int, str]) -> list[
     mention and matching little of the question, stood above the warehouse's page, a direct match
     and the first for "steps load warehouse". The best result keeps its place, and a page placed by a link
     (:func:`_place`) is placed after this."""
-    first = next((c for c in ranked if c.rest_rank is not None and c.rest_rank[0] == 1), None)
-    if first is None or min(first.bm25_rank or MAX_K + 1, first.vector_rank or MAX_K + 1) > RESIDUAL_DIRECT:
+    i = next((k for k, c in enumerate(ranked) if c.rest_rank is not None and c.rest_rank[0] == 1), None)
+    if i is None:
         return ranked
-    i = j = ranked.index(first)
+    first = ranked[i]
+    if min(first.bm25_rank or MAX_K + 1, first.vector_rank or MAX_K + 1) > RESIDUAL_DIRECT:
+        return ranked
+    j = i
     while j > 1 and _fanned_out(ranked[j - 1], named) and ranked[j - 1].direct < first.direct:
         j -= 1
     if j == i:

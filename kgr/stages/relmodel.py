@@ -86,6 +86,9 @@ def usable(sp) -> bool:
     return bool(name_of(sp))
 
 
+NEVER = 1.01  # a threshold no probability reaches
+
+
 def alone_threshold(threshold: float | dict[str, float], rel: str) -> float:
     """The probability a relation needs when no rule says it (one threshold for all, or one per
     relation); a relation only the text's words make (:data:`kgr.stages.relations.STATED_ONLY`)
@@ -93,9 +96,6 @@ def alone_threshold(threshold: float | dict[str, float], rel: str) -> float:
     if rel in STATED_ONLY:
         return NEVER
     return threshold.get(rel, 1.0) if isinstance(threshold, dict) else threshold
-
-
-NEVER = 1.01  # a threshold no probability reaches
 
 
 # -- the learned type of each name -------------------------------------------------------------
