@@ -40,7 +40,9 @@ Modes:
   own page; each result's ``placed_by`` says which link placed it. A page the
   question names in full goes first when the best result is about nothing the question names
   (``weights.place_first``); a name the question writes in lower case ("what time") is a common
-  noun, a weak link. On a database with no entities graph mode is hybrid, at hybrid's cost.
+  noun, a weak link. Last, for a question, the page the question's vector finds nearest is kept
+  among the first ``VECTOR_SLOT`` pages (:func:`_vector_slot`): a paraphrased other half shares
+  few words with its page. On a database with no entities graph mode is hybrid, at hybrid's cost.
 
 Every result carries provenance (path, section, snippet, offsets), its entities, the edges
 that reached it and a one-line reason.
@@ -105,6 +107,8 @@ ASPECT_NEARER = 1  # placement: and nearer it than the entity's own page
 # placement: the residual search's best page, when the question's own words or vector find it this high, is not
 # ranked below pages the graph brought in on weaker direct evidence (:func:`_residual_over_hops`)
 RESIDUAL_DIRECT = 10
+# graph mode, for a question: the page the question's vector finds nearest is among the first this many (0: off)
+VECTOR_SLOT = 5
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
@@ -383,6 +387,8 @@ def hybrid_query(
         ranked = _residual_over_hops(ranked, named)
     if graph and weights.place > 0 and ranked:
         ranked = _place(store, ranked, cands, named, q, qvec, weights, allowed, vectors_in_memory)
+    if graph and VECTOR_SLOT and ranked and _is_question(q):
+        ranked = _vector_slot(store, ranked)
     ranked = ranked[:k]
     results = _describe(store, ranked, reached)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
@@ -536,6 +542,32 @@ def _residual_over_hops(ranked: list[Candidate], named: dict[int, str]) -> list[
     return ranked[:j] + [first] + ranked[j:i] + ranked[i + 1 :]
 
 
+def _vector_slot(store: Store, ranked: list[Candidate]) -> list[Candidate]:
+    """The page the question's vector finds nearest stands among the first ``VECTOR_SLOT`` pages.
+    The keyword list's larger share and the pages placed by links (:func:`_place`) come first, and
+    a question that paraphrases its other half shares few words with the page that answers it:
+    "What kind of plane dropped the bomb on X's birthplace?" found the bomber's page as semantic
+    match #1 and keyword match #15, and ranked it 8th, below look-alikes of "bomb" and "plane".
+    When no chunk of that page is already among the first pages, its chunk takes the place of the
+    last of them, which moves down one."""
+    i = next((k for k, c in enumerate(ranked) if c.vector_rank == 1), None)
+    if i is None:
+        return ranked
+    ids = [c.chunk_id for c in ranked[: i + 1]]
+    docs = dict(store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+    own = docs[ranked[i].chunk_id]
+    pages: set[int] = set()
+    for j, c in enumerate(ranked[:i]):
+        page = docs[c.chunk_id]
+        if page == own:
+            return ranked  # its page is there already, by another of its chunks
+        if page not in pages:
+            pages.add(page)
+            if len(pages) == VECTOR_SLOT:
+                return ranked[:j] + [ranked[i]] + ranked[j:i] + ranked[i + 1 :]
+    return ranked
+
+
 def _fanned_out(c: Candidate, named: dict[int, str]) -> bool:
     """Did the graph bring this chunk in through something other than an entity the question names?"""
     return c.hop > 0 and not any(v["entity"] in named and v["distance"] == 0 for v in c.via)
@@ -674,12 +706,14 @@ def _seed_entities(
     in_memory: bool = False,
 ) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
-    named in it (0, full strength); nearest by vector (1, its similarity); mentioned in the
+    named in it (0, full strength), unless it is part of a longer name it names (:func:`_outermost`: in
+    "Akinoshu Kenji's birthplace" the question names the wrestler, not every Kenji); nearest by vector
+    (1, its similarity); mentioned in the
     top chunks (1, the chunk's fused score relative to the best). ``home`` receives, for a seed
     taken from a top chunk, that chunk's document: the seed's own page there is no new evidence.
     ``echo`` receives the seeds found only by vector: the query's vector found their pages already."""
     seeds: dict[int, tuple[str, int, float]] = {
-        e: (f"named in the query ({name})", 0, 1.0) for e, name in named.items()
+        e: (f"named in the query ({name})", 0, 1.0) for e, name in _outermost(named).items()
     }
     if qvec is not None:
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5, in_memory=in_memory):

@@ -512,3 +512,15 @@ def test_chunks_loaded_without_their_offset_are_read_from_their_start(tmp_path, 
             )
         res = hybrid_query(store, "Where was the director of Orrin Vale born?", k=5, mode="graph", embed_query=embed)
         assert res["results"]
+
+
+def test_a_name_inside_a_longer_name_the_question_writes_is_no_seed(tmp_path):
+    from kgr.retrieval.query import _seed_entities
+
+    store, _embed = _kb(tmp_path / "kb.sqlite", STRONG)
+    # "Where was the director of Orrin Vale born?" names the film; a "Vale" it contains is not named
+    seeds = _seed_entities(store, {1: "Orrin Vale", 2: "Vale"}, None, {}, RetrievalWeights())
+    assert seeds[1][1] == 0 and seeds[1][0] == "named in the query (Orrin Vale)"
+    assert 2 not in seeds
+    # named alone, it is a seed
+    assert _seed_entities(store, {2: "Vale"}, None, {}, RetrievalWeights())[2][1] == 0
