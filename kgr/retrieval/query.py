@@ -365,7 +365,7 @@ def hybrid_query(
     if graph:
         home: dict[int, int] = {}
         echo: set[int] = set()
-        seeds = _seed_entities(store, named, qvec, cands, weights, home, echo, in_memory=vectors_in_memory)
+        seeds = _seed_entities(store, named, qvec, cands, weights, home, echo, in_memory=vectors_in_memory, q=q)
         reached, edges, truncated = _expand(store, seeds, hops, rels, max_nodes, weights.min_confidence)
         _reach_chunks(store, reached, cands, rels, home, echo)
 
@@ -704,16 +704,20 @@ def _seed_entities(
     echo: set[int] | None = None,
     *,
     in_memory: bool = False,
+    q: str = "",
 ) -> dict[int, tuple[str, int, float]]:
     """Entities to start from, with their distance from the query and a strength in [0, 1]:
-    named in it (0, full strength), unless it is part of a longer name it names (:func:`_outermost`: in
-    "Akinoshu Kenji's birthplace" the question names the wrestler, not every Kenji); nearest by vector
+    named in it (0, full strength, ``COMMON_NOUN`` of it for a name the question ``q`` writes in lower
+    case: "What time does ..." does not name Time), unless it is part of a longer name it names
+    (:func:`_outermost`: in "Akinoshu Kenji's birthplace" the question names the wrestler, not every
+    Kenji); nearest by vector
     (1, its similarity); mentioned in the
     top chunks (1, the chunk's fused score relative to the best). ``home`` receives, for a seed
     taken from a top chunk, that chunk's document: the seed's own page there is no new evidence.
     ``echo`` receives the seeds found only by vector: the query's vector found their pages already."""
     seeds: dict[int, tuple[str, int, float]] = {
-        e: (f"named in the query ({name})", 0, 1.0) for e, name in _outermost(named).items()
+        e: (f"named in the query ({name})", 0, 1.0 if _written_as_name(q, name) else COMMON_NOUN)
+        for e, name in _outermost(named).items()
     }
     if qvec is not None:
         for eid, sim in vectors.knn(store, vectors.ENTITY, qvec, 5, in_memory=in_memory):

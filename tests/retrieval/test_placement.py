@@ -524,3 +524,17 @@ def test_a_name_inside_a_longer_name_the_question_writes_is_no_seed(tmp_path):
     assert 2 not in seeds
     # named alone, it is a seed
     assert _seed_entities(store, {2: "Vale"}, None, {}, RetrievalWeights())[2][1] == 0
+
+
+def test_a_name_the_question_writes_in_lower_case_is_a_weaker_seed(tmp_path):
+    from kgr.retrieval.query import COMMON_NOUN, _seed_entities
+
+    store, _embed = _kb(tmp_path / "kb.sqlite", STRONG)
+    named = {1: "Orrin Vale"}
+    as_name = _seed_entities(store, named, None, {}, RetrievalWeights(), q="Did Petra Quist direct Orrin Vale?")
+    assert as_name[1][2] == 1.0
+    # the question has capitals and writes this one without: a common noun ("what time"), not the name
+    lower = _seed_entities(store, named, None, {}, RetrievalWeights(), q="Did Petra Quist direct the orrin vale?")
+    assert lower[1][1] == 0 and lower[1][2] == COMMON_NOUN
+    # a question all in lower case cannot tell, and the name keeps its strength
+    assert _seed_entities(store, named, None, {}, RetrievalWeights(), q="did petra direct orrin vale")[1][2] == 1.0
