@@ -555,10 +555,14 @@ def _vector_slot(store: Store, ranked: list[Candidate]) -> list[Candidate]:
         return ranked
     ids = [c.chunk_id for c in ranked[: i + 1]]
     docs = dict(store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
-    own = docs[ranked[i].chunk_id]
+    own = docs.get(ranked[i].chunk_id)
+    if own is None:  # its chunk is gone: a writer replaced the page since the search
+        return ranked
     pages: set[int] = set()
     for j, c in enumerate(ranked[:i]):
-        page = docs[c.chunk_id]
+        page = docs.get(c.chunk_id)
+        if page is None:
+            continue
         if page == own:
             return ranked  # its page is there already, by another of its chunks
         if page not in pages:
