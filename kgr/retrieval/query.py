@@ -134,6 +134,7 @@ class Candidate:
     placed: dict | None = None  # the link that placed it (see _place)
     second: tuple[int, str] | None = None  # its best rank in graph mode's second search, and what that search added
     rest_rank: tuple[int, str] | None = None  # its rank in the search for the words the best page lacks, and them
+    kept: bool = False  # moved up to stay among the first pages as the question's nearest by vector (_vector_slot)
 
 
 def clamp(value: int, low: int, high: int, name: str) -> int:
@@ -568,6 +569,7 @@ def _vector_slot(store: Store, ranked: list[Candidate]) -> list[Candidate]:
         if page not in pages:
             pages.add(page)
             if len(pages) == VECTOR_SLOT:
+                ranked[i].kept = True
                 return ranked[:j] + [ranked[i]] + ranked[j:i] + ranked[i + 1 :]
     return ranked
 
@@ -1629,7 +1631,7 @@ def _why(c: Candidate, names: dict[int, str], reached: dict[int, dict], leads: d
     if c.bm25_rank:
         parts.append(f"keyword match #{c.bm25_rank}")
     if c.vector_rank:
-        parts.append(f"semantic match #{c.vector_rank}")
+        parts.append(f"semantic match #{c.vector_rank}" + (f", kept among the first {VECTOR_SLOT}" if c.kept else ""))
     if c.second is not None and c.second[0] < min(c.bm25_rank or MAX_K + 1, c.vector_rank or MAX_K + 1):
         parts.append(f"second search #{c.second[0]} ({c.second[1]})")
     if c.rest_rank is not None:

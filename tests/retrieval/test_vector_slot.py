@@ -56,6 +56,7 @@ def test_the_vectors_nearest_page_is_among_the_first_five(tmp_path, monkeypatch)
     after = [r["path"] for r in results]
     assert after.index(ANSWER[0]) == 4
     assert results[4]["scores"]["vector_rank"] == 1
+    assert "semantic match #1, kept among the first 5" in results[4]["why"]
     # it takes the fifth place; the page that held it moves down one, the first four keep theirs
     assert after[:4] == before[:4]
     assert after[5] == before[4]
