@@ -552,7 +552,7 @@ def _vector_slot(store: Store, ranked: list[Candidate]) -> list[Candidate]:
     When no chunk of that page is already among the first pages, its chunk takes the place of the
     last of them, which moves down one."""
     i = next((k for k, c in enumerate(ranked) if c.vector_rank == 1), None)
-    if i is None:
+    if i is None or i < VECTOR_SLOT:  # among the first chunks, so among the first pages
         return ranked
     ids = [c.chunk_id for c in ranked[: i + 1]]
     docs = dict(store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
