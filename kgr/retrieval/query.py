@@ -716,9 +716,8 @@ def _seed_entities(
     named in it (0, full strength, ``COMMON_NOUN`` of it for a name the question ``q`` writes in lower
     case: "What time does ..." does not name Time), unless it is part of a longer name it names
     (:func:`_outermost`: in "Akinoshu Kenji's birthplace" the question names the wrestler, not every
-    Kenji); nearest by vector
-    (1, its similarity); mentioned in the
-    top chunks (1, the chunk's fused score relative to the best). ``home`` receives, for a seed
+    Kenji); nearest by vector (1, its similarity); mentioned in the top chunks (1, the chunk's fused
+    score relative to the best). ``home`` receives, for a seed
     taken from a top chunk, that chunk's document: the seed's own page there is no new evidence.
     ``echo`` receives the seeds found only by vector: the query's vector found their pages already."""
     seeds: dict[int, tuple[str, int, float]] = {
