@@ -222,6 +222,7 @@ OBJECT_GAP = re.compile(
 OPENING_MARKUP = "`*_[(\"'\u201c\u2018"
 TRAILING_OPENER = re.compile(rf"(?<=[.!?:;])\s+[{re.escape(OPENING_MARKUP)}]+$")  # the next sentence's
 SUBJECT_GAP = re.compile(r"^\s*(?:\([^()]{0,40}\)\s*)?(?:,[^,;:]{0,60},\s*)?(?:\w+\s+){0,2}$")
+DATE = "DATE"
 TYPE_OK = {
     "owned_by": (None, {"TEAM", "ORG", "PERSON"}),
     "located_in": (None, {"LOCATION"}),
@@ -240,6 +241,8 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         a, b = _name(src), _name(dst)
         if not a or not b or a.lower() == b.lower() and rel != "same_as":
             return
+        if DATE in (src.type, dst.type):
+            return  # no relation type joins a date ("Date: 11 June 2024 · Location: Porto office")
         if _same(src, dst):
             return
         confidence = round(weight * proximity * min(1.0, 0.5 + 0.5 * min(src.score, dst.score) / 0.9), 4)
@@ -538,7 +541,10 @@ def _release(*spans) -> bool:
 
 
 def types_ok(rel: str, src, dst) -> bool:
-    """Can a relation of this type join mentions of these types? (a place to be located in, an owner, ...)"""
+    """Can a relation of this type join mentions of these types? (a place to be located in, an owner, ...)
+    None joins a date: each relation type relates things (a place, an owner, a whole, a release)."""
+    if DATE in (src.type, dst.type):
+        return False
     if rel == "cites":  # one cites standards and documents, not commands ("includes the following aliases")
         return dst.type in ("STANDARD", "POLICY") or dst.features.get("pattern") in ("ticket", "standard")
     if rel == "owned_by":  # an owner is no date, standard or region, nor a name written as code

@@ -486,3 +486,15 @@ def test_it_is_also_possible_to_use_x_is_the_readers_use(rules):
         "internet access.\n\nIt's possible to start the copy by using `Copy-Ledger`.\n"
     )
     assert not [t for t in got if t[1] == "uses"], got  # an expletive "it" stands for nothing
+
+
+def test_no_relation_joins_a_date(rules):
+    """No relation type takes a date at either end: a meeting's date line is not located in the
+    meeting room, and a release day is no part of the service."""
+    got = rules(
+        "# 11 June 2024\n\nDate: 11 June 2024 · Location: Porto office\n\n"
+        "11 June 2024 is part of the Ledger Service release window.\n\n"
+        "The Ledger Service is part of Tessellate.\n"
+    )
+    assert ("Ledger Service", "part_of", "Tessellate") in got, got
+    assert not [t for t in got if "2024" in t[0] or "2024" in t[2]], got
