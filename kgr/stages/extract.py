@@ -33,7 +33,16 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from kgr import records
 from kgr.config import ExtractSettings, settings_of
-from kgr.stages.textmodel import REDACTION, Block, Document, defer_lemmas, parse_document, token_starting_at
+from kgr.stages.textmodel import (
+    LEADING_CLAUSE,
+    REDACTION,
+    SUBORDINATORS,
+    Block,
+    Document,
+    defer_lemmas,
+    parse_document,
+    token_starting_at,
+)
 
 _DEFAULTS = ExtractSettings()  # the defaults of this module's options are the settings'
 
@@ -1076,11 +1085,7 @@ def _thing(sp: Span) -> bool:
     return sp.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "CONCEPT") or sp.source in ("code",)
 
 
-SUBORDINATORS = (
-    r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
-)
 CLAUSE_OPENERS = re.compile(rf"(?:^|[,;(]|\b(?:and|but|or|so|then|that|which|where|{SUBORDINATORS}))\s*$", re.I)
-LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
 
 
 def _antecedent(block: Block, pos: int, pool: list[Span], ok, fallback: Span | None, text: str = "") -> Span | None:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from kgr import records
-from kgr.stages.textmodel import Block, Document, lemma, token_covering, tokens_starting_in
+from kgr.stages.textmodel import LEADING_CLAUSE, Block, Document, lemma, token_covering, tokens_starting_in
 
 VOCABULARY = (
     "defines",
@@ -384,7 +384,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 borrowed = _borrowed_subject(doc, block, ts, left) if trig.rel == "uses" else None
                 if borrowed is False:
                     continue  # "jobs started by using X", "when using X, Y is ...": the name before does not use X
-                subject = borrowed or _subject(doc, block, ts, left)
+                subject = borrowed or _subject(doc, block, ts, left, s)
             proximity = 1.0
             if (
                 subject is None
@@ -945,7 +945,7 @@ def _span_at(block: Block, token, spans: list):
     return inside[0] if inside else None
 
 
-def _subject(doc: Document, block: Block, trigger_start: int, left: list):
+def _subject(doc: Document, block: Block, trigger_start: int, left: list, sentence_start: int | None = None):
     if not left:
         return None
     nearest = left[-1]
@@ -953,8 +953,14 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list):
     if SUBJECT_GAP.match(gap):
         # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
         return nearest
-    # the sentence's first name is its usual subject ("X ... and works from Y")
+    # the sentence's first name is its usual subject ("X ... and works from Y"), unless it is in a
+    # clause the sentence opens with ("When used with SSH, this parameter ... as defined in Y")
     first = left[0]
+    lead = LEADING_CLAUSE.match(doc.text, sentence_start) if sentence_start is not None else None
+    if lead is not None and first.start < lead.end():
+        first = next((sp for sp in left if sp.start >= lead.end()), None)
+        if first is None:
+            return None
     gap_first = _unmark(doc.text[first.end : trigger_start])
     if len(gap_first) <= 120 and ";" not in gap_first:
         return first

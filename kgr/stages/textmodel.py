@@ -28,6 +28,11 @@ STEP = re.compile(r"^[ \t]*(?:(\d{1,3})[.)]|Step\s+(\d{1,3})\s*[:.)-])[ \t]+", r
 SENTENCE_END = re.compile(r"[.!?](?:[\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9`*])")
 LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
 REDACTION = re.compile(TAG_PATTERN)
+SUBORDINATORS = (
+    r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
+)
+# a sentence that opens with a subordinate clause ("When used with SSH, ..."): a name in it is not the sentence's subject
+LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
 
 
 @dataclass

@@ -498,3 +498,15 @@ def test_no_relation_joins_a_date(rules):
     )
     assert ("Ledger Service", "part_of", "Tessellate") in got, got
     assert not [t for t in got if "2024" in t[0] or "2024" in t[2]], got
+
+
+def test_a_name_in_the_clause_a_sentence_opens_with_is_not_its_subject(rules):
+    """ "When used with SSH, this parameter specifies ... as defined in X": the parameter is
+    meant, not SSH; a name after the opening clause still is the subject."""
+    got = rules(
+        "# Invoke-Task\n\nWhen used with SSH, this parameter specifies the subsystem to use on the target "
+        "as defined in `sshd_config`.\n\n"
+        "When the queue is full, the Ledger Service uses the Spill Store.\n"
+    )
+    assert not [t for t in got if "SSH" in (t[0], t[2])], got
+    assert ("Ledger Service", "uses", "Spill Store") in got, got
