@@ -651,9 +651,13 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
         return None
     rel = trigger_start - block.start
     tok = token_covering(sdoc, rel)
-    for _ in range(5):
+    for step in range(5):
         if tok is None:
             return None
+        if step and tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
+            # "X cannot delete events created by using Y": the trigger is in a clause that
+            # describes a noun; that noun acts, when it is a name, not the sentence's subject
+            return _span_at(block, tok.head, sent_spans)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
             if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":

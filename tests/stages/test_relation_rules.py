@@ -510,3 +510,13 @@ def test_a_name_in_the_clause_a_sentence_opens_with_is_not_its_subject(rules):
     )
     assert not [t for t in got if "SSH" in (t[0], t[2])], got
     assert ("Ledger Service", "uses", "Spill Store") in got, got
+
+
+def test_a_name_does_not_use_what_a_noun_it_acts_on_was_made_with(rules):
+    """ "X cannot delete events created by using Y": the events were made with Y; X does not use Y."""
+    got = rules(
+        "# Remove-Signal\n\n`Remove-Signal` cannot delete signals created by using the `New-Signal` cmdlet.\n\n"
+        "The `Remove-Signal` cmdlet uses the `Signal-Store` cmdlet to find signals.\n"
+    )
+    assert ("Remove-Signal", "uses", "New-Signal") not in got, got
+    assert ("Remove-Signal", "uses", "Signal-Store") in got, got
