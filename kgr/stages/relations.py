@@ -861,7 +861,8 @@ _LIKENESS = frozenset({"similar", "equivalent", "identical", "comparable", "anal
 
 def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger's clause what something is compared with ("X is similar to using Y",
-    "works like calling Y", "as you would use Y", "as if it used Y")? It says nothing of X."""
+    "works like calling Y", "has the same effect as using Y", "as you would use Y", "as if it
+    used Y")? It says nothing of X."""
     sdoc = _parse_of(doc, block)
     tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
     for _ in range(4):
@@ -870,8 +871,11 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
         head = tok.head
         if tok.dep_ in ("pcomp", "pobj") and head.dep_ == "prep":
             word = head.lower_
-            return word in ("like", "unlike", "than") or (
-                word in ("to", "with") and lemma(head.head).lower() in _LIKENESS
+            return (
+                word in ("like", "unlike", "than")
+                or (word in ("to", "with") and lemma(head.head).lower() in _LIKENESS)
+                # "has the same effect as using Y", "is the same as calling Y"
+                or (word == "as" and "same" in {head.head.lower_, *(c.lower_ for c in head.head.children)})
             )
         # a clause marked "as if" or "as ... would", whether parsed as a clause of the sentence's
         # verb or (a line break inside "Use\nthem as you would use X") as that verb itself

@@ -520,3 +520,12 @@ def test_a_name_does_not_use_what_a_noun_it_acts_on_was_made_with(rules):
     )
     assert ("Remove-Signal", "uses", "New-Signal") not in got, got
     assert ("Remove-Signal", "uses", "Signal-Store") in got, got
+
+
+def test_the_same_effect_as_using_is_a_likeness_not_a_use(rules):
+    got = rules(
+        "# Quit-Task\n\nThe `Quit-Task` cmdlet has the same effect as using `Exit-Task`.\n\n"
+        "The `Quit-Task` cmdlet uses the `Task-Store` cmdlet to save the state.\n"
+    )
+    assert ("Quit-Task", "uses", "Exit-Task") not in got, got
+    assert ("Quit-Task", "uses", "Task-Store") in got, got
