@@ -766,7 +766,9 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     """Add vectors to chunk and entity records (a filter), or to a database.
 
     As a filter, chunk and entity records gain `embedding` (base64 float32), `model` and
-    `dim`; other records pass through. With --db, vectors already in that database's cache
+    `dim`, and chunk records `sentence_vectors` (base64 int8, a row per sentence, each read
+    after its document's title: what `kgr query` scores a chunk by against a question); other
+    records pass through. With --db, vectors already in that database's cache
     are reused. With --pending, the database itself is brought up to date.
 
     \b

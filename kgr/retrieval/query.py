@@ -5,7 +5,9 @@ One function, :func:`hybrid_query`, answers ``kgr query`` and the MCP tool ``hyb
 Modes:
 
 - ``bm25``: the FTS5 index over chunk text and prelude (user text is escaped, never FTS syntax);
-- ``vector``: KNN over the chunk vectors;
+- ``vector``: KNN over the chunk vectors; each candidate chunk (of this list and, in hybrid and
+  graph modes, of the keyword list) is then scored by its nearest sentence
+  (:func:`kgr.store.vectors.sentence_similarities`), where its sentences have vectors;
 - ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
   list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
   for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
@@ -109,6 +111,9 @@ ASPECT_NEARER = 1  # placement: and nearer it than the entity's own page
 RESIDUAL_DIRECT = 10
 # graph mode, for a question: the page the question's vector finds nearest is among the first this many (0: off)
 VECTOR_SLOT = 5
+# the vector list scores a candidate chunk by its nearest sentence (kgr.store.vectors.sentence_similarities), 0: by
+# the chunk's own vector
+SENTENCES = 1
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
@@ -330,6 +335,10 @@ def hybrid_query(
                 c.cosine = sim
                 c.rrf += 1.0 / (RRF_K + rank)
                 semantic[cid] = sim
+        if semantic and SENTENCES:
+            # a candidate's nearest sentence, where its sentences have vectors: a question asks for
+            # one fact, which a chunk's single vector averages with the rest of the chunk
+            semantic.update(vectors.sentence_similarities(store, qvec, list(cands)))
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
     lists = [RankedList(share, keyword, depth=n), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     fuse(cands, lists, weights)

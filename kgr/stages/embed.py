@@ -1,8 +1,10 @@
 """The embed stage: vectors for chunk and entity records.
 
 ``embed(records)`` is a filter: chunk and entity records gain ``embedding`` (base64 of
-little-endian float32), ``model`` and ``dim``; every other record passes on unchanged and
-in order. With a store, vectors already in its cache (same text, model and dimension) are
+little-endian float32), ``model`` and ``dim``; chunk records also gain ``sentence_vectors``,
+base64 of one int8 row per sentence (the unit vector x 127, as the database keeps them; see
+:func:`kgr.store.vectors.sentence_texts`: each embedded after the title of the doc record
+before it). Every other record passes on unchanged and in order. With a store, vectors already in its cache (same text, model and dimension) are
 reused instead of embedded again.
 
 ``kgr ingest`` does not stream vectors through records: it embeds what the database lacks
@@ -20,7 +22,7 @@ import numpy as np
 from kgr import records
 from kgr.store import Store, vectors
 
-VECTOR_FIELDS = ("embedding", "model", "dim")
+VECTOR_FIELDS = ("embedding", "model", "dim", "sentence_vectors")
 
 
 def encode(vec) -> str:
@@ -48,11 +50,18 @@ def text_of(rec: dict) -> str | None:
 def embed(recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store | None = None) -> Iterator[dict]:
     """The stage. Records are buffered ``batch_size`` at a time, never the whole input."""
     spec = vectors.VectorSpec(embedder.model, int(embedder.dim))
+    titles: dict[str, str | None] = {}
     it = iter(recs)
     while True:
         part = list(itertools.islice(it, max(1, batch_size)))
         if not part:
             return
+        sentences: list[tuple[int, list[str]]] = []
+        for i, r in enumerate(part):
+            if r.get("kind") == records.DOC:
+                titles[str(r.get("path"))] = r.get("title")
+            elif r.get("kind") == records.CHUNK and isinstance(r.get("text"), str):
+                sentences.append((i, vectors.sentence_texts(titles.get(str(r.get("doc"))), r["text"])))
         todo = [(i, text_of(r)) for i, r in enumerate(part)]
         todo = [(i, t) for i, t in todo if t is not None and t.strip()]
         if todo:
@@ -64,4 +73,11 @@ def embed(recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store 
                 have.update({h: v for (h, _), v in zip(missing, fresh)})
             for (i, _), h in zip(todo, hashes):
                 part[i] = {**part[i], "embedding": encode(have[h]), "model": spec.model, "dim": spec.dim}
+        texts = [t for _, ts in sentences for t in ts]
+        mat = embedder.embed_documents(texts) if texts else None
+        at = 0
+        for i, ts in sentences:
+            blob = vectors.quantize_unit(mat[at : at + len(ts)]) if ts else b""
+            part[i] = {**part[i], "sentence_vectors": base64.b64encode(blob).decode("ascii")}
+            at += len(ts)
         yield from part

@@ -14,6 +14,7 @@ already stored is lost to a transient failure.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class DocGroup:
     chunks: list[dict] = field(default_factory=list)
     derived: list[dict] = field(default_factory=list)  # mentions, relations: stored by later stages
     vectors: dict[tuple[str, str], tuple] = field(default_factory=dict)  # (kind, ord or key) -> (embedding, model, dim)
+    sentences: dict[str, str] = field(default_factory=dict)  # chunk ord -> its sentence_vectors (from kgr embed)
 
     def signature(self) -> str:
         """Over the document and its chunks: unchanged means no content to write."""
@@ -75,6 +77,9 @@ class DocGroup:
 
 def _take_vector(group: DocGroup, rec: dict, kind: str, key) -> dict:
     """Keep a record's vector (from kgr embed) aside: it is stored in the vector tables, not with the record."""
+    if "sentence_vectors" in rec:
+        group.sentences[str(key)] = rec["sentence_vectors"]
+        rec = {k: v for k, v in rec.items() if k != "sentence_vectors"}
     if "embedding" not in rec:
         return rec
     group.vectors[(kind, str(key))] = (rec["embedding"], rec.get("model"), rec.get("dim"))
@@ -194,9 +199,26 @@ def write_vectors(store: Store, group: DocGroup) -> None:
             if row:
                 eid, name, typ, aliases, desc = row[0]
                 rows["entity"].append((eid, vectors.text_hash(vectors.entity_text(name, typ, aliases, desc)), vec))
+    sentence_rows = []
+    if group.sentences:
+        title = store.scalar("SELECT title FROM docs WHERE id=?", (doc_id,))
+        for key, text64 in group.sentences.items():
+            try:
+                blob = base64.b64decode(text64, validate=True)
+            except (ValueError, TypeError) as exc:
+                raise BadRecord(None, f"{group.doc['path']}: bad sentence_vectors: {exc}") from None
+            if len(blob) % int(dim):
+                raise BadRecord(
+                    None, f"{group.doc['path']}: sentence_vectors of {len(blob)} bytes are no rows of {dim} dimensions"
+                )
+            if key in chunk_ids:
+                texts = vectors.sentence_texts(title, chunk_ids[key][2])
+                sentence_rows.append((chunk_ids[key][0], texts, blob))
+        vectors.ensure_sentence_table(store)
     with store.write():
         for kind, items in rows.items():
             vectors.put(store, spec, kind, items)
+        vectors.put_sentences(store, sentence_rows)
 
 
 def _write_group(store: Store, group: DocGroup, summary: LoadSummary) -> None:

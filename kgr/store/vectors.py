@@ -9,12 +9,21 @@ chunk is replaced by a re-ingest.
 
 The database records the model, dimension and quantisation in ``meta``; using it with
 another model is a ModelMismatch that names the command to re-embed.
+
+``sentence_vec`` holds, for each chunk, one int8 unit vector per sentence (a list item or a
+table row counts as one), each embedded after its document's title ("Kestrel: Core
+Infrastructure owns it"): :func:`sentence_texts`. A question asks for one fact, and a chunk's
+single vector averages the fact with everything else the chunk says; the nearest of its
+sentences does not (:func:`sentence_similarities`, what retrieval's vector list scores a
+candidate chunk by). They are not cached by text, unlike chunk vectors: a chunk has about five
+of them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -25,6 +34,10 @@ from kgr.store.db import Store, loads
 
 CHUNK, ENTITY = "chunk", "entity"
 TABLES = {CHUNK: "chunk_vec", ENTITY: "entity_vec"}
+SENTENCE_TABLE = "sentence_vec"
+MAX_SENTENCES = 64  # sentence vectors kept per chunk (its first)
+MIN_SENTENCE_CHARS = 16  # shorter pieces ("Status: Accepted" passes, "## Context" does not) get none
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MATRICES: dict[
     tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]
 ] = {}  # (db, kind) -> (version, ids, unit vectors)
@@ -59,6 +72,19 @@ def text_hash(text: str) -> str:
 def chunk_text(prelude: str | None, text: str) -> str:
     """What a chunk's vector is made from: its prelude (path, section) and its text."""
     return f"{prelude}\n{text}" if prelude else text
+
+
+def sentence_texts(title: str | None, text: str) -> list[str]:
+    """What a chunk's sentence vectors are made from: each sentence or line of its text, after its
+    document's title (the page's subject, which a sentence often leaves to "it")."""
+    out: list[str] = []
+    for piece in SENTENCE_SPLIT.split(text or ""):
+        piece = piece.strip()
+        if len(piece) >= MIN_SENTENCE_CHARS:
+            out.append(f"{title}: {piece}" if title else piece)
+            if len(out) == MAX_SENTENCES:
+                break
+    return out
 
 
 def entity_text(name: str, type_: str | None, aliases: Sequence[str] | str | None, description: str | None) -> str:
@@ -126,9 +152,9 @@ def has_tables(store: Store) -> bool:
 def drop_all(store: Store) -> None:
     """Forget every vector and the recorded model (for ``kgr embed --pending --reembed``); the cache stays."""
     with store.write() as conn:
-        for name in ("chunks_vec_ad", "entities_vec_ad"):
+        for name in ("chunks_vec_ad", "entities_vec_ad", "chunks_sentence_ad"):
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-        for table in (*TABLES.values(), "vec_src"):
+        for table in (*TABLES.values(), "vec_src", SENTENCE_TABLE):
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         conn.execute("DELETE FROM meta WHERE key IN ('embed.model', 'embed.dim', 'embed.quantize')")
 
@@ -148,6 +174,90 @@ def put(store: Store, spec: VectorSpec, kind: str, rows: Iterable[tuple[int, str
         )
         n += 1
     return n
+
+
+def has_sentence_table(store: Store) -> bool:
+    return bool(store.scalar("SELECT count(*) FROM sqlite_master WHERE name = ?", (SENTENCE_TABLE,)))
+
+
+def ensure_sentence_table(store: Store) -> None:
+    """Create ``sentence_vec`` and the trigger that forgets a deleted chunk's sentences (a
+    database made before it existed gains it on its next embedding run)."""
+    if has_sentence_table(store):
+        return
+    with store.write() as conn:
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {SENTENCE_TABLE} (chunk_id INTEGER PRIMARY KEY, hash TEXT NOT NULL, "
+            "vectors BLOB NOT NULL)"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS chunks_sentence_ad AFTER DELETE ON chunks BEGIN "
+            f"DELETE FROM {SENTENCE_TABLE} WHERE chunk_id = old.id; END"
+        )
+
+
+def pending_sentences(store: Store, docs: Sequence[int] | None = None) -> list[tuple[int, list[str]]]:
+    """(chunk id, its sentence texts) for chunks (of ``docs``, when given) with no sentence vectors yet."""
+    where, params = [], ()
+    if has_sentence_table(store):
+        where.append(f"c.id NOT IN (SELECT chunk_id FROM {SENTENCE_TABLE})")
+    if docs is not None:
+        where.append(f"c.doc_id IN ({','.join('?' * len(docs))})")
+        params = tuple(docs)
+    cond = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = store.query(
+        f"SELECT c.id, d.title, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id {cond} ORDER BY c.id", params
+    )
+    return [(cid, sentence_texts(title, text)) for cid, title, text in rows]
+
+
+def quantize_unit(mat: np.ndarray) -> bytes:
+    """Rows scaled to unit length, as int8 (x 127): how sentence vectors are stored."""
+    mat = np.atleast_2d(np.asarray(mat, dtype=np.float32))
+    mat = mat / np.maximum(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12)
+    return np.clip(np.rint(mat * 127.0), -127, 127).astype(np.int8).tobytes()
+
+
+def put_sentences(store: Store, rows: Iterable[tuple[int, list[str], bytes]]) -> int:
+    """Store (chunk id, its sentence texts, their vectors as :func:`quantize_unit` bytes) rows;
+    replace what was there. Call inside a write."""
+    n = 0
+    for cid, texts, blob in rows:
+        store.conn.execute(
+            f"INSERT INTO {SENTENCE_TABLE}(chunk_id, hash, vectors) VALUES (?, ?, ?) "
+            "ON CONFLICT(chunk_id) DO UPDATE SET hash=excluded.hash, vectors=excluded.vectors",
+            (cid, text_hash("\n".join(texts)), blob),
+        )
+        n += 1
+    return n
+
+
+def sentence_similarities(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    """For each of ``ids`` that has sentence vectors: the cosine of the query to its nearest sentence."""
+    spec = stored_spec(store)
+    if spec is None or not ids or not has_sentence_table(store):
+        return {}
+    q = np.asarray(query, dtype=np.float32)
+    q = q / (np.linalg.norm(q) or 1.0)
+    owners: list[int] = []
+    blobs: list[bytes] = []
+    ids = list(ids)
+    for i in range(0, len(ids), 500):
+        part = ids[i : i + 500]
+        for cid, blob in store.query(
+            f"SELECT chunk_id, vectors FROM {SENTENCE_TABLE} WHERE chunk_id IN ({','.join('?' * len(part))}) "
+            "AND length(vectors) > 0",
+            part,
+        ):
+            owners.append(cid)
+            blobs.append(blob)
+    if not blobs:
+        return {}
+    mat = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, spec.dim).astype(np.float32) / 127.0
+    sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
+    starts = np.cumsum([0] + [len(b) // spec.dim for b in blobs[:-1]])
+    best = np.maximum.reduceat(sims, starts)
+    return {cid: float(x) for cid, x in zip(owners, best)}
 
 
 def cached(store: Store, spec: VectorSpec, hashes: Sequence[str]) -> dict[str, np.ndarray]:
@@ -205,14 +315,19 @@ def embed_pending(
     on_batch: Callable[[str, int], None] | None = None,
     docs: Sequence[int] | None = None,
     embed_many: Callable[[Iterable[list[str]]], Iterable[Sequence[np.ndarray]]] | None = None,
+    sentences: bool = True,
 ) -> dict[str, int]:
-    """Embed every chunk (of ``docs``, when given) and entity that lacks a current vector. The
-    model is loaded only when something is pending. Returns counts: embedded (by the model),
-    cached, stored. ``embed_many`` maps the batches of texts to their vectors, in order
-    (elsewhere: on Ray workers); by default the embedder embeds them here, one batch at a time."""
-    counts = {"chunks": 0, "entities": 0, "embedded": 0, "cached": 0}
+    """Embed every chunk (of ``docs``, when given) and entity that lacks a current vector, and,
+    with ``sentences``, the sentences of every chunk that has none (:func:`sentence_texts`). The
+    model is loaded only when something is pending. Returns counts: chunks, entities and
+    sentences stored; of the chunks and entities, how many the model embedded and how many were
+    cached. ``embed_many`` maps the batches of texts
+    to their vectors, in order (elsewhere: on Ray workers); by default the embedder embeds them
+    here, one batch at a time."""
+    counts = {"chunks": 0, "entities": 0, "sentences": 0, "embedded": 0, "cached": 0}
     work = {CHUNK: pending_chunks(store, docs), ENTITY: pending_entities(store)}
-    if not any(work.values()):
+    pending = pending_sentences(store, docs) if sentences else []
+    if not any(work.values()) and not pending:
         return counts
     embedder = get_embedder()
     spec = VectorSpec(embedder.model, int(embedder.dim), quantize)
@@ -241,7 +356,40 @@ def embed_pending(
             counts["chunks" if kind == CHUNK else "entities"] += len(part)
             if on_batch:
                 on_batch(kind, len(part))
+    if pending:
+        ensure_sentence_table(store)
+        groups = list(_sentence_groups(pending, batch))
+        texts = [[t for _, ts in group for t in ts] for group in groups]
+        if embed_many is None:
+            answers = (embedder.embed_documents(t) if t else [] for t in texts)
+        else:
+            answers = _spread(embed_many, texts)
+        for group, vecs in zip(groups, answers):
+            mat = np.asarray(vecs, dtype=np.float32)
+            rows, at = [], 0
+            for cid, ts in group:
+                rows.append((cid, ts, quantize_unit(mat[at : at + len(ts)]) if ts else b""))
+                at += len(ts)
+            with store.write():
+                put_sentences(store, rows)
+            counts["sentences"] += at
+            if on_batch:
+                on_batch("sentence", len(group))
     return counts
+
+
+def _sentence_groups(pending: list[tuple[int, list[str]]], batch: int) -> Iterator[list[tuple[int, list[str]]]]:
+    """Chunks in order, grouped so that a group's sentences make about one batch."""
+    group: list[tuple[int, list[str]]] = []
+    size = 0
+    for cid, texts in pending:
+        if group and size + len(texts) > batch:
+            yield group
+            group, size = [], 0
+        group.append((cid, texts))
+        size += len(texts)
+    if group:
+        yield group
 
 
 def _spread(embed_many, batches: list[list[str]]) -> Iterator[Sequence[np.ndarray]]:

@@ -9,7 +9,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from kgr.errors import ModelMismatch
+from kgr.errors import BadRecord, ModelMismatch
+from kgr.stages import embed
 from kgr.stages.load import load
 from kgr.store import Store, vectors
 
@@ -84,7 +85,8 @@ def test_replaced_chunks_drop_their_vectors_and_the_cache_spares_the_model(store
     assert vectors.counts(store)["chunk_vectors"] == 0  # the old rows and their vectors are gone
     fake.texts = 0
     counts = vectors.embed_pending(store, lambda: fake)
-    assert counts["chunks"] == 2 and counts["cached"] == 1 and fake.texts == 1
+    assert counts["chunks"] == 2 and counts["cached"] == 1
+    assert fake.texts == 1 + 2  # one chunk text (the other is cached) and both chunks' sentences (never cached)
     assert store.scalar("SELECT count(*) FROM chunk_vec") == 2
 
 
@@ -164,3 +166,62 @@ def test_an_in_memory_reader_sees_another_connection_delete_a_vector(store, tmp_
             conn.execute("DELETE FROM docs WHERE path = 'a.md'")
         got = vectors.knn(reader, vectors.CHUNK, q, 5, in_memory=True)
         assert len(got) == 1 and got == vectors.knn(reader, vectors.CHUNK, q, 5)
+
+
+def test_sentence_vectors_follow_their_chunks(store):
+    load(
+        records(
+            "a.md", ["Kestrel is the event bus. Core Infrastructure owns it.\n- short", "ledger service owns money"]
+        ),
+        store,
+    )
+    fake = CountingFake()
+    counts = vectors.embed_pending(store, lambda: fake)
+    # each sentence or line of 16 characters or more, after the document's title ("a.md" here)
+    assert vectors.sentence_texts("a.md", "Kestrel is the event bus. Core Infrastructure owns it.\n- short") == [
+        "a.md: Kestrel is the event bus.",
+        "a.md: Core Infrastructure owns it.",
+    ]
+    assert counts["sentences"] == 3 and counts["embedded"] == 2
+    blobs = dict(store.query("SELECT chunk_id, length(vectors) FROM sentence_vec"))
+    assert sorted(blobs.values()) == [32, 64]  # one int8 row of 32 dimensions per sentence
+    assert vectors.embed_pending(store, lambda: fake)["sentences"] == 0  # nothing pending the second time
+    load(records("a.md", ["settlement engine pays"]), store)  # the file changes: its chunks are replaced
+    assert store.scalar("SELECT count(*) FROM sentence_vec") == 0
+    assert vectors.embed_pending(store, lambda: fake)["sentences"] == 1
+    vectors.drop_all(store)  # kgr embed --pending --reembed
+    assert not vectors.has_sentence_table(store)
+
+
+def test_a_chunk_scores_by_its_nearest_sentence(store):
+    load(records("a.md", ["Kestrel is the event bus. Core Infrastructure owns it. Ledger pays money."]), store)
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    cid = store.scalar("SELECT id FROM chunks")
+    q = fake._vec("a.md: Core Infrastructure owns it.")
+    best = vectors.sentence_similarities(store, q, [cid, cid + 1])
+    assert list(best) == [cid]  # a chunk with no sentence vectors is left out
+    assert best[cid] > 0.99  # quantised to int8: not exactly 1
+    assert best[cid] > vectors.similarities(store, vectors.CHUNK, q, [cid])[cid] + 0.2
+
+
+@pytest.mark.parametrize(
+    "value, why",
+    [("AQID", "sentence_vectors of 3 bytes are no rows of 4 dimensions"), ("!!", "bad sentence_vectors")],
+)
+def test_load_refuses_sentence_vectors_that_are_no_rows(store, value, why):
+    recs = list(records("a.md", ["Kestrel is the event bus of the company."]))
+    recs[1].update(embedding=embed.encode(np.ones(4)), model="m", dim=4, sentence_vectors=value)
+    with pytest.raises(BadRecord, match=why):
+        load(recs, store)
+
+
+def test_load_keeps_the_sentence_vectors_kgr_embed_gives(store):
+    recs = list(
+        embed.embed(records("a.md", ["Kestrel is the event bus. Core Infrastructure owns it."]), CountingFake())
+    )
+    assert "sentence_vectors" in recs[1]
+    load(recs, store)
+    cid = store.scalar("SELECT id FROM chunks")
+    best = vectors.sentence_similarities(store, CountingFake()._vec("a.md: Core Infrastructure owns it."), [cid])
+    assert best[cid] > 0.99
