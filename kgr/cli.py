@@ -801,7 +801,7 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
     store = Store(db) if db else None
     try:
         recs = counter.watch(read_input(input, "embed"))
-        emit(embed_stage(recs, embedder, batch_size=cfg.embed.batch_size, store=store))
+        emit(embed_stage(recs, embedder, batch_size=cfg.embed.batch_size, store=store, sentences=cfg.embed.sentences))
     finally:
         if store is not None:
             store.close()

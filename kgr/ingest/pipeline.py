@@ -243,7 +243,7 @@ def embed_store(store: Store, cfg, *, on_batch=None, light: bool = False, docs=N
         on_batch=on_batch,
         docs=docs,
         embed_many=embed_many,
-        sentences=not light,  # a remembered memory is recalled by its own vector (kgr.memory.recall)
+        sentences=embed.sentences and not light,  # a remembered memory is recalled by its own vector
     )
     if counts["embedded"] and not light:
         from kgr.embedders import prepare_query_path

@@ -11,7 +11,8 @@ Modes:
 - ``hybrid``: both, fused (:func:`fuse`): by default each list's scores as z-scores over that
   list, the keyword list weighted ``keyword_share``; a list whose head stands out counts more
   for that query, so a flat (weak) vector list cannot push a clear keyword hit down, which
-  reciprocal rank fusion (``fusion: rrf``) does;
+  reciprocal rank fusion (``fusion: rrf``) does; half of a chunk's fused score is its page's,
+  each list scoring a page by its best chunk there;
 - ``graph`` (the default): hybrid; when the best passage is the page of an entity the
   question names, a second search (``weights.feedback``, the bridge to the next hop): the
   question with the entity that page names right after the question's relation word in
@@ -114,6 +115,8 @@ VECTOR_SLOT = 5
 # the vector list scores a candidate chunk by its nearest sentence (kgr.store.vectors.sentence_similarities), 0: by
 # the chunk's own vector
 SENTENCES = 1
+# fusion: the share of a chunk's fused score that is its page's (each list scoring a page by its best chunk there)
+DOC_SHARE = 0.5
 
 
 # hybrid_query's weights are the retrieval.weights settings; their defaults live in kgr.config.
@@ -181,6 +184,14 @@ def bm25_scored(store: Store, q: str, n: int, *, only: set[int] | None = None) -
     return [(r[0], -float(r[1])) for r in rows]
 
 
+def _doc_of(store: Store, chunk_ids: list[int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for i in range(0, len(chunk_ids), 500):
+        part = chunk_ids[i : i + 500]
+        out.update(store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+    return out
+
+
 def tagged_chunks(store: Store, tags: Sequence[str]) -> set[int]:
     """The chunks of the documents that carry every one of ``tags`` (compared without case),
     whether given to ingest_docs or in the document's front matter."""
@@ -206,7 +217,9 @@ class RankedList:
     depth: int = 0  # the results asked for: a shorter list is every chunk that matches (the rest score 0)
 
 
-def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights) -> None:
+def fuse(
+    cands: dict[int, Candidate], lists: list[RankedList], weights: Weights, doc_of: dict[int, int] | None = None
+) -> None:
     """Set every candidate's ``direct`` score in [0, 1] from the lists it is on.
 
     ``rrf``: the reciprocal-rank sum, over the best one. ``zscore``: each list's scores become
@@ -218,8 +231,11 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
     head stands out from its tail is then what it weighs for this query: a keyword list with
     one clear hit keeps that hit on top against a vector list whose cosines are all alike (and
     the vector list's spread is floored at ``cosine_spread``, so a flat list is not stretched
-    into a confident one). The sum is scaled so that a chunk at the bottom of every list scores
-    0 and the best scores 1."""
+    into a confident one). With ``doc_of`` (chunk id -> its document), each list also scores
+    every page by its best chunk there, and a chunk's sum is ``DOC_SHARE`` its page's sum and the
+    rest its own: a page the keyword list finds in one passage and the vector list in another
+    counts both, against a passage that each list ranks a little lower. The sum is scaled so
+    that a chunk at the bottom of every list scores 0 and the best scores 1."""
     if not cands:
         return
     if weights.fusion == "rrf" or not lists:
@@ -227,6 +243,43 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
         for c in cands.values():
             c.direct = c.rrf / top
         return
+    fused = _zsum(lists, list(cands))
+    if fused is None:
+        for c in cands.values():
+            c.direct = 0.0
+        return
+    raw, floor = fused
+    if doc_of and DOC_SHARE > 0:
+        # a page's evidence, besides the chunk's own: each list scores a page by its best chunk
+        # there, so that a page one list finds in one passage and the other in another counts both
+        by_doc = []
+        for lst in lists:
+            best: dict[int, float] = {}
+            for cid, v in lst.scores.items():
+                d = doc_of.get(cid)
+                if d is not None and (d not in best or v > best[d]):
+                    best[d] = v
+            complete = len(lst.scores) < lst.depth  # it held every match: so does its page list
+            by_doc.append(RankedList(lst.weight, best, lst.min_spread, len(best) + 1 if complete else 0))
+        pages = _zsum(by_doc, sorted(set(doc_of.values())))
+        if pages is not None:
+            page_raw, page_floor = pages
+            for cid in raw:
+                d = doc_of.get(cid)
+                raw[cid] = (1 - DOC_SHARE) * raw[cid] + DOC_SHARE * (page_raw[d] if d in page_raw else page_floor)
+            floor = (1 - DOC_SHARE) * floor + DOC_SHARE * page_floor
+    top = max(raw.values())
+    if top - floor <= 1e-9:  # one result, or all alike: each is as good as the best
+        for cid, c in cands.items():
+            c.direct = 1.0 if any(cid in lst.scores for lst in lists if lst.scores and lst.weight > 0) else 0.0
+        return
+    for cid, c in cands.items():
+        c.direct = min(1.0, max(0.0, (raw[cid] - floor) / (top - floor)))
+
+
+def _zsum(lists: list[RankedList], keys: list[int]) -> tuple[dict[int, float], float] | None:
+    """The weighted sum of each key's z-scores over ``lists`` (see :func:`fuse`), and the sum a key
+    at the bottom of every list gets; None when no list has scores."""
     parts = []
     for lst in lists:
         if not lst.scores or lst.weight <= 0:
@@ -240,25 +293,10 @@ def fuse(cands: dict[int, Candidate], lists: list[RankedList], weights: Weights)
         sd = max(math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)), lst.min_spread) or 1.0
         parts.append((lst, mu, sd, low))
     if not parts:
-        for c in cands.values():
-            c.direct = 0.0
-        return
-    raw: dict[int, float] = {}
-    floor = 0.0
-    for lst, mu, sd, low in parts:
-        floor += lst.weight * (low - mu) / sd
-    for cid in cands:
-        f = 0.0
-        for lst, mu, sd, low in parts:
-            f += lst.weight * (lst.scores.get(cid, low) - mu) / sd
-        raw[cid] = f
-    top = max(raw.values())
-    if top - floor <= 1e-9:  # one result, or all alike: each is as good as the best
-        for cid, c in cands.items():
-            c.direct = 1.0 if any(cid in lst.scores for lst, *_ in parts) else 0.0
-        return
-    for cid, c in cands.items():
-        c.direct = min(1.0, max(0.0, (raw[cid] - floor) / (top - floor)))
+        return None
+    floor = sum(lst.weight * (low - mu) / sd for lst, mu, sd, low in parts)
+    raw = {key: sum(lst.weight * (lst.scores.get(key, low) - mu) / sd for lst, mu, sd, low in parts) for key in keys}
+    return raw, floor
 
 
 def hybrid_query(
@@ -341,7 +379,8 @@ def hybrid_query(
             semantic.update(vectors.sentence_similarities(store, qvec, list(cands)))
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
     lists = [RankedList(share, keyword, depth=n), RankedList(1.0 - share, semantic, weights.cosine_spread)]
-    fuse(cands, lists, weights)
+    doc_of = _doc_of(store, list(cands)) if DOC_SHARE > 0 else None
+    fuse(cands, lists, weights, doc_of)
 
     # a database with no entities has no graph: graph mode is then hybrid, at hybrid's cost
     graph = mode == "graph" and bool(cands) and _has_entities(store)
@@ -363,7 +402,9 @@ def hybrid_query(
                 RankedList(weights.feedback * share, more[0], depth=n),
                 *[RankedList(weights.feedback * (1.0 - share), m, weights.cosine_spread) for m in more[1:]],
             ]
-            fuse(cands, lists, weights)
+            if doc_of is not None:
+                doc_of.update(_doc_of(store, [cid for cid in cands if cid not in doc_of]))
+            fuse(cands, lists, weights, doc_of)
 
     if graph and weights.residual > 0 and _is_question(q):
         _residual(store, q, cands, cand, n, allowed)

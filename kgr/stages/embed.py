@@ -47,8 +47,11 @@ def text_of(rec: dict) -> str | None:
     return None
 
 
-def embed(recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store | None = None) -> Iterator[dict]:
-    """The stage. Records are buffered ``batch_size`` at a time, never the whole input."""
+def embed(
+    recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store | None = None, sentences: bool = True
+) -> Iterator[dict]:
+    """The stage. Records are buffered ``batch_size`` at a time, never the whole input. Without
+    ``sentences`` (``embed.sentences: false``) chunk records gain no ``sentence_vectors``."""
     spec = vectors.VectorSpec(embedder.model, int(embedder.dim))
     titles: dict[str, str | None] = {}
     it = iter(recs)
@@ -56,12 +59,12 @@ def embed(recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store 
         part = list(itertools.islice(it, max(1, batch_size)))
         if not part:
             return
-        sentences: list[tuple[int, list[str]]] = []
+        lines: list[tuple[int, list[str]]] = []  # (record's place in part, its sentence texts)
         for i, r in enumerate(part):
             if r.get("kind") == records.DOC:
                 titles[str(r.get("path"))] = r.get("title")
-            elif r.get("kind") == records.CHUNK and isinstance(r.get("text"), str):
-                sentences.append((i, vectors.sentence_texts(titles.get(str(r.get("doc"))), r["text"])))
+            elif sentences and r.get("kind") == records.CHUNK and isinstance(r.get("text"), str):
+                lines.append((i, vectors.sentence_texts(titles.get(str(r.get("doc"))), r["text"])))
         todo = [(i, text_of(r)) for i, r in enumerate(part)]
         todo = [(i, t) for i, t in todo if t is not None and t.strip()]
         if todo:
@@ -73,10 +76,10 @@ def embed(recs: Iterable[dict], embedder, *, batch_size: int = 64, store: Store 
                 have.update({h: v for (h, _), v in zip(missing, fresh)})
             for (i, _), h in zip(todo, hashes):
                 part[i] = {**part[i], "embedding": encode(have[h]), "model": spec.model, "dim": spec.dim}
-        texts = [t for _, ts in sentences for t in ts]
+        texts = [t for _, ts in lines for t in ts]
         mat = embedder.embed_documents(texts) if texts else None
         at = 0
-        for i, ts in sentences:
+        for i, ts in lines:
             blob = vectors.quantize_unit(mat[at : at + len(ts)]) if ts else b""
             part[i] = {**part[i], "sentence_vectors": base64.b64encode(blob).decode("ascii")}
             at += len(ts)

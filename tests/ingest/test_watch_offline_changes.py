@@ -10,7 +10,7 @@ import time
 from harness import Live, expect_exact, figures, files_under, invariants, kb_config, tier, write_corpus
 
 from kgr.ingest import verify
-from kgr.store import Store
+from kgr.store import Store, vectors
 
 
 def test_w5_offline_changes_and_startup_reconcile(tmp_path, counters):
@@ -72,14 +72,25 @@ def test_w5_offline_changes_and_startup_reconcile(tmp_path, counters):
         changed_reconcile = time.monotonic() - started
         now = files_under(root)
         # I1 holds for everything except the file whose edit hid behind its old stat.
+        changed = [*modify, *(f"added/new{i:04d}.md" for i in range(k))]
         with Store(db, readonly=True) as store:
             report = verify.check(store, root)
+            sentences = sum(
+                len(vectors.sentence_texts(title, text))
+                for title, text in store.query(
+                    "SELECT d.title, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id "
+                    f"WHERE d.path IN ({','.join('?' * len(changed))})",
+                    changed,
+                )
+            )
         assert report["missing"] == [] and report["extra"] == []
         assert report["stale"] == [hidden], report["stale"]
         assert report["index"]["ok"] and report["storage"]["ok"]
-        # Renames were moves: only added and modified pages were embedded and parsed.
+        # Renames were moves: only added and modified pages were embedded (a chunk text and the
+        # chunk's sentences each) and parsed.
         new_texts = counters.embedded_texts - embedded_before
-        assert new_texts == 2 * k, f"{new_texts} texts embedded for {k} added and {k} modified pages"
+        assert sentences >= 2 * k
+        assert new_texts == 2 * k + sentences, f"{new_texts} texts embedded for {k} added and {k} modified pages"
         assert counters.parsed - parsed_before == 2 * k
         assert h.watcher.stats.moved == k and h.watcher.stats.pruned == k
 

@@ -267,3 +267,25 @@ def test_the_walk_reads_each_entitys_edges_once_and_finds_what_one_query_per_edg
             )
         ]
         assert only_cites and all((min(a, b), max(a, b)) not in confidences for a, b in only_cites)
+
+
+def test_a_page_each_list_finds_in_another_passage_counts_both():
+    # page 1 answers in two passages, one the keyword list finds and one the vector list finds; page 2
+    # has one passage both lists rank second. Chunk by chunk, page 2's passage wins; with each list
+    # also scoring a page by its best passage there, page 1 does.
+    from kgr.retrieval.query import Candidate, RankedList, fuse
+
+    keyword = {1: 10.0, 3: 7.0, 4: 2.0, 5: 1.5}
+    vector = {2: 0.9, 3: 0.8, 4: 0.4, 5: 0.35, 6: 0.3}
+    doc_of = {1: 1, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5}
+    w = RetrievalWeights()
+
+    def fused(pages):
+        cands = {cid: Candidate(cid) for cid in doc_of}
+        fuse(cands, [RankedList(0.7, keyword, depth=50), RankedList(0.3, vector, 0.08)], w, pages)
+        return {cid: c.direct for cid, c in cands.items()}
+
+    alone, paged = fused(None), fused(doc_of)
+    assert alone[3] > max(alone[1], alone[2])
+    assert max(paged[1], paged[2]) > paged[3]
+    assert paged[4] > paged[5] > paged[6]  # pages of one passage keep their order

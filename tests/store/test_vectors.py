@@ -225,3 +225,12 @@ def test_load_keeps_the_sentence_vectors_kgr_embed_gives(store):
     cid = store.scalar("SELECT id FROM chunks")
     best = vectors.sentence_similarities(store, CountingFake()._vec("a.md: Core Infrastructure owns it."), [cid])
     assert best[cid] > 0.99
+
+
+def test_embed_sentences_false_embeds_no_sentences(store):
+    load(records("a.md", ["Kestrel is the event bus. Core Infrastructure owns it."]), store)
+    fake = CountingFake()
+    counts = vectors.embed_pending(store, lambda: fake, sentences=False)
+    assert counts["chunks"] == 1 and counts["sentences"] == 0 and fake.texts == 1
+    recs = list(embed.embed(records("a.md", ["Kestrel is the event bus."]), fake, sentences=False))
+    assert "embedding" in recs[1] and "sentence_vectors" not in recs[1]
