@@ -1,6 +1,6 @@
 """Query latency: `kgr query` cold wall time, and warm p50/p95 per mode.
 
-    python bench/bench_query.py [--db DB ...] [--synthetic 100000] [--runs 50]
+    python bench/bench_query.py [--db DB ...] [--synthetic 100000] [--no-sentences] [--runs 50]
 
 - cold: a fresh `kgr query` process on the examples database (built on the fly), median
   of 5 runs; the floor is a fresh Python that only imports onnxruntime and embeds.
@@ -9,7 +9,8 @@
   of N chunks of random English-like text with random unit vectors (the model is not
   needed to measure search; the query is embedded for real) and a knowledge graph of
   N / 5 entities named by the text's words, their mentions, pages and relations, so that
-  graph mode walks a graph (--no-graph: none, and graph mode is hybrid).
+  graph mode walks a graph (--no-graph: none, and graph mode is hybrid), and six random sentence
+  vectors per chunk, by which retrieval scores its candidates (--no-sentences: none).
 
 The physical limit of a warm hybrid query is the query embedding (ONNX, about 5 ms) plus
 one brute-force int8 scan of the vectors; both are printed beside the totals.
@@ -29,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MENTIONS_PER_CHUNK = 4  # synthetic graph: entities each chunk mentions
 RELATIONS_PER_ENTITY = 3  # synthetic graph: relations per entity
+SENTENCES_PER_CHUNK = 6  # synthetic database: sentence vectors per chunk (the golden corpora have 5.5)
 QUESTIONS = [
     "how do I copy files to a remote computer",
     "what does the Verbose parameter do",
@@ -127,13 +129,14 @@ def warm(db: Path, label: str, runs: int) -> None:
             print(f"{mode:<8}{cols[0]:>10.1f}{cols[1]:>10.1f}{cols[2]:>12.1f}{cols[3]:>12.1f}")
 
 
-def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
+def synthetic(path: Path, n: int, *, graph: bool = True, sentences: bool = True) -> None:
     """N chunks of random words in documents of 20 chunks, with random unit vectors. With ``graph``
     (the default), a knowledge graph as an ingest leaves one, so that graph mode walks it rather than
     falling back to hybrid: n / 5 entities named by the vocabulary's words (so the questions name
     some), each chunk mentioning MENTIONS_PER_CHUNK of them where its text writes them, every document
     the page of the entity its title names, RELATIONS_PER_ENTITY random relations per entity of the
-    walked types, and entity vectors."""
+    walked types, and entity vectors. With ``sentences`` (the default), SENTENCES_PER_CHUNK sentence
+    vectors per chunk, which retrieval scores its candidates by."""
     import numpy as np
 
     from kgr.store import Store, dumps, vectors
@@ -212,6 +215,20 @@ def synthetic(path: Path, n: int, *, graph: bool = True) -> None:
                 ent = np.random.default_rng(8).standard_normal((n_ent, 384)).astype(np.float32)
                 ent /= np.linalg.norm(ent, axis=1, keepdims=True)
                 vectors.put(store, spec, vectors.ENTITY, ((e + 1, str(e), ent[e]) for e in range(n_ent)))
+        if sentences:  # SENTENCES_PER_CHUNK random unit vectors per chunk, as ingest's sentence vectors
+            vectors.ensure_sentence_table(store)
+            srng = np.random.default_rng(9)
+            per = SENTENCES_PER_CHUNK
+            with store.write():
+                for start in range(0, n, 5000):
+                    m = srng.standard_normal((min(5000, n - start) * per, 384)).astype(np.float32)
+                    vectors.put_sentences(
+                        store,
+                        (
+                            (start + j + 1, [str(start + j)] * per, vectors.quantize_unit(m[j * per : (j + 1) * per]))
+                            for j in range(min(5000, n - start))
+                        ),
+                    )
 
 
 def main() -> None:
@@ -220,6 +237,11 @@ def main() -> None:
     ap.add_argument("--synthetic", type=int, default=100_000)
     ap.add_argument(
         "--no-graph", action="store_true", help="the synthetic database without entities (graph mode = hybrid)"
+    )
+    ap.add_argument(
+        "--no-sentences",
+        action="store_true",
+        help="the synthetic database without sentence vectors (candidates scored by their chunk's vector)",
     )
     ap.add_argument("--runs", type=int, default=50)
     args = ap.parse_args()
@@ -236,8 +258,11 @@ def main() -> None:
         if args.synthetic:
             syn = Path(tmp) / "synthetic.sqlite"
             t = time.perf_counter()
-            synthetic(syn, args.synthetic, graph=not args.no_graph)
+            synthetic(syn, args.synthetic, graph=not args.no_graph, sentences=not args.no_sentences)
             kind = "without entities" if args.no_graph else "with a graph"
+            kind += (
+                ", without sentence vectors" if args.no_sentences else f", {SENTENCES_PER_CHUNK} sentence vectors each"
+            )
             print(f"\n(synthetic database of {args.synthetic} chunks {kind} built in {time.perf_counter() - t:.0f} s)")
             warm(syn, f"synthetic {args.synthetic}", args.runs)
 
