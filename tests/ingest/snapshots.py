@@ -27,6 +27,7 @@ TABLES = {
     "vec_src": "SELECT kind, id, hash FROM vec_src ORDER BY kind, id",
     "chunk_vec": "SELECT rowid, vec_to_json(embedding) FROM chunk_vec ORDER BY rowid",
     "entity_vec": "SELECT rowid, vec_to_json(embedding) FROM entity_vec ORDER BY rowid",
+    "sentence_vec": "SELECT chunk_id, hash, hex(vectors) FROM sentence_vec ORDER BY chunk_id",
 }
 
 

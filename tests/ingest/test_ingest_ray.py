@@ -66,7 +66,7 @@ def test_examples_same_database_on_ray(examples, tmp_path, cluster):
     local, other = ingest_both(src, tmp_path, cluster)
     counts = assert_same(local, other)
     assert counts["docs"] >= 10 and counts["chunks"] > counts["docs"] and counts["entities"] > 0
-    assert counts["relations"] > 0 and counts["chunk_vec"] == counts["chunks"]
+    assert counts["relations"] > 0 and counts["chunk_vec"] == counts["sentence_vec"] == counts["chunks"]
 
 
 def test_powershell_slice_same_database_on_ray(shared, tmp_path, cluster, monkeypatch):
