@@ -789,8 +789,10 @@ def embed(input, db, model, batch_size, pending, reembed, config_path):
         with writing(path) as store:  # one writer process per database
             if reembed:
                 vectors.drop_all(store)
+            before = vectors.sentence_chunks(store)
             n = pipeline.embed_store(store, cfg)
-        warn(f"embedded {n} chunks and entities")
+            added = vectors.sentence_chunks(store) - before
+        warn(f"embedded {n} chunks and entities" + (f", and the sentences of {added} chunks" if added > 0 else ""))
         return
     from kgr.embedders import get_embedder
     from kgr.stages.embed import embed as embed_stage

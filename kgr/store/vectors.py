@@ -180,6 +180,11 @@ def has_sentence_table(store: Store) -> bool:
     return bool(store.scalar("SELECT count(*) FROM sqlite_master WHERE name = ?", (SENTENCE_TABLE,)))
 
 
+def sentence_chunks(store: Store) -> int:
+    """How many chunks have their sentence vectors."""
+    return store.scalar(f"SELECT count(*) FROM {SENTENCE_TABLE}") if has_sentence_table(store) else 0
+
+
 def ensure_sentence_table(store: Store) -> None:
     """Create ``sentence_vec`` and the trigger that forgets a deleted chunk's sentences (a
     database made before it existed gains it on its next embedding run)."""
