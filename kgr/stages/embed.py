@@ -4,8 +4,9 @@
 little-endian float32), ``model`` and ``dim``; chunk records also gain ``sentence_vectors``,
 base64 of one int8 row per sentence (the unit vector x 127, as the database keeps them; see
 :func:`kgr.store.vectors.sentence_texts`: each embedded after the title of the doc record
-before it). Every other record passes on unchanged and in order. With a store, vectors already in its cache (same text, model and dimension) are
-reused instead of embedded again.
+before it). Every other record passes on unchanged and in order. With a store, vectors
+already in its cache (same text, model and dimension) are reused instead of embedded again
+(sentence vectors are not cached).
 
 ``kgr ingest`` does not stream vectors through records: it embeds what the database lacks
 (:func:`kgr.store.vectors.embed_pending`) after loading, so an unchanged file costs nothing.
