@@ -221,6 +221,7 @@ def print_status(info: dict[str, Any], out=None) -> None:
         f"embedding  {emb['model'] or '-'}"
         + (f" ({emb['dim']} dims, {emb['quantize']})" if emb["dim"] else "")
         + (f", {emb['chunk_vectors']} chunk and {emb['entity_vectors']} entity vectors" if emb["model"] else "")
+        + (f", sentence vectors of {emb['sentence_chunks']} chunks" if emb["model"] else "")
         + "\n"
     )
     wr = info.get("writer") or {}

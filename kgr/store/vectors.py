@@ -513,8 +513,9 @@ def similarities(
 
 def counts(store: Store) -> dict[str, int]:
     if not has_tables(store):
-        return {"chunk_vectors": 0, "entity_vectors": 0}
+        return {"chunk_vectors": 0, "entity_vectors": 0, "sentence_chunks": sentence_chunks(store)}
     return {
         "chunk_vectors": store.scalar("SELECT count(*) FROM vec_src WHERE kind = 'chunk'"),
         "entity_vectors": store.scalar("SELECT count(*) FROM vec_src WHERE kind = 'entity'"),
+        "sentence_chunks": sentence_chunks(store),  # chunks whose sentences have vectors
     }

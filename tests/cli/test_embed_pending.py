@@ -24,3 +24,5 @@ def test_embed_pending_fills_chunk_and_sentence_vectors_once(examples, tmp_path)
     assert said and int(said[1]) >= chunks and int(said[2]) == chunks, proc.stderr
     again = kgr("embed", "--pending", "--db", str(db), cwd=tmp_path)
     assert again.returncode == 0 and "embedded 0 chunks and entities\n" in again.stderr, again.stderr
+    status = kgr("status", "--db", str(db), cwd=tmp_path)
+    assert f"sentence vectors of {chunks} chunks" in status.stdout, status.stdout
