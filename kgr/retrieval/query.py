@@ -47,8 +47,9 @@ Modes:
   among the first ``VECTOR_SLOT`` pages (:func:`_vector_slot`): a paraphrased other half shares
   few words with its page. On a database with no entities graph mode is hybrid, at hybrid's cost.
 
-Every result carries provenance (path, section, snippet, offsets), its entities, the edges
-that reached it and a one-line reason.
+Every result carries provenance (path, section, snippet, offsets, and the chunk's sentence
+nearest the question with its offsets in the document, where the chunk has sentence vectors),
+its entities, the edges that reached it and a one-line reason.
 """
 
 from __future__ import annotations
@@ -441,7 +442,7 @@ def hybrid_query(
     if graph and VECTOR_SLOT and ranked and _is_question(q):
         ranked = _vector_slot(store, ranked)
     ranked = ranked[:k]
-    results = _describe(store, ranked, reached)
+    results = _describe(store, ranked, reached, qvec)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
     return {
         "query": q,
@@ -1556,7 +1557,7 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
 # -- output --------------------------------------------------------------------------------
 
 
-def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -> list[dict]:
+def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict], qvec=None) -> list[dict]:
     if not ranked:
         return []
     ids = [c.chunk_id for c in ranked]
@@ -1595,6 +1596,7 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
             else []
         )
     }
+    nearest = vectors.best_sentences(store, qvec, [c.chunk_id for c in ranked]) if qvec is not None else {}
     out = []
     for rank, c in enumerate(ranked, 1):
         row = rows.get(c.chunk_id)
@@ -1614,6 +1616,7 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
                 "start": start,
                 "end": end,
                 "snippet": snippet(text),
+                "sentence": _sentence(nearest.get(c.chunk_id), text, start),
                 "score": round(c.score, 4),
                 "scores": {
                     "bm25_rank": c.bm25_rank,
@@ -1630,6 +1633,20 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict]) -
             }
         )
     return out
+
+
+def _sentence(hit: tuple[int, float] | None, text: str, start: int | None) -> dict | None:
+    """The chunk's sentence nearest the question (see :func:`kgr.store.vectors.best_sentences`):
+    its text, where it stands in the document, and its cosine to the question."""
+    if hit is None:
+        return None
+    k, cosine = hit
+    pieces = vectors.sentence_texts(None, text)
+    if k >= len(pieces):  # the chunk's text changed since its sentences were embedded
+        return None
+    at = text.find(pieces[k])
+    where = {"start": start + at, "end": start + at + len(pieces[k])} if at >= 0 and start is not None else {}
+    return {"text": pieces[k], **where, "cosine": round(cosine, 4)}
 
 
 def snippet(text: str) -> str:
@@ -1725,6 +1742,9 @@ def format_results(result: dict[str, Any]) -> str:
         where = r["path"] + (f" › {r['section']}" if r.get("section") else "")
         lines.append(f"{r['rank']:>2}. {where}  [{r['score']:.3f}]")
         lines.append(f"    {r['snippet']}")
+        said = snippet((r.get("sentence") or {}).get("text") or "")
+        if said and said[:40] not in r["snippet"]:  # the sentence nearest the question, when the snippet lacks it
+            lines.append(f"    nearest: {said}")
         lines.append(f"    why: {r['why']}")
     if not lines:
         lines.append("no results")

@@ -38,6 +38,7 @@ SENTENCE_TABLE = "sentence_vec"
 MAX_SENTENCES = 64  # sentence vectors kept per chunk (its first)
 MIN_SENTENCE_CHARS = 16  # shorter pieces ("Status: Accepted" passes, "## Context" does not) get none
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+WORDED = re.compile(r"[^\W_]{2}")  # a piece without two letters or digits in a row ("| --- | --- |") gets none
 _MATRICES: dict[
     tuple[str, str], tuple[tuple, np.ndarray, np.ndarray]
 ] = {}  # (db, kind) -> (version, ids, unit vectors)
@@ -80,7 +81,7 @@ def sentence_texts(title: str | None, text: str) -> list[str]:
     out: list[str] = []
     for piece in SENTENCE_SPLIT.split(text or ""):
         piece = piece.strip()
-        if len(piece) >= MIN_SENTENCE_CHARS:
+        if len(piece) >= MIN_SENTENCE_CHARS and WORDED.search(piece):
             out.append(f"{title}: {piece}" if title else piece)
             if len(out) == MAX_SENTENCES:
                 break
@@ -237,11 +238,14 @@ def put_sentences(store: Store, rows: Iterable[tuple[int, list[str], bytes]]) ->
     return n
 
 
-def sentence_similarities(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
-    """For each of ``ids`` that has sentence vectors: the cosine of the query to its nearest sentence."""
+def _sentence_scores(
+    store: Store, query: np.ndarray, ids: Sequence[int]
+) -> tuple[list[int], np.ndarray, np.ndarray] | None:
+    """The chunks of ``ids`` that have sentence vectors, where each one's rows start, and the
+    cosine of the query to every row; None when there are none."""
     spec = stored_spec(store)
     if spec is None or not ids or not has_sentence_table(store):
-        return {}
+        return None
     q = np.asarray(query, dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
     owners: list[int] = []
@@ -257,12 +261,35 @@ def sentence_similarities(store: Store, query: np.ndarray, ids: Sequence[int]) -
             owners.append(cid)
             blobs.append(blob)
     if not blobs:
-        return {}
+        return None
     mat = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, spec.dim).astype(np.float32) / 127.0
     sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
     starts = np.cumsum([0] + [len(b) // spec.dim for b in blobs[:-1]])
-    best = np.maximum.reduceat(sims, starts)
-    return {cid: float(x) for cid, x in zip(owners, best)}
+    return owners, starts, sims
+
+
+def sentence_similarities(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    """For each of ``ids`` that has sentence vectors: the cosine of the query to its nearest sentence."""
+    scored = _sentence_scores(store, query, ids)
+    if scored is None:
+        return {}
+    owners, starts, sims = scored
+    return {cid: float(x) for cid, x in zip(owners, np.maximum.reduceat(sims, starts))}
+
+
+def best_sentences(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """For each of ``ids`` that has sentence vectors: which of its :func:`sentence_texts` is
+    nearest the query (its index), and that cosine."""
+    scored = _sentence_scores(store, query, ids)
+    if scored is None:
+        return {}
+    owners, starts, sims = scored
+    ends = [*starts[1:], len(sims)]
+    out = {}
+    for cid, a, b in zip(owners, starts, ends):
+        k = int(np.argmax(sims[a:b]))
+        out[cid] = (k, float(sims[a + k]))
+    return out
 
 
 def cached(store: Store, spec: VectorSpec, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -253,3 +253,16 @@ def test_results_carry_the_seed_id(kb):
     store, embed = kb
     res = hybrid_query(store, "event bus", k=2, mode="bm25")
     assert all(r["id"] == r["chunk_id"] for r in res["results"])
+
+
+def test_the_text_output_names_the_nearest_sentence_the_snippet_lacks():
+    from kgr.retrieval.query import format_results, snippet
+
+    long = "Kestrel is the event bus. " + "It carries every event of every service. " * 8
+    far = {"text": "Core Infrastructure owns Kestrel and runs its brokers.", "start": 400, "end": 455, "cosine": 0.6}
+    near = {"text": "Kestrel is the event bus.", "start": 0, "end": 25, "cosine": 0.6}
+    base = {"rank": 1, "path": "kestrel.md", "section": "Kestrel", "score": 0.9, "snippet": snippet(long), "why": "x"}
+    shown = format_results({"results": [{**base, "sentence": far}, {**base, "rank": 2, "sentence": near}]})
+    assert shown.count("nearest:") == 1
+    assert "    nearest: Core Infrastructure owns Kestrel and runs its brokers." in shown.splitlines()
+    assert "nearest" not in format_results({"results": [{**base, "sentence": None}]})

@@ -39,8 +39,14 @@ def test_a_fact_one_line_of_a_chunk_states_is_found_by_that_lines_vector(kb):
     # "Chair: Dmitri Hale." is one line of the meeting's first chunk, which is mostly about ghost
     # buses: the chunk's own vector is not near the question, its sentence's vector is
     store, embed, _ = kb
-    got = paths(hybrid_query(store, "who chaired the ops review", k=3, mode="vector", embed_query=embed))
-    assert got[0] == "meetings/2025-03-ops-review.docx", got
+    res = hybrid_query(store, "who chaired the ops review", k=3, mode="vector", embed_query=embed)
+    assert paths(res)[0] == "meetings/2025-03-ops-review.docx", paths(res)
+    # and the result says which sentence (a line about who took part, not the ghost buses), and where
+    # the document writes it
+    said = res["results"][0]["sentence"]
+    assert said["text"].startswith(("Chair: Dmitri Hale.", "Attendees: ")) and said["cosine"] > 0.3, said
+    text = store.scalar("SELECT text FROM docs WHERE path = ?", ("meetings/2025-03-ops-review.docx",))
+    assert text[said["start"] : said["end"]] == said["text"]
 
 
 def test_every_mode_answers_a_plain_question(kb):

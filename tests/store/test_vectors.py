@@ -182,6 +182,11 @@ def test_sentence_vectors_follow_their_chunks(store):
         "a.md: Kestrel is the event bus.",
         "a.md: Core Infrastructure owns it.",
     ]
+    # a table's rows count, its separator line does not
+    assert vectors.sentence_texts(None, "| Service | Owner |\n| --- | --- | --- |\n| Kestrel | CoreInfra |") == [
+        "| Service | Owner |",
+        "| Kestrel | CoreInfra |",
+    ]
     assert counts["sentences"] == 3 and counts["embedded"] == 2
     blobs = dict(store.query("SELECT chunk_id, length(vectors) FROM sentence_vec"))
     assert sorted(blobs.values()) == [32, 64]  # one int8 row of 32 dimensions per sentence

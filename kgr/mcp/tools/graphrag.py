@@ -99,7 +99,8 @@ class GraphragTools:
         mode: Literal["graph", "hybrid", "vector", "bm25"] = "graph",
     ) -> dict[str, Any]:
         """Answer a question from the knowledge base: chunks, the best passages (id, doc_id, path,
-        section, snippet, offsets, score and why each was chosen), best first; entities, those
+        section, snippet, offsets, the sentence nearest the question with its offsets, score and why
+        each was chosen), best first; entities, those
         involved; edges, the exact graph edges traversed (src, dst, rel); explanations, one line
         per chunk, in the same order, saying why it was selected (results: the chunks again, under
         their earlier name, when the answer is small enough). tags keeps only passages of
