@@ -347,6 +347,7 @@ def hybrid_query(
 
     keyword: dict[int, float] = {}
     semantic: dict[int, float] = {}
+    nearest: dict[int, tuple[int, float]] = {}  # chunk id -> its sentence nearest the question, and its cosine
     if mode in ("bm25", "hybrid", "graph") and allowed != set():
         for rank, (cid, score) in enumerate(bm25_scored(store, q, n, only=allowed), 1):
             c = cand(cid)
@@ -377,7 +378,8 @@ def hybrid_query(
         if semantic and SENTENCES:
             # a candidate's nearest sentence, where its sentences have vectors: a question asks for
             # one fact, which a chunk's single vector averages with the rest of the chunk
-            semantic.update(vectors.sentence_similarities(store, qvec, list(cands)))
+            nearest = vectors.best_sentences(store, qvec, list(cands))
+            semantic.update((cid, sim) for cid, (_, sim) in nearest.items())
     share = weights.keyword_share if keyword and semantic else (1.0 if keyword else 0.0)
     lists = [RankedList(share, keyword, depth=n), RankedList(1.0 - share, semantic, weights.cosine_spread)]
     doc_of = _doc_of(store, list(cands)) if DOC_SHARE > 0 else None
@@ -442,7 +444,9 @@ def hybrid_query(
     if graph and VECTOR_SLOT and ranked and _is_question(q):
         ranked = _vector_slot(store, ranked)
     ranked = ranked[:k]
-    results = _describe(store, ranked, reached, qvec)
+    if qvec is not None:  # the results the vector list did not read (the graph's, the keyword list's alone)
+        nearest.update(vectors.best_sentences(store, qvec, [c.chunk_id for c in ranked if c.chunk_id not in nearest]))
+    results = _describe(store, ranked, reached, nearest)
     ent_rows = _entity_rows(store, [*seeds, *[e for e in reached if e not in seeds]][:100], reached)
     return {
         "query": q,
@@ -605,8 +609,7 @@ def _vector_slot(store: Store, ranked: list[Candidate]) -> list[Candidate]:
     i = next((k for k, c in enumerate(ranked) if c.vector_rank == 1), None)
     if i is None or i < VECTOR_SLOT:  # among the first chunks, so among the first pages
         return ranked
-    ids = [c.chunk_id for c in ranked[: i + 1]]
-    docs = dict(store.query(f"SELECT id, doc_id FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+    docs = _doc_of(store, [c.chunk_id for c in ranked[: i + 1]])
     own = docs.get(ranked[i].chunk_id)
     if own is None:  # its chunk is gone: a writer replaced the page since the search
         return ranked
@@ -1557,7 +1560,9 @@ def _score(cands: dict[int, Candidate], mode: str, weights: Weights, have_cosine
 # -- output --------------------------------------------------------------------------------
 
 
-def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict], qvec=None) -> list[dict]:
+def _describe(
+    store: Store, ranked: list[Candidate], reached: dict[int, dict], nearest: dict[int, tuple[int, float]]
+) -> list[dict]:
     if not ranked:
         return []
     ids = [c.chunk_id for c in ranked]
@@ -1596,7 +1601,6 @@ def _describe(store: Store, ranked: list[Candidate], reached: dict[int, dict], q
             else []
         )
     }
-    nearest = vectors.best_sentences(store, qvec, [c.chunk_id for c in ranked]) if qvec is not None else {}
     out = []
     for rank, c in enumerate(ranked, 1):
         row = rows.get(c.chunk_id)

@@ -238,14 +238,12 @@ def put_sentences(store: Store, rows: Iterable[tuple[int, list[str], bytes]]) ->
     return n
 
 
-def _sentence_scores(
-    store: Store, query: np.ndarray, ids: Sequence[int]
-) -> tuple[list[int], np.ndarray, np.ndarray] | None:
-    """The chunks of ``ids`` that have sentence vectors, where each one's rows start, and the
-    cosine of the query to every row; None when there are none."""
+def best_sentences(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """For each of ``ids`` that has sentence vectors: which of its :func:`sentence_texts` is
+    nearest the query (its index), and that cosine."""
     spec = stored_spec(store)
     if spec is None or not ids or not has_sentence_table(store):
-        return None
+        return {}
     q = np.asarray(query, dtype=np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
     owners: list[int] = []
@@ -261,35 +259,22 @@ def _sentence_scores(
             owners.append(cid)
             blobs.append(blob)
     if not blobs:
-        return None
-    mat = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, spec.dim).astype(np.float32) / 127.0
+        return {}
+    mat = decode(b"".join(blobs), VectorSpec(spec.model, spec.dim, 8)).reshape(-1, spec.dim)
     sims = (mat @ q) / np.maximum(np.linalg.norm(mat, axis=1), 1e-12)
-    starts = np.cumsum([0] + [len(b) // spec.dim for b in blobs[:-1]])
-    return owners, starts, sims
+    out = {}
+    at = 0
+    for cid, blob in zip(owners, blobs):
+        n = len(blob) // spec.dim
+        k = int(np.argmax(sims[at : at + n]))
+        out[cid] = (k, float(sims[at + k]))
+        at += n
+    return out
 
 
 def sentence_similarities(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
     """For each of ``ids`` that has sentence vectors: the cosine of the query to its nearest sentence."""
-    scored = _sentence_scores(store, query, ids)
-    if scored is None:
-        return {}
-    owners, starts, sims = scored
-    return {cid: float(x) for cid, x in zip(owners, np.maximum.reduceat(sims, starts))}
-
-
-def best_sentences(store: Store, query: np.ndarray, ids: Sequence[int]) -> dict[int, tuple[int, float]]:
-    """For each of ``ids`` that has sentence vectors: which of its :func:`sentence_texts` is
-    nearest the query (its index), and that cosine."""
-    scored = _sentence_scores(store, query, ids)
-    if scored is None:
-        return {}
-    owners, starts, sims = scored
-    ends = [*starts[1:], len(sims)]
-    out = {}
-    for cid, a, b in zip(owners, starts, ends):
-        k = int(np.argmax(sims[a:b]))
-        out[cid] = (k, float(sims[a + k]))
-    return out
+    return {cid: sim for cid, (_, sim) in best_sentences(store, query, ids).items()}
 
 
 def cached(store: Store, spec: VectorSpec, hashes: Sequence[str]) -> dict[str, np.ndarray]:
