@@ -14,8 +14,8 @@ another model is a ModelMismatch that names the command to re-embed.
 table row counts as one), each embedded after its document's title ("Kestrel: Core
 Infrastructure owns it"): :func:`sentence_texts`. A question asks for one fact, and a chunk's
 single vector averages the fact with everything else the chunk says; the nearest of its
-sentences does not (:func:`sentence_similarities`, what retrieval's vector list scores a
-candidate chunk by). They are not cached by text, unlike chunk vectors: a chunk has about five
+sentences does not (:func:`best_sentences`, what retrieval's vector list scores a
+candidate chunk by, and which sentence a result names). They are not cached by text, unlike chunk vectors: a chunk has about five
 of them.
 """
 
