@@ -2022,7 +2022,28 @@ def split_text(text: str, limit: int) -> list[str]:
 
 
 def _block_texts(doc: Document) -> list[str]:
-    return [b.masked if b.kind != "code" else "" for b in doc.blocks]
+    """What spaCy reads of each block: :func:`_parser_text`, or nothing for code."""
+    return [_parser_text(b) if b.kind != "code" else "" for b in doc.blocks]
+
+
+def _parser_text(block) -> str:
+    """A block's masked text as the parser should read it, offsets unchanged:
+
+    - a line break that starts no sentence (a hard-wrapped paragraph's,
+      :func:`kgr.stages.textmodel._join_wrapped_lines`) is the space it stands for: spaCy took
+      "To view the name, use\\n`Get-Service`." for two pieces and "use" for a noun;
+    - the dots of a dotted identifier ("System.Globalization.CultureInfo") join its parts: spaCy
+      ends a sentence at a dot before a capital, and "To get the X object, use Y" lost its verb.
+    """
+    text = DOTTED.sub("_", block.masked)
+    if "\n" not in text:
+        return text
+    starts = block.sentence_starts
+    return WRAPPED_BREAK.sub(lambda m: m.group() if m.end() in starts else " " * len(m.group()), text)
+
+
+WRAPPED_BREAK = re.compile(r"\n[ \t]*(?=\S)")  # as textmodel._sentence_starts reads a line start
+DOTTED = re.compile(r"(?<=\w\w)\.(?=[A-Za-z_]\w)")
 
 
 def extract_doc(extractor: Extractor, doc: dict, chunks: list[dict], parsed: Document | None = None) -> list[dict]:

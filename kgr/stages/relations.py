@@ -385,6 +385,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 if borrowed is False:
                     continue  # "jobs started by using X", "when using X, Y is ...": the name before does not use X
                 subject = borrowed or _subject(doc, block, ts, left, s)
+                if subject is False:
+                    continue
             proximity = 1.0
             if (
                 subject is None
@@ -971,8 +973,28 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
             return None
     gap_first = _unmark(doc.text[first.end : trigger_start])
     if len(gap_first) <= 120 and ";" not in gap_first:
-        return first
+        noun = _noun_subject(doc, block, trigger_start, first)
+        if noun is None:
+            return first
+        # "The following example gets the events from the PowerShell event log and decrypts
+        # them using X": the name only qualifies something the sentence mentions; the example
+        # acts (False: no name does), or "the service" may be the page's subject (None)
+        return False if _other_than_subject(doc, block, noun) else None
     return None
+
+
+def _noun_subject(doc: Document, block: Block, trigger_start: int, first):
+    """The subject of the trigger's sentence, in the parse, when it is a common noun with the
+    sentence's first name outside it; else None."""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    if tok is None:
+        return None
+    subj = next((c for c in tok.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None or subj.pos_ != "NOUN":
+        return None
+    lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
+    return None if lo <= first.start < hi else subj
 
 
 def _unmark(text: str) -> str:

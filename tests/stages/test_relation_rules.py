@@ -534,3 +534,50 @@ def test_a_sentence_that_names_a_use_it_does_not_state(rules, text, said, not_sa
     got = rules(text)
     assert not_said not in got, got
     assert said in got, got
+
+
+def test_a_hard_wrapped_line_break_does_not_break_the_parse(rules):
+    """A Markdown source wrapped at 80 columns breaks "use" from its object; spaCy read the
+    break as a token of its own and took "use" for a noun, and the instruction to the reader
+    became "Set-Widget uses Get-Widget". The parser reads a wrapped break as the space it is."""
+    text = (
+        "# Set-Widget\n\n"
+        "The `Set-Widget` cmdlet changes the properties of a widget, such as its colour and\n"
+        "its size, and the order in which the spool daemon draws it on the printed page.\n\n"
+        "In this example, a widget's display name is changed. To view the old name, use\n"
+        "`Get-Widget`.\n"
+    )
+    assert ("Set-Widget", "uses", "Get-Widget") not in rules(text)
+    # the same sentence on one line was never the page's subject's use
+    assert ("Set-Widget", "uses", "Get-Widget") not in rules(text.replace("use\n", "use "))
+
+
+def test_a_name_that_only_qualifies_a_noun_does_not_act_for_the_sentence(rules):
+    """ "The following example gets the events from the Spool Daemon event log and decrypts them using
+    X": the parse gives the sentence its subject ("example"), and the first name written, inside
+    the object, is no one that uses X. A name inside the subject still acts ("The `Set-Widget`
+    cmdlet ... using X")."""
+    got = rules(
+        "# Unseal-Note\n\n"
+        "The following example gets all encrypted events from the Spool Daemon event log and "
+        "decrypts them using `Unseal-Note`.\n\n"
+        "The `Set-Widget` cmdlet in the Quarry module stores the widgets using the Strata Index.\n"
+    )
+    assert ("Spool Daemon", "uses", "Unseal-Note") not in got, got
+    assert ("Set-Widget", "uses", "Strata Index") in got, got
+
+
+def test_a_dotted_name_does_not_end_the_sentence_for_the_parser(rules):
+    """spaCy ends a sentence at the dot before a capital in "Contoso.Globalization.CultureInfo",
+    and "To get the X object for the system, use Y" lost its verb: X became the one that uses Y."""
+    got = rules(
+        "# about_Things\n"
+        "\n"
+        "Contains the name of the user interface (UI) culture that's configured in the\n"
+        "operating system. The UI culture determines which text strings are used for\n"
+        "user interface elements, such as menus and messages. This is the value of the\n"
+        "**Contoso.Globalization.CultureInfo.CurrentUICulture.Name** property of the\n"
+        "system. To get the **Contoso.Globalization.CultureInfo** object for the system,\n"
+        "use the `Get-Widget` cmdlet.\n"
+    )
+    assert not [t for t in got if t[2] == "Get-Widget"], got
