@@ -694,6 +694,8 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return None
         if tok.dep_ in described:
             return ("relcl", tok.head)
+        if "relcl" in described and (noun := _such_as(tok)) is not None:
+            return ("relcl", noun)
         if "relcl" in described and (topic := _topic_of(tok)) is not None:
             return ("relcl", topic)
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
@@ -703,6 +705,15 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
             return ("root", tok)
         tok = tok.head
     return None
+
+
+def _such_as(tok):
+    """The noun or pronoun an example phrase hangs on ("sessions that are disconnected, such as
+    by using X", "until you delete them, such as by using X"), when ``tok`` is its "as"; else
+    None. The example says how that thing came to be, not what the sentence's subject does."""
+    if tok.dep_ != "prep" or tok.lower_ != "as" or not any(c.lower_ == "such" for c in tok.children):
+        return None
+    return tok.head if tok.head.pos_ in ("NOUN", "PRON") else None
 
 
 def _possessive(sp) -> bool:
@@ -761,7 +772,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         return False
     kind, tok = found
     if kind == "relcl":
-        # "sessions that use the configuration": the noun the clause describes uses it
+        # "sessions that use the configuration": the noun the clause describes uses it; "them",
+        # "those": several things, never the page's one subject
+        if tok.pos_ == "PRON":
+            return tok.lower_ in ("them", "those", "these", "they")
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or on its
     # head noun) describes that noun; on an object it may say how ("Detect requests using the vault")
@@ -781,6 +795,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
                 return True  # "it is best to use X", "it is more important to use X": the reader
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+    if _infinitive(tok):
+        # "To enable X to stop the job, import the module ... by using Y": a purpose the parser
+        # took for the sentence's verb; the instruction that follows is the reader's
+        return True
     # the trigger is the sentence's verb, with no subject: an instruction ("..., use X", "omit
     # X or use Y"), an instruction's purpose ("To use X, run ..."), a heading that instructs
     # ("Convert X by using Y"); "Detect retries using keys", a duty listed for the subject,
@@ -801,9 +819,14 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     subordinate = up.dep_ == "advcl" and any(
         c.dep_ in ("mark", "advmod") and c.tag_ in ("IN", "WRB") and c.i < up.i for c in up.children
     )
+    # the verb it hangs on may be one joined to the sentence's verb ("export X ... and then
+    # import the file by using Y")
+    verb = up.head
+    while verb.dep_ == "conj" and verb.head.i != verb.i and verb.i != tok.i:
+        verb = verb.head
     adverbial = (
         up.dep_ in ("advcl", "prep", "dobj")
-        and up.head.i == tok.i
+        and verb.i == tok.i
         and (block.kind in ("para", "quote") or purpose or subordinate)
     )
     # a verb in its base form with no subject, no modal and no "to" of its own is an imperative
@@ -975,12 +998,26 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
     if len(gap_first) <= 120 and ";" not in gap_first:
         noun = _noun_subject(doc, block, trigger_start, first)
         if noun is None:
-            return first
+            # "Shows a Markdown file in the console using VT100": with no subject, the verb acts
+            # for the section's subject, and a name after it is what it acts on
+            return None if _after_subjectless_verb(doc, block, trigger_start, first) else first
         # "The following example gets the events from the PowerShell event log and decrypts
         # them using X": the name only qualifies something the sentence mentions; the example
         # acts (False: no name does), or "the service" may be the page's subject (None)
         return False if _other_than_subject(doc, block, noun) else None
     return None
+
+
+def _after_subjectless_verb(doc: Document, block: Block, trigger_start: int, first) -> bool:
+    """Is the sentence's first name after its verb, in a sentence whose verb has no subject?"""
+    sdoc = _parse_of(doc, block)
+    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    if tok is None:
+        return False
+    root = tok.sent.root
+    if root.pos_ not in ("VERB", "AUX") or any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in root.children):
+        return False
+    return block.start + root.idx < first.start
 
 
 def _noun_subject(doc: Document, block: Block, trigger_start: int, first):

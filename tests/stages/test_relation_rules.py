@@ -581,3 +581,46 @@ def test_a_dotted_name_does_not_end_the_sentence_for_the_parser(rules):
         "use the `Get-Widget` cmdlet.\n"
     )
     assert not [t for t in got if t[2] == "Get-Widget"], got
+
+
+def test_an_example_of_how_a_thing_came_to_be_is_not_the_subjects_use(rules):
+    """ "spools that are detached intentionally, such as by using X": the example says how the
+    spools were detached, not what the page's command uses."""
+    got = rules(
+        "# Join-Spool\n\nThe `Join-Spool` cmdlet reconnects to spools. It works on spools that are "
+        "detached intentionally, such as by using the `Split-Spool` cmdlet, and those that were "
+        "detached unexpectedly.\n"
+    )
+    assert ("Join-Spool", "uses", "Split-Spool") not in got, got
+
+
+def test_a_purpose_taken_for_the_sentences_verb_leaves_the_instruction_to_the_reader(rules):
+    """The parser makes "To enable" the verb of "To enable X to stop a task, import the module
+    ... by using Y", and "import" a verb joined to it: the reader imports, X uses nothing."""
+    got = rules(
+        "# Halt-Task\n\nTo enable `Halt-Task` to stop a task with a custom task type, import the "
+        "module that supports the custom task type into the session before you run a `Halt-Task` "
+        "command, either by using the `Load-Module` cmdlet or by using or getting a cmdlet in the module.\n"
+    )
+    assert ("Halt-Task", "uses", "Load-Module") not in got, got
+
+
+def test_a_name_after_a_verb_with_no_subject_is_what_it_acts_on(rules):
+    """ "Shows a Quarry file in the console using Strata escape sequences": with no subject, the
+    verb acts for the section's subject; the Quarry file is what is shown."""
+    got = rules(
+        "# Widget Cmdlets\n\n### Show-Widget\n\nShows a Quarry file or string in the console in a "
+        "friendly way using Strata escape sequences.\n"
+    )
+    assert ("Quarry", "uses", "Strata") not in got, got
+
+
+def test_an_instruction_joined_to_another_is_the_readers_too(rules):
+    """ "To do so, export X ... and then import the file by using Y": "import" is joined to the
+    sentence's verb, and the reader imports; neither the page's command nor Get-Note uses Y."""
+    got = rules(
+        "# Add-Note\n\nYou can pass a file of notes to `Add-Note`. To do so, export the results of a "
+        "`Get-Note` command to a file by using the `Export-Sheet` cmdlet and then import the file by "
+        "using the `Import-Sheet` cmdlet.\n"
+    )
+    assert not [t for t in got if t[2] in ("Import-Sheet", "Export-Sheet")], got
