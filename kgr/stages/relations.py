@@ -646,6 +646,12 @@ def _parse_of(doc: Document, block: Block):
     return sdocs[i] if i is not None and i < len(sdocs) else None
 
 
+def _token_at(doc: Document, block: Block, pos: int):
+    """The token of the block's parse at document offset ``pos``, or None (no parse)."""
+    sdoc = _parse_of(doc, block)
+    return token_covering(sdoc, pos - block.start) if sdoc is not None else None
+
+
 def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: list):
     """The grammatical subject of the trigger's verb, from spaCy's parse, as one of our spans."""
     sdoc = _parse_of(doc, block)
@@ -687,8 +693,7 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
     """What says who acts in the trigger's clause, walking up from the trigger: ("relcl", the
     noun a clause of the ``described`` kinds describes), ("subject", the clause's subject), ("root", the
     sentence's verb with no subject), or None."""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    tok = _token_at(doc, block, trigger_start)
     for _ in range(5):
         if tok is None:
             return None
@@ -854,8 +859,7 @@ def _infinitive(tok) -> bool:
 
 def _use_as_noun(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger "use" the noun of "in use", "the use of X", "for use with X"?"""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    tok = _token_at(doc, block, trigger_start)
     if tok is None or tok.pos_ != "NOUN" or lemma(tok).lower() != "use":
         return False
     return tok.dep_ == "pobj" or any(c.dep_ in ("det", "poss") for c in tok.children)
@@ -863,15 +867,13 @@ def _use_as_noun(doc: Document, block: Block, trigger_start: int) -> bool:
 
 def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger the verb of "how to ..." ("Explains how to use X")? Then it is the reader's."""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    tok = _token_at(doc, block, trigger_start)
     return tok is not None and {"how", "to"} <= {c.lower_ for c in tok.children if c.dep_ in ("advmod", "aux")}
 
 
 def conditional(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger's clause a condition ("If X is specified in Y, ...", "unless X uses Y")?"""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    tok = _token_at(doc, block, trigger_start)
     for _ in range(6):
         if tok is None or tok.dep_ == "ROOT" or tok.head is tok:
             return False
@@ -888,8 +890,7 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger's clause what something is compared with ("X is similar to using Y",
     "works like calling Y", "has the same effect as using Y", "as you would use Y", "as if it
     used Y")? It says nothing of X."""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+    tok = _token_at(doc, block, trigger_start)
     for _ in range(4):
         if tok is None:
             return False
@@ -996,42 +997,31 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
             return None
     gap_first = _unmark(doc.text[first.end : trigger_start])
     if len(gap_first) <= 120 and ";" not in gap_first:
-        noun = _noun_subject(doc, block, trigger_start, first)
-        if noun is None:
-            # "Shows a Markdown file in the console using VT100": with no subject, the verb acts
-            # for the section's subject, and a name after it is what it acts on
-            return None if _after_subjectless_verb(doc, block, trigger_start, first) else first
-        # "The following example gets the events from the PowerShell event log and decrypts
-        # them using X": the name only qualifies something the sentence mentions; the example
-        # acts (False: no name does), or "the service" may be the page's subject (None)
-        return False if _other_than_subject(doc, block, noun) else None
+        return _as_parsed(doc, block, trigger_start, first)
     return None
 
 
-def _after_subjectless_verb(doc: Document, block: Block, trigger_start: int, first) -> bool:
-    """Is the sentence's first name after its verb, in a sentence whose verb has no subject?"""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
+def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
+    """The sentence's first name as its subject, unless the parse says otherwise:
+
+    - its verb has a subject, a common noun that does not hold the name ("The following example
+      gets the events from the PowerShell event log and decrypts them using X"): the name only
+      qualifies something; False when that noun is something other than the page's subject (no
+      name acts), None when it may be the subject itself ("the service");
+    - its verb has no subject and the name comes after it ("Shows a Markdown file in the console
+      using VT100"): the name is what the verb acts on, for the section's subject (None)."""
+    tok = _token_at(doc, block, trigger_start)
     if tok is None:
-        return False
+        return first
     root = tok.sent.root
-    if root.pos_ not in ("VERB", "AUX") or any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in root.children):
-        return False
-    return block.start + root.idx < first.start
-
-
-def _noun_subject(doc: Document, block: Block, trigger_start: int, first):
-    """The subject of the trigger's sentence, in the parse, when it is a common noun with the
-    sentence's first name outside it; else None."""
-    sdoc = _parse_of(doc, block)
-    tok = token_covering(sdoc, trigger_start - block.start) if sdoc is not None else None
-    if tok is None:
-        return None
-    subj = next((c for c in tok.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-    if subj is None or subj.pos_ != "NOUN":
-        return None
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None:
+        subjectless = root.pos_ in ("VERB", "AUX") and not any(c.dep_ == "expl" for c in root.children)
+        return None if subjectless and block.start + root.idx < first.start else first
     lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
-    return None if lo <= first.start < hi else subj
+    if subj.pos_ != "NOUN" or lo <= first.start < hi:
+        return first
+    return False if _other_than_subject(doc, block, subj) else None
 
 
 def _unmark(text: str) -> str:
