@@ -713,12 +713,12 @@ def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl
 
 
 def _such_as(tok):
-    """The noun or pronoun an example phrase hangs on ("sessions that are disconnected, such as
-    by using X", "until you delete them, such as by using X"), when ``tok`` is its "as"; else
-    None. The example says how that thing came to be, not what the sentence's subject does."""
+    """The noun an example phrase hangs on ("sessions that are disconnected, such as by using
+    X"), when ``tok`` is its "as"; else None. The example says how that thing came to be, not
+    what the sentence's subject does."""
     if tok.dep_ != "prep" or tok.lower_ != "as" or not any(c.lower_ == "such" for c in tok.children):
         return None
-    return tok.head if tok.head.pos_ in ("NOUN", "PRON") else None
+    return tok.head if tok.head.pos_ == "NOUN" else None
 
 
 def _possessive(sp) -> bool:
@@ -777,10 +777,7 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         return False
     kind, tok = found
     if kind == "relcl":
-        # "sessions that use the configuration": the noun the clause describes uses it; "them",
-        # "those": several things, never the page's one subject
-        if tok.pos_ == "PRON":
-            return tok.lower_ in ("them", "those", "these", "they")
+        # "sessions that use the configuration": the noun the clause describes uses it
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or on its
     # head noun) describes that noun; on an object it may say how ("Detect requests using the vault")
