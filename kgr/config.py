@@ -203,7 +203,7 @@ class RetrievalWeights(Section):
     cosine_share: float = 0.0  # inside "semantic": cosine similarity vs the fused direct score (which has it already)
     seed_chunks: int = 3  # top fused chunks whose entities seed the expansion
     entity_sim: float = 0.75  # entity-vector similarity that makes a seed
-    specificity: float = 0.0  # how much a seed mentioned in many documents is discounted
+    specificity: float = 1.0  # a seed keeps (1 - the share of the other documents that mention it) ** this
     pin: int = 1  # graph mode: the best fused results that keep their places at the top
     feedback: float = 3.0  # graph mode: weight of the second search, the next hop the best passage names (0: off)
     # graph mode: weight of a keyword search for the question's words that the best result's page does not write

@@ -802,7 +802,10 @@ def _seed_entities(
                     echo.discard(eid)
                 if home is not None:
                     home[eid] = doc_id
-    if seeds:  # a name found in every other document is a poor bridge (HippoRAG's node specificity)
+    if seeds and weights.specificity:
+        # a name found in every other document is a poor bridge (HippoRAG's node specificity): a seed
+        # keeps (1 - the share of the other documents that mention it) ** specificity of its strength:
+        # all of it when one document does, 1/n of it when all n do
         ids = list(seeds)
         df = dict(
             store.query(
@@ -811,8 +814,9 @@ def _seed_entities(
                 ids,
             )
         )
+        n_docs = max(1, store.scalar("SELECT count(*) FROM docs") or 1)
         for eid, (why, d, st) in list(seeds.items()):
-            seeds[eid] = (why, d, st / (1.0 + weights.specificity * math.log(max(1, df.get(eid, 1)))))
+            seeds[eid] = (why, d, st * max(0.0, 1.0 - (df.get(eid, 1) - 1) / n_docs) ** weights.specificity)
     return seeds
 
 

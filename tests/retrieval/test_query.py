@@ -266,3 +266,69 @@ def test_the_text_output_names_the_nearest_sentence_the_snippet_lacks():
     assert shown.count("nearest:") == 1
     assert "    nearest: Core Infrastructure owns Kestrel and runs its brokers." in shown.splitlines()
     assert "nearest" not in format_results({"results": [{**base, "sentence": None}]})
+
+
+@pytest.fixture()
+def hub(tmp_path):
+    """Six pages: one about Hub, which every page mentions, and one about Relay, which only its own page does."""
+    pages = {
+        "Hub": ["Hub carries every message between the services"],
+        "Relay": ["Relay forwards alerts to the pager and uses Hub"],
+        **{f"Service {i}": [f"service {i} keeps orders and talks to Hub"] for i in range(4)},
+    }
+    with Store(tmp_path / "h.sqlite") as store:
+        for path, texts in pages.items():
+            load(records(path, texts), store)
+        names = {1: ("Hub", "SERVICE"), 2: ("Relay", "SERVICE")}
+        with store.write() as conn:
+            for eid, (name, typ) in names.items():
+                conn.execute(
+                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
+                    (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
+                )
+                for cid, doc_id, path, text in conn.execute(
+                    "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
+                ).fetchall():
+                    at = text.find(name)
+                    if at >= 0:
+                        conn.execute(
+                            'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                            "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
+                            (
+                                eid,
+                                doc_id,
+                                cid,
+                                at,
+                                at + len(name),
+                                name,
+                                f'{{"in_title": {str(path == name).lower()}}}',
+                            ),
+                        )
+        fake = CountingFake()
+        vectors.embed_pending(store, lambda: fake)
+        yield store, (lambda text: fake._vec(text))
+
+
+def test_a_name_every_page_mentions_is_a_weak_seed(hub):
+    from kgr.retrieval.query import Weights
+
+    store, embed = hub
+
+    def hops(specificity):
+        res = hybrid_query(
+            store,
+            "How do Hub and Relay deliver alerts?",
+            k=10,
+            mode="graph",
+            hops=1,
+            embed_query=embed,
+            weights=Weights(specificity=specificity, place=0.0),
+        )
+        return {r["path"]: r["scores"]["hop"] for r in res["results"]}
+
+    plain, specific = hops(0.0), hops(1.0)
+    # both pages are about an entity the question names: without specificity they count alike
+    assert plain["Hub"] == plain["Relay"] == 1.0
+    # Relay's name is on one page and keeps all its strength; Hub's is on all six, and keeps 1/6
+    assert specific["Relay"] == 1.0
+    assert specific["Hub"] == pytest.approx(1 / 6, abs=1e-3)
