@@ -213,6 +213,12 @@ NEGATION = re.compile(
     r"|instead\s+of|rather\s+than|alternative\s+to|as\s+opposed\s+to)\s+(?:\w+\s+)?$",
     re.I,
 )
+# "prevents users from using X", "blocks the job from calling X": the verb says the use does not happen
+PREVENTED = re.compile(
+    r"\b(?:prevent|prevents|prevented|preventing|stop|stops|stopped|block|blocks|blocked|prohibit|prohibits"
+    r"|prohibited|keep|keeps|kept|bar|bars|barred|disallow|disallows|disallowed)\s+(?:[\w'’-]+\s+){0,3}from\s+$",
+    re.I,
+)
 # "without encountering an error or using CredSSP": a gerund coordinated under "without" is denied too
 NEGATED_GERUND = re.compile(r"\bwithout\s+\w+ing\b[^,;:.()]{0,80}\b(?:or|nor|and)\s+$", re.I)
 LIST_GAP = re.compile(r"^\s*(?:,|and|or|&|,\s*and|,\s*or|as\s+well\s+as|plus)?\s*(?:the|a|an|its|their|our)?\s*$", re.I)
@@ -353,6 +359,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "SETL never calls the Charges API"
             if m.group().lower().endswith("ing") and NEGATED_GERUND.search(masked_sentence[: m.start()]):
                 continue  # "... without encountering an error or using CredSSP"
+            if PREVENTED.search(masked_sentence[max(0, m.start() - 60) : m.start()]):
+                continue  # "This setting prevents users from using X": no one uses X
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
             # "using its algorithm": a possessive stands for the owner of what follows, not the object
@@ -658,7 +666,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     if sdoc is None:
         return None
     rel = trigger_start - block.start
-    tok = token_covering(sdoc, rel)
+    tok = trigger = token_covering(sdoc, rel)
     for step in range(5):
         if tok is None:
             return None
@@ -671,6 +679,10 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
                 subj = tok.head
             hit = _span_at(block, subj, sent_spans)
+            if step and subj.dep_ == "nsubjpass" and _gerund(trigger):
+                # "X and Y commands are submitted ... by using Z": the means of a passive verb is its
+                # unnamed agent's; what is acted on (X) does not use Z
+                return None
             if hit is not None and subj.dep_ == "nsubjpass" and subj.pos_ == "NOUN":
                 # "PowerShell logs can be viewed using X": what is acted on is the logs, and the
                 # name only qualifies them; whoever views them is not said
@@ -687,6 +699,11 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return None
         tok = tok.head
     return None
+
+
+def _gerund(tok) -> bool:
+    """Is the trigger a gerund of means ("using X", "by using X": the trigger may start at "by")?"""
+    return tok.tag_ == "VBG" or any(c.dep_ == "pcomp" and c.tag_ == "VBG" for c in tok.children)
 
 
 def _who_acts(doc: Document, block: Block, trigger_start: int, described=("relcl",)):
@@ -935,8 +952,9 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
     """A trigger in a clause with no subject of its own ("using" in "jobs started by using X",
     "when using X, Y is inferred", "loads data using X") acts for the subject of the clause it
     modifies: that subject's span when it is a name before the trigger, False when that subject
-    is something else (a name after it, a common noun, "you"), None when the parse names none or
-    only "it", "they" or "we" (the caller's usual guess then)."""
+    is something else (a name after it, a common noun, "you") or what a passive verb acts on
+    ("X commands are submitted by using Y"), None when the parse names none or only "it", "they"
+    or "we" (the caller's usual guess then)."""
     sdoc = _parse_of(doc, block)
     if sdoc is None:
         return None
@@ -958,6 +976,8 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
             continue
         if subj.pos_ == "PRON" and subj.lower_ in ("it", "they", "we"):
             return None  # may stand for the name before it: the caller resolves it
+        if subj.dep_ == "nsubjpass":
+            return False  # "X commands are submitted by using Y": X is acted on; the agent is not said
         hit = _span_at(block, subj, left)
         return hit if hit is not None else False
     return None

@@ -624,3 +624,27 @@ def test_an_instruction_joined_to_another_is_the_readers_too(rules):
         "using the `Import-Sheet` cmdlet.\n"
     )
     assert not [t for t in got if t[2] in ("Import-Sheet", "Export-Sheet")], got
+
+
+def test_what_a_passive_verb_acts_on_does_not_use_its_means(rules):
+    """ "X and Y commands are submitted ... by using Z": the commands are what is submitted; whoever
+    submits them uses Z. The page's subject still uses what its own sentences say it does."""
+    got = rules(
+        "# Wait-Task\n\n## Examples\n\n"
+        "Both `Start-Task` and `Wait-Task` commands are submitted to the remote computer by using the "
+        "`Send-Remote` cmdlet.\n\n"
+        "The `Wait-Task` cmdlet reads the queue by using the `Read-Queue` cmdlet.\n"
+    )
+    assert not [t for t in got if t[2] == "Send-Remote"], got
+    assert ("Wait-Task", "uses", "Read-Queue") in got, got
+
+
+def test_a_use_the_sentence_prevents_is_no_use(rules):
+    got = rules(
+        "# Update-Manual\n\n"
+        "This Quota Policy setting prevents users from using `Update-Manual` to download files.\n\n"
+        "The Spool Daemon blocks old clients from calling the Quarry Connector.\n\n"
+        "The Spool Daemon uses the Strata Index.\n"
+    )
+    assert not [t for t in got if t[2] in ("Update-Manual", "Quarry Connector")], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
