@@ -173,7 +173,14 @@ class Document:
                     self.subject = best
         if self.subject is None and self.title:
             title = self.title.lower()
-            named = [s for s in spans if s.source != "coref" and s.surface.lower() in title and len(s.surface) > 2]
+            # a name the title writes as a word of its own (or its plural): not "dir" inside "about_redirection"
+            named = [
+                s
+                for s in spans
+                if s.source != "coref"
+                and len(s.surface) > 2
+                and re.search(rf"(?<![a-z0-9]){re.escape(s.surface.lower())}(?:e?s)?(?![a-z0-9])", title)
+            ]
             if named:
                 self.subject = max(named, key=lambda s: (len(s.surface), -s.start))
         # A collection page (a glossary, an FAQ, meeting notes) is about many things, not one.

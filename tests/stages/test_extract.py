@@ -379,3 +379,25 @@ def test_a_one_word_name_the_text_writes_inside_a_sentence_is_a_name_opening_one
     names = {(s.surface, s.start, s.type) for s in spans}
     assert ("Berlin", text.index("Berlin is"), "LOCATION") in names, names
     assert not [n for n in names if n[0] == "Lists"], names  # a verb opening an item stays a verb
+
+
+def test_a_name_inside_a_word_of_the_title_is_not_the_pages_subject(extractor):
+    """ "dir" is in "about_redirection" only as letters of another word: it names nothing there."""
+    from kgr.stages.textmodel import parse_document
+
+    text = (
+        "# about_Redirection\n\n## Examples\n\nThis example runs `dir` on an item that does not exist.\n\n"
+        "For example, using the native command `curl` you can download a binary file.\n"
+    )
+    doc = parse_document(text, title="about_Redirection")
+    spans = extractor.mentions(doc)
+    assert "dir" in {s.surface for s in spans}
+    assert doc.subject is None or doc.subject.surface != "dir", doc.subject.surface
+    # a word of its own still names the page: "Redirection" in "about_Redirection"
+    doc = parse_document(text.replace("runs `dir`", "runs `Redirection`"), title="about_Redirection")
+    extractor.mentions(doc)
+    assert doc.subject is not None and doc.subject.surface == "Redirection"
+    # and so does one whose plural the title writes: "Job" in "about_Jobs"
+    doc = parse_document(text.replace("runs `dir`", "runs `Job`"), title="about_Jobs")
+    extractor.mentions(doc)
+    assert doc.subject is not None and doc.subject.surface == "Job"
