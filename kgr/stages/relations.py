@@ -667,6 +667,8 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
         return None
     rel = trigger_start - block.start
     tok = trigger = token_covering(sdoc, rel)
+    if _object_acts(trigger) is not None:
+        return None  # "X allows users to use Y": the users use Y, not X
     for step in range(5):
         if tok is None:
             return None
@@ -699,6 +701,14 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return None
         tok = tok.head
     return None
+
+
+def _object_acts(tok):
+    """The object that does what an infinitive says ("allows users to use X", "requires the
+    caller to use X"): the governing verb's direct object before it, or None."""
+    if tok is None or tok.dep_ != "xcomp" or tok.tag_ != "VB":
+        return None
+    return next((c for c in tok.head.children if c.dep_ == "dobj" and c.i < tok.i), None)
 
 
 def _gerund(tok) -> bool:
@@ -789,6 +799,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     noun ("Module authors can ... by using X") or by a description of something else ("This
     command uses X" on a command's page): the page's subject is not the one that uses X. A
     pronoun or a description that may stand for the subject ("it", "we", "the service") is not."""
+    doer = _object_acts(_token_at(doc, block, trigger_start))
+    if doer is not None:
+        # "Allows users to use X": the object acts; the reader, or a noun other than the page's subject
+        return doer.lower_ == "you" or (doer.pos_ == "NOUN" and _other_than_subject(doc, block, doer))
     found = _who_acts(doc, block, trigger_start)
     if found is None:
         return False

@@ -648,3 +648,16 @@ def test_a_use_the_sentence_prevents_is_no_use(rules):
     )
     assert not [t for t in got if t[2] in ("Update-Manual", "Quarry Connector")], got
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_the_object_an_infinitive_is_about_uses_its_object(rules):
+    """ "Allows users to use X": the users use X, not the parameter the section is about, nor a
+    subject that only lets them."""
+    got = rules(
+        "# Register-Widget\n\nA **widget configuration** sets the widget's defaults.\n\n"
+        "## Parameters\n\n### -AccessMode\n\n"
+        "Allows local and remote users to use the widget configuration to create widgets.\n\n"
+        "## Notes\n\nThe Spool Daemon uses the Strata Index.\n"
+    )
+    assert not [t for t in got if t[2] == "widget configuration"], got
+    assert ("Spool Daemon", "uses", "Strata Index") in got, got
