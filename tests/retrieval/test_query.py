@@ -109,6 +109,34 @@ def test_an_entity_named_in_the_query_seeds_the_graph_at_distance_zero(kb):
     assert not any((e["why"] or "").startswith("named in the query") for e in res["entities"])
 
 
+def _named_pages(db, pages: dict[str, list[str]], names: dict[int, tuple[str, str]]):
+    """A store of one page per title, the entities ``names`` (id -> (name, type)) mentioned wherever a
+    page writes them (in its title on the page of that title), and vectors from a fake."""
+    store = Store(db)
+    for path, texts in pages.items():
+        load(records(path, texts), store)
+    with store.write() as conn:
+        for eid, (name, typ) in names.items():
+            conn.execute(
+                "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
+                (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
+            )
+        for eid, (name, _) in names.items():
+            for cid, doc_id, path, text in conn.execute(
+                "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
+            ).fetchall():
+                at = text.find(name)
+                if at >= 0:
+                    conn.execute(
+                        'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
+                        "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
+                        (eid, doc_id, cid, at, at + len(name), name, f'{{"in_title": {str(path == name).lower()}}}'),
+                    )
+    fake = CountingFake()
+    vectors.embed_pending(store, lambda: fake)
+    return store, (lambda text: fake._vec(text))
+
+
 @pytest.fixture()
 def rivers(tmp_path):
     """A page named by the question that names a second entity, whose page shares no word with the question."""
@@ -120,38 +148,10 @@ def rivers(tmp_path):
             for i in range(8)
         },
     }
-    with Store(tmp_path / "r.sqlite") as store:
-        for path, texts in pages.items():
-            load(records(path, texts), store)
-        names = {1: ("Bubye River", "LOCATION"), 2: ("Zimbabwe", "LOCATION"), 3: ("Victoria Falls", "LOCATION")}
-        with store.write() as conn:
-            for eid, (name, typ) in names.items():
-                conn.execute(
-                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
-                    (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
-                )
-            for eid, (name, _) in names.items():
-                for cid, doc_id, path, text in conn.execute(
-                    "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
-                ).fetchall():
-                    at = text.find(name)
-                    if at >= 0:
-                        conn.execute(
-                            'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
-                            "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
-                            (
-                                eid,
-                                doc_id,
-                                cid,
-                                at,
-                                at + len(name),
-                                name,
-                                f'{{"in_title": {str(path == name).lower()}}}',
-                            ),
-                        )
-        fake = CountingFake()
-        vectors.embed_pending(store, lambda: fake)
-        yield store, (lambda text: fake._vec(text))
+    names = {1: ("Bubye River", "LOCATION"), 2: ("Zimbabwe", "LOCATION"), 3: ("Victoria Falls", "LOCATION")}
+    store, embed = _named_pages(tmp_path / "r.sqlite", pages, names)
+    with store:
+        yield store, embed
 
 
 def test_feedback_follows_the_named_page_to_a_page_the_question_shares_no_word_with(rivers):
@@ -276,37 +276,9 @@ def hub(tmp_path):
         "Relay": ["Relay forwards alerts to the pager and uses Hub"],
         **{f"Service {i}": [f"service {i} keeps orders and talks to Hub"] for i in range(4)},
     }
-    with Store(tmp_path / "h.sqlite") as store:
-        for path, texts in pages.items():
-            load(records(path, texts), store)
-        names = {1: ("Hub", "SERVICE"), 2: ("Relay", "SERVICE")}
-        with store.write() as conn:
-            for eid, (name, typ) in names.items():
-                conn.execute(
-                    "INSERT INTO entities(id, key, name, type, norm, aliases) VALUES (?, ?, ?, ?, ?, '[]')",
-                    (eid, f"{typ}:{name.lower()}", name, typ, name.lower()),
-                )
-                for cid, doc_id, path, text in conn.execute(
-                    "SELECT c.id, c.doc_id, d.path, c.text FROM chunks c JOIN docs d ON d.id = c.doc_id"
-                ).fetchall():
-                    at = text.find(name)
-                    if at >= 0:
-                        conn.execute(
-                            'INSERT INTO mentions(entity_id, doc_id, chunk_id, start, "end", surface, source, features) '
-                            "VALUES (?, ?, ?, ?, ?, ?, 'ner', ?)",
-                            (
-                                eid,
-                                doc_id,
-                                cid,
-                                at,
-                                at + len(name),
-                                name,
-                                f'{{"in_title": {str(path == name).lower()}}}',
-                            ),
-                        )
-        fake = CountingFake()
-        vectors.embed_pending(store, lambda: fake)
-        yield store, (lambda text: fake._vec(text))
+    store, embed = _named_pages(tmp_path / "h.sqlite", pages, {1: ("Hub", "SERVICE"), 2: ("Relay", "SERVICE")})
+    with store:
+        yield store, embed
 
 
 def test_a_name_every_page_mentions_is_a_weak_seed(hub):
