@@ -179,6 +179,7 @@ class Document:
                 for s in spans
                 if s.source != "coref"
                 and len(s.surface) > 2
+                and s.surface.lower() in title  # the cheap test first: most names are not in the title at all
                 and re.search(rf"(?<![a-z0-9]){re.escape(s.surface.lower())}(?:e?s)?(?![a-z0-9])", title)
             ]
             if named:
