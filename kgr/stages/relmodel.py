@@ -871,7 +871,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
     best: dict[tuple, tuple] = {}
     parses = _Parses(doc)
     for c, row in zip(cands, probs):
-        if _supposed(parses, c) or _negated(parses, c):
+        if _supposed(parses, c) or _negated(parses, c) or _navigation(parses, c):
             continue
         k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
         label = model.labels[k]
@@ -927,6 +927,22 @@ def _supposed(parses: _Parses, c: Candidate) -> bool:
     doc = parses.doc
     block = doc.blocks[parses.block_index(c.a.start)]
     return conditional(doc, block, c.a.start) and conditional(doc, block, c.b.start)
+
+
+def _navigation(parses: _Parses, c: Candidate) -> bool:
+    """Is an end of the candidate a list item that is nothing but a link ("- [Out-Host](Out-Host.md)"
+    under "See also")? Such an item points the reader to another page and says nothing of how its
+    target relates to the page or the section it is under, so the model adds no relation from it
+    (a rule that reads a relation in it still may)."""
+    doc = parses.doc
+    for sp in (c.a, c.b):
+        block = doc.blocks[parses.block_index(sp.start)]
+        if block.kind != "item" or len(block.links) != 1 or not block.start <= sp.start < block.end:
+            continue
+        s, e, _ = block.links[0]
+        if block.masked[s - block.start : e - block.start].strip() == block.text:
+            return True
+    return False
 
 
 def _negated(parses: _Parses, c: Candidate) -> bool:
