@@ -857,8 +857,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     verb = up.head
     while verb.dep_ == "conj" and verb.head.i != verb.i and verb.i != tok.i:
         verb = verb.head
+    # "..., connect using X", "avoid using X": the gerund completing an instruction in running
+    # text says how the reader is to do it (in a list, "Detect retries using keys" is a duty)
     adverbial = (
-        up.dep_ in ("advcl", "prep", "dobj")
+        up.dep_ in ("advcl", "prep", "dobj", "xcomp")
         and verb.i == tok.i
         and (block.kind in ("para", "quote") or purpose or subordinate)
     )

@@ -661,3 +661,16 @@ def test_the_object_an_infinitive_is_about_uses_its_object(rules):
     )
     assert not [t for t in got if t[2] == "widget configuration"], got
     assert ("Spool Daemon", "uses", "Strata Index") in got, got
+
+
+def test_a_gerund_completing_an_instruction_is_the_readers_use(rules):
+    """ "..., connect using X" and "avoid using X" tell the reader how to do something: the page's
+    subject does not use X. A duty in a list keeps its subject."""
+    got = rules(
+        "# Get-Zorb\n\nThe `Get-Zorb` cmdlet gets zorb instances from a server.\n\n"
+        "If many operations run on the same computer, connect using a Quibble Session for better speed.\n\n"
+        "For best compatibility, avoid using Fellgate marks in zorb files.\n\n"
+        "## Duties\n\n- Detect retries using Brook keys.\n"
+    )
+    assert not [t for t in got if t[2] in ("Quibble Session", "Fellgate")], got
+    assert ("Get-Zorb", "uses", "Brook") in got, got
