@@ -870,6 +870,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
     # Then, for every other pair of names, the model's likeliest relation when it is likely enough.
     best: dict[tuple, tuple] = {}
     parses = _Parses(doc)
+    peers = _peers(doc)
     for c, row in zip(cands, probs):
         if _supposed(parses, c) or _negated(parses, c) or _navigation(parses, c):
             continue
@@ -879,7 +880,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
         rel, direction = label[:-1], label[-1]
         src, dst = (c.a, c.b) if direction == ">" else (c.b, c.a)
         key = tuple(sorted((name_of(src), name_of(dst))))
-        if key in covered:
+        if key in covered or (rel == "part_of" and peers.get(key[0], set()) & peers.get(key[1], set())):
             continue
         prev = best.get(key)
         if prev is None or (p, c.start - c.end) > (prev[0], prev[4].start - prev[4].end):
@@ -927,6 +928,19 @@ def _supposed(parses: _Parses, c: Candidate) -> bool:
     doc = parses.doc
     block = doc.blocks[parses.block_index(c.a.start)]
     return conditional(doc, block, c.a.start) and conditional(doc, block, c.b.start)
+
+
+def _peers(doc: Document) -> dict[str, set[tuple]]:
+    """Each name that is the subject of a section, with the sibling groups it is in: headings of
+    one level under the same parent ("### -Force" and "### -DisplayError" under "## Parameters",
+    two components' sections under "## Components"). Sibling sections describe peers, and what
+    one says of the other does not make either a part of the other."""
+    out: dict[str, set[tuple]] = {}
+    for idx, sp in getattr(doc, "section_subjects", {}).items():
+        sec = doc.sections[idx]
+        if sec.heading is not None and sp is not doc.subject:
+            out.setdefault(name_of(sp), set()).add((sec.heading.level, tuple(sec.path[:-1])))
+    return out
 
 
 def _navigation(parses: _Parses, c: Candidate) -> bool:

@@ -236,3 +236,17 @@ def test_a_list_item_that_is_only_a_link_relates_nothing_to_the_page(read):
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
     assert ("Tax Engine", "part_of", "Invoice Service") in got, got
     assert ("Ledger Cache", "part_of", "Invoice Service") not in got, got
+
+
+def test_the_subjects_of_sibling_sections_are_peers_not_parts(read):
+    doc, spans, rules = read(
+        "# Format-Widget\n\nThe `Format-Widget` cmdlet formats widgets. Add **Force** to see hidden ones.\n\n"
+        "## Parameters\n\n### -Force\n\nShows hidden widgets. Use with the **DisplayError** parameter.\n\n"
+        "### -DisplayError\n\nShows errors on the command line.\n\n"
+        "## Components\n\nThe **Tax Engine** computes the tax of each widget.\n"
+    )
+    # a model that reads every name under a section's or the page's subject as a part of it
+    parts = _model({("subj=section", "part_of<"): 6.0, ("subj=page", "part_of<"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
+    assert ("Tax Engine", "part_of", "Format-Widget") in got, got
+    assert not [t for t in got if {t[0], t[2]} == {"DisplayError", "Force"}], got
