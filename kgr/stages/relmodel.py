@@ -944,14 +944,14 @@ def _peers(doc: Document) -> dict[str, set[tuple]]:
 
 
 def _navigation(parses: _Parses, c: Candidate) -> bool:
-    """Is an end of the candidate a list item that is nothing but a link ("- [Out-Host](Out-Host.md)"
-    under "See also")? Such an item points the reader to another page and says nothing of how its
-    target relates to the page or the section it is under, so the model adds no relation from it
-    (a rule that reads a relation in it still may)."""
+    """Is an end of the candidate in a list item or a paragraph that is nothing but a link
+    ("- [Out-Host](Out-Host.md)" under "See also" or "Related links")? Such a line points the reader
+    to another page and says nothing of how its target relates to the page or the section it is
+    under, so the model adds no relation from it (a rule that reads a relation in it still may)."""
     doc = parses.doc
     for sp in (c.a, c.b):
         block = doc.blocks[parses.block_index(sp.start)]
-        if block.kind != "item" or len(block.links) != 1 or not block.start <= sp.start < block.end:
+        if block.kind not in ("item", "para") or len(block.links) != 1 or not block.start <= sp.start < block.end:
             continue
         s, e, _ = block.links[0]
         if block.masked[s - block.start : e - block.start].strip() == block.text:

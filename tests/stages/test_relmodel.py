@@ -227,15 +227,17 @@ def test_a_rename_is_said_by_the_text_never_by_the_model_alone(read):
 def test_a_list_item_that_is_only_a_link_relates_nothing_to_the_page(read):
     doc, spans, rules = read(
         "# Invoice Service\n\nThe Invoice Service issues invoices.\n\n## Components\n\n"
-        "- [Tax Engine](tax.md): computes the tax of each invoice.\n\n## See also\n\n- [Ledger Cache](ledger.md)\n"
+        "- [Tax Engine](tax.md): computes the tax of each invoice.\n\n## See also\n\n- [Ledger Cache](ledger.md)\n\n"
+        "## Related links\n\n[Audit Log](audit.md)\n"
     )
     names = {name for sp in spans for name in [relmodel.name_of(sp)]}
-    assert {"Invoice Service", "Tax Engine", "Ledger Cache"} <= names, names
+    assert {"Invoice Service", "Tax Engine", "Ledger Cache", "Audit Log"} <= names, names
     # a model that reads every name under the page's subject as a part of it
     parts = _model({("subj=page", "part_of<"): 6.0})
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
     assert ("Tax Engine", "part_of", "Invoice Service") in got, got
     assert ("Ledger Cache", "part_of", "Invoice Service") not in got, got
+    assert ("Audit Log", "part_of", "Invoice Service") not in got, got  # a paragraph that is only a link
 
 
 def test_the_subjects_of_sibling_sections_are_peers_not_parts(read):
