@@ -527,7 +527,9 @@ def _topic(doc: Document, block: Block):
     return None
 
 
-DECISION_RECORD = re.compile(r"^(?:ADR|RFC|PEP|KEP|JEP|BIP|EIP|DEP|NEP)[- ]?\d+$", re.I)
+# decision records, requests for comments and enhancement proposals, however a project prefixes
+# them (PEP, KEP and JEP are Python's, Kubernetes' and the JDK's enhancement proposals)
+DECISION_RECORD = re.compile(r"^(?:[A-Z]{0,3}(?:ADR|RFC)|[A-Z]EP)[- ]?\d+$", re.I)
 
 
 def _doclike(sp) -> bool:
@@ -1116,7 +1118,10 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         if _names_a_kind(doc, block, sp):
             continue  # "Encodes in XYZ-32 format", "an ABC-256 hash": a kind of thing, not a record
         if subject is not None:
-            add(subject, sp, "refers_to", 0.6, "names an id", block, block.start + s0, block.start + e0)
+            # a release, policy or decision record that names a decision record or a standard
+            # cites it ("Breaking: ... (ADR-019)" under a release); anything else refers to it
+            rel = "cites" if _doclike(subject) and _citable(sp) else "refers_to"
+            add(subject, sp, rel, 0.6, "names an id", block, block.start + s0, block.start + e0)
 
 
 def _names_a_kind(doc: Document, block: Block, sp) -> bool:

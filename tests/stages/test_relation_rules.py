@@ -674,3 +674,17 @@ def test_a_gerund_completing_an_instruction_is_the_readers_use(rules):
     )
     assert not [t for t in got if t[2] in ("Quibble Session", "Fellgate")], got
     assert ("Get-Zorb", "uses", "Brook") in got, got
+
+
+def test_a_release_or_record_cites_the_decision_records_it_names_and_others_refer_to_them(rules):
+    got = rules(
+        "# Zorblat release notes\n\n## v3.0.0\n\n"
+        "- Breaking: double-entry frobs replace single frobs (ADR-019).\n"
+        "- New: frob batching, as designed in ZRFC-0012.\n\n"
+        "## Zorblat Gateway\n\nThe Zorblat Gateway batches frobs (ADR-023, see FOO-1234).\n"
+    )
+    assert ("v3.0.0", "cites", "ADR-019") in got, got
+    assert ("v3.0.0", "cites", "ZRFC-0012") in got, got  # a project's own prefix on its RFCs
+    # a service is no document: it refers to records and tickets
+    assert ("Zorblat Gateway", "refers_to", "ADR-023") in got, got
+    assert ("Zorblat Gateway", "refers_to", "FOO-1234") in got, got
