@@ -269,8 +269,8 @@ def candidates(doc: Document, spans: list, rules: Iterable[dict] = ()) -> list[C
 
     headers = _table_headers(doc)
     for bi, block in enumerate(doc.blocks):
-        if block.kind == "code":
-            continue
+        if block.kind == "code" or (block.kind == "row" and bi not in headers):
+            continue  # a table's header row names its columns ("| Input Type | Output Type |"), no things
         bspans = by_block.get(bi, [])
         sentence_of = [block.sentence_index(sp.start - block.start) or 0 for sp in bspans]
         sentences = block.sentences()

@@ -252,3 +252,17 @@ def test_the_subjects_of_sibling_sections_are_peers_not_parts(read):
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
     assert ("Tax Engine", "part_of", "Format-Widget") in got, got
     assert not [t for t in got if {t[0], t[2]} == {"DisplayError", "Force"}], got
+
+
+def test_a_tables_header_row_names_columns_not_related_things(read):
+    doc, spans, rules = read(
+        "# Widgets\n\nWidgets are made of parts.\n\n"
+        "| **Tax Engine** | **Ledger Cache** |\n| --- | --- |\n| **Fee Store** | **Audit Log** |\n"
+    )
+    names = {relmodel.name_of(sp) for sp in spans}
+    assert {"Tax Engine", "Ledger Cache", "Fee Store", "Audit Log"} <= names, names
+    # a model that reads the second cell of any row as the whole the first is a part of
+    rows = _model({("ca=first", "part_of>"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=rows)}
+    assert ("Fee Store", "part_of", "Audit Log") in got, got
+    assert ("Tax Engine", "part_of", "Ledger Cache") not in got, got
