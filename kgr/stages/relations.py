@@ -568,6 +568,10 @@ def types_ok(rel: str, src, dst) -> bool:
     if rel == "located_in":  # a nationality names its country too ("a Canadian province")
         if re.search(r"\d\.\d", dst.surface):
             return False  # "Windows 3.1", "Spooler 2.0": a release, whatever the tagger calls it
+        if dst.features.get("pattern") != "region" and (
+            dst.features.get("code_font") or dst.features.get("gaz_source") in ("bold", "code", "codename")
+        ):
+            return False  # a name the corpus writes as a term (**Windows PowerShell**, `Windows`) is a thing
         return (
             dst.type == "LOCATION"
             or dst.features.get("ner_label") in ("GPE", "LOC", "FAC", "NORP")
