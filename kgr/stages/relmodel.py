@@ -871,6 +871,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
     best: dict[tuple, tuple] = {}
     parses = _Parses(doc)
     peers = _peers(doc)
+    aliases = {tuple(sorted((name_of(c.a), name_of(c.b)))) for c in cands if _aliased(doc, c)}
     for c, row in zip(cands, probs):
         if _supposed(parses, c) or _negated(parses, c) or _navigation(parses, c):
             continue
@@ -880,7 +881,11 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
         rel, direction = label[:-1], label[-1]
         src, dst = (c.a, c.b) if direction == ">" else (c.b, c.a)
         key = tuple(sorted((name_of(src), name_of(dst))))
-        if key in covered or (rel == "part_of" and peers.get(key[0], set()) & peers.get(key[1], set())):
+        if (
+            key in covered
+            or key in aliases
+            or (rel == "part_of" and peers.get(key[0], set()) & peers.get(key[1], set()))
+        ):
             continue
         prev = best.get(key)
         if prev is None or (p, c.start - c.end) > (prev[0], prev[4].start - prev[4].end):
@@ -941,6 +946,19 @@ def _peers(doc: Document) -> dict[str, set[tuple]]:
         if sec.heading is not None and sp is not doc.subject:
             out.setdefault(name_of(sp), set()).add((sec.heading.level, tuple(sec.path[:-1])))
     return out
+
+
+ALIAS = re.compile(r"\balias(?:es)?\b")  # the common noun: "Alias" may be a title ("Lost, Alias and Fringe")
+
+
+def _aliased(doc: Document, c: Candidate) -> bool:
+    """Does a sentence say one of its two names is an alias ("The alias for X is Y", "X has the
+    aliases Y and Z")? Two names of one thing are in none of the relations the model adds, from
+    that sentence or any other (a former name is ``same_as``, which only the text's own words
+    state)."""
+    if c.kind != "sentence":
+        return False
+    return bool(ALIAS.search(doc.text, c.start, max(c.a.end, c.b.end)))
 
 
 def _navigation(parses: _Parses, c: Candidate) -> bool:

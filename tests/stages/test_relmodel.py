@@ -278,3 +278,15 @@ def test_a_name_the_corpus_writes_as_a_term_is_no_place_to_be_located_in(read):
     assert ("Widget Agent", "located_in", "Tallinn") in got, got
     # spaCy calls this "Linux" a place; the corpus writes it as a term of its own
     assert ("Widget Agent", "located_in", "Linux") not in got, got
+
+
+def test_a_name_said_to_be_an_alias_of_the_other_is_no_part_of_it(read):
+    doc, spans, rules = read(
+        "# Get-Widget\n\nThe **ArgumentList** parameter takes values. The alias for **ArgumentList** is **Args**.\n\n"
+        "The **ArgumentList** parameter passes values to the **Widget Engine**.\n"
+    )
+    # a model that reads a part in every pair of names a sentence or two put together
+    parts = _model({("k=sentence", "part_of>"): 6.0, ("k=near", "part_of>"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
+    assert ("ArgumentList", "part_of", "Widget Engine") in got, got
+    assert not [t for t in got if {t[0], t[2]} == {"ArgumentList", "Args"}], got
