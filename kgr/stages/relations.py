@@ -680,8 +680,13 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return None
         if step and tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
             # "X cannot delete events created by using Y": the trigger is in a clause that
-            # describes a noun; that noun acts, when it is a name, not the sentence's subject
-            return _span_at(block, tok.head, sent_spans)
+            # describes a noun; that noun acts, when it is a name, not the sentence's subject;
+            # a name that only qualifies it ("a PowerShell session, such as one started by using
+            # Y") does not
+            hit = _span_at(block, tok.head, sent_spans)
+            if hit is not None and not hit.start <= block.start + tok.head.idx < hit.end:
+                return None
+            return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
             if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":

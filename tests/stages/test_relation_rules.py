@@ -688,3 +688,13 @@ def test_a_release_or_record_cites_the_decision_records_it_names_and_others_refe
     # a service is no document: it refers to records and tickets
     assert ("Zorblat Gateway", "refers_to", "ADR-023") in got, got
     assert ("Zorblat Gateway", "refers_to", "FOO-1234") in got, got
+
+
+def test_a_name_qualifying_the_noun_a_clause_describes_does_not_act_in_it(rules):
+    got = rules(
+        "# Zap-Session\n\nThe `Zap-Session` cmdlet disconnects a Quibble session, such as one started by using "
+        "the `New-Zorb` cmdlet, from the current session.\n\n"
+        "The `Zap-Session` cmdlet uses `Brook` to reach the session.\n"
+    )
+    assert not [t for t in got if t[2] == "New-Zorb"], got
+    assert ("Zap-Session", "uses", "Brook") in got, got
