@@ -941,7 +941,7 @@ def _peers(doc: Document) -> dict[str, set[tuple]]:
     two components' sections under "## Components"). Sibling sections describe peers, and what
     one says of the other does not make either a part of the other."""
     out: dict[str, set[tuple]] = {}
-    for idx, sp in getattr(doc, "section_subjects", {}).items():
+    for idx, sp in doc.section_subjects.items():
         sec = doc.sections[idx]
         if sec.heading is not None and sp is not doc.subject:
             out.setdefault(name_of(sp), set()).add((sec.heading.level, tuple(sec.path[:-1])))
