@@ -1400,7 +1400,12 @@ def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
         for a, b in zip(spans, spans[1:]):
             gap = _unmark(doc.text[a.end : b.start])
             before = _unmark(doc.text[max(block.start, a.start - 6) : a.start]).lower()
-            if re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) or (
+            arrow = re.fullmatch(r"\s*(?:->|→|=>|-->)\s*", gap) and not (
+                # "through `Templates -> Components -> Logging`": a path written as code names a place in
+                # a menu or a tree (inline code may run over a line break of its paragraph)
+                doc.text.count("`", block.start, a.end + re.search(r"[-→=]", doc.text[a.end : b.start]).start()) % 2
+            )
+            if arrow or (
                 re.fullmatch(r"\s+to\s+", gap) and before.endswith("from ") and a.type == b.type and _release(a, b)
             ):  # "from 1.2.7 to 1.3.2"; "moves a certificate from LocalMachine to CurrentUser" is no order
                 s0, e0 = _sentence_of(block, a.start)

@@ -698,3 +698,17 @@ def test_a_name_qualifying_the_noun_a_clause_describes_does_not_act_in_it(rules)
     )
     assert not [t for t in got if t[2] == "New-Zorb"], got
     assert ("Zap-Session", "uses", "Brook") in got, got
+
+
+def test_an_arrow_path_written_as_code_is_a_menu_not_an_order(rules):
+    """ "through `Templates -> Spool Components -> Quarry Logging`" names where a setting sits;
+    the same arrows in running text ("Hollis Varga -> Ona Pike") give an order."""
+    got = rules(
+        "# Logging\n\nEnable the `Audit` feature through `Administrative Templates -> Spool Components\n"
+        "-> Quarry Logging`.\n\nEscalation goes Hollis Varga -> Ona Pike -> Dana Reyes.\n"
+    )
+    assert not [t for t in got if t[1] == "precedes" and "Spool Components" in (t[0], t[2])], got
+    assert ("Hollis Varga", "precedes", "Ona Pike") in got, got
+    # each name in its own code span, the arrows outside them: an order
+    got = rules("# Query\n\nA query goes `Parse Stage` -> `Plan Stage` -> `Run Stage`.\n")
+    assert ("Parse Stage", "precedes", "Plan Stage") in got, got
