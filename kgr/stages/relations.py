@@ -94,7 +94,7 @@ TRIGGERS: list[Trigger] = [
     _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
     _t(
         "part_of",
-        rf"{AUX}(?:a\s+|an\s+|one\s+)?(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside",
+        rf"{AUX}(?:a\s+|an\s+|one\s+)?(?<!\bor\s)(?:part|component|member|module|subsystem|sub-resource)\s+of|belongs\s+to|{AUX}(?:served|exposed|provided|implemented)\s+by|{AUX}inside",
         weight=0.85,
         name="part of",
     ),
@@ -385,6 +385,10 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
                 if _reader_acts(doc, block, ts):
                     continue  # "you must be a member of X": the reader is, not the page's subject
+                if trig.rel not in ("cites", "refers_to") and _some_one_acts(doc, block, ts):
+                    # "A trace source is the part of each X component ...": some source, not the page's
+                    # subject; a page cites what its sentences invoke, whoever acts in them
+                    continue
                 if _unnamed_it(doc, block, ts, sent_spans):
                     continue  # "It uses X" after an example's code: "it" is the command shown, not the page's subject
                 if trig.rel not in ("uses", "depends_on") and _describes_a_noun(doc, block, ts):
@@ -443,12 +447,21 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             # "X uses the **A** and **B** parameters": A and B are X's own interface elements
             element = trig.rel == "uses" and not trig.inverse and _interface_element(doc, objects[-1])
             for subj in subjects:
+                owner = subj
+                if element and _is_element(doc, subj):
+                    # a parameter is no part of another: under a parameter's own section, what "use the
+                    # **A** parameter" names is the page subject's; a parameter that "uses" another
+                    # (the **ScriptBlock** parameter runs a command that uses **B**) says not whose B is
+                    page = doc.subject
+                    if subj in sent_spans or page is None or _is_element(doc, page):
+                        continue
+                    owner = page
                 for k, obj in enumerate(objects):
                     src, dst = (obj, subj) if trig.inverse else (subj, obj)
                     if trig.rel == "same_as":
                         src, dst = (obj, subj)
                     if element:
-                        add(obj, subj, "part_of", trig.weight, "uses its", block, s, e, proximity * (0.95**k))
+                        add(obj, owner, "part_of", trig.weight, "uses its", block, s, e, proximity * (0.95**k))
                         continue
                     if not types_ok(trig.rel, src, dst):
                         continue
@@ -477,6 +490,19 @@ def _interface_element(doc: Document, obj) -> bool:
     """Is the object of "uses" one of the subject's own parameters, flags or options? The
     annotation guideline makes a flag or parameter part of what it belongs to."""
     return bool(INTERFACE_ELEMENT.match(_unmark(doc.text[obj.end : obj.end + 40])))
+
+
+def _is_element(doc: Document, sp) -> bool:
+    """Does the document write this name as a parameter, flag or option anywhere ("the **Path**
+    parameter"), or head a section with it as a command-line flag ("### -Path", "## --verbose")?"""
+    # singular, and no name after it: "the `Get-Item` parameters", "the `Sort-Object` parameter **Bottom**"
+    # are a command's own
+    name = re.escape(sp.surface)
+    return (
+        re.search(rf"(?<![\w-]){name}[*`_]*\s+(?:parameter|flag|option|switch|argument)\b(?!\s+[*`_])", doc.text, re.I)
+        is not None
+        or re.search(rf"(?m)^#{{1,6}}[ \t]+[*`_]*--?{name}[*`_]*[ \t]*$", doc.text) is not None
+    )
 
 
 PLURAL_INTERFACES = re.compile(
@@ -689,9 +715,21 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
-            if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
+            described = subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl"
+            if described:
                 subj = tok.head
             hit = _span_at(block, subj, sent_spans)
+            if (
+                described
+                and hit is not None
+                and subj.pos_ == "NOUN"
+                and not hit.start <= block.start + subj.idx < hit.end
+                and not hit.features.get("code_font")
+            ):
+                # "Spool sessions that use X": the sessions the clause describes use X; the name only
+                # qualifies them. A name written as code names the thing ("a `Get-Item` command that
+                # uses X", "the `mkdir` function that calls X")
+                return None
             if step and subj.dep_ == "nsubjpass" and _gerund(trigger):
                 # "X and Y commands are submitted ... by using Z": the means of a passive verb is its
                 # unnamed agent's; what is acted on (X) does not use Z
@@ -795,6 +833,18 @@ def _describes_a_noun(doc: Document, block: Block, trigger_start: int) -> bool:
         return False
     noun = found[1]
     return noun.pos_ == "NOUN" and noun.dep_ not in ("ROOT", "attr", "appos") and _other_than_subject(doc, block, noun)
+
+
+def _some_one_acts(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause about one of a kind the sentence introduces ("A trace source is the part
+    of ...", "Each job uses ...")? Not the page's subject, whatever the relation. (Asking the same of
+    any noun other than the subject's, as :func:`_someone_else` does for "uses", costs both golden
+    corpora true relations: "alerts", "the team" often stand for the subject's own.)"""
+    found = _who_acts(doc, block, trigger_start)
+    if found is None or found[0] != "subject":
+        return False
+    noun = found[1]
+    return noun.pos_ == "NOUN" and any(c.dep_ == "det" and c.lower_ in INDEFINITE for c in noun.children)
 
 
 def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:
@@ -956,6 +1006,9 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
     return False
 
 
+INDEFINITE = frozenset({"a", "an", "any", "another", "each", "every", "some"})
+
+
 def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     """Does a common noun that acts name something other than the page's subject? A bare one
     does ("Module authors", "users", "sessions"); "the service" may be the subject itself (a
@@ -963,6 +1016,10 @@ def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     example" is the page's example, something else; so are "the services", several things."""
     if not any(c.dep_ in ("det", "poss") for c in noun.children) or noun.tag_ == "NNS":
         return True
+    if noun.dep_ not in ("attr", "appos", "ROOT") and any(
+        c.dep_ == "det" and c.lower_ in INDEFINITE for c in noun.children
+    ):
+        return True  # "allows a client that uses X": one of a kind, not the page's subject ("X is a service that ...")
     kind = lemma(noun).lower()
     page = doc.subject_at(block.start) or doc.subject
     return kind not in _kind_nouns() and not (page is not None and kind in page.surface.lower().split())

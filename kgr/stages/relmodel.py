@@ -873,7 +873,7 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
     peers = _peers(doc)
     aliases = {tuple(sorted((name_of(c.a), name_of(c.b)))) for c in cands if _aliased(doc, c)}
     for c, row in zip(cands, probs):
-        if _supposed(parses, c) or _negated(parses, c) or _navigation(parses, c):
+        if _supposed(parses, c) or _negated(parses, c) or _navigation(parses, c) or _pointer(parses, c):
             continue
         k = 1 + int(row[1:].argmax())  # the likeliest relation; the threshold decides against "none"
         label = model.labels[k]
@@ -974,6 +974,25 @@ def _navigation(parses: _Parses, c: Candidate) -> bool:
         s, e, _ = block.links[0]
         if block.masked[s - block.start : e - block.start].strip() == block.text:
             return True
+    return False
+
+
+def _pointer(parses: _Parses, c: Candidate) -> bool:
+    """Is an end of the candidate what a sentence sends the reader to ("For more information, see
+    [Wait-Job]", "see Example 7 of [Set-Option]")? An imperative "see" points to where to read more;
+    it says nothing of how that page's subject relates to the names around it."""
+    for sp in (c.a, c.b):
+        tok = parses.head(sp)[1]
+        for _ in range(4):
+            if tok is None:
+                break
+            if tok.lower_ == "see" and tok.pos_ == "VERB":
+                if not any(ch.dep_ in ("nsubj", "nsubjpass") for ch in tok.children):
+                    return True
+                break
+            if tok.dep_ not in ("dobj", "pobj", "prep", "compound", "appos", "conj") or tok.head is tok:
+                break
+            tok = tok.head
     return False
 
 

@@ -712,3 +712,61 @@ def test_an_arrow_path_written_as_code_is_a_menu_not_an_order(rules):
     # each name in its own code span, the arrows outside them: an order
     got = rules("# Query\n\nA query goes `Parse Stage` -> `Plan Stage` -> `Run Stage`.\n")
     assert ("Parse Stage", "precedes", "Plan Stage") in got, got
+
+
+def test_a_name_that_only_qualifies_the_noun_a_relative_clause_describes_does_not_act_in_it(rules):
+    """ "Spool sessions that use the configuration": the sessions use it, not Spool; a name that
+    is itself the noun described ("the Ledger Service, which uses Kestrel") still does."""
+    got = rules(
+        "# Session configurations\n\nDoing so defines the environment of any Spool sessions that use "
+        "the Quarry Configuration.\n\nThe Ledger Service, which uses the Kestrel Bus, records payments.\n"
+    )
+    assert ("Spool", "uses", "Quarry Configuration") not in got, got
+    assert ("Ledger Service", "uses", "Kestrel Bus") in got, got
+
+
+def test_one_of_a_kind_that_uses_something_is_not_the_page_subject(rules):
+    """ "allows a client that uses X": some client, not the section's subject; "X is a service
+    that uses Y" still says X uses Y."""
+    got = rules(
+        "# New-SpoolOption\n\n## SkipCheck\n\nThis option allows a client that uses a Quarry Token to "
+        "authenticate.\n\n## Ledger Service\n\nThe Ledger Service is a service that uses the Kestrel Bus.\n"
+    )
+    assert not [t for t in got if t[2] == "Quarry Token"], got
+    assert ("Ledger Service", "uses", "Kestrel Bus") in got, got
+
+
+def test_a_parameter_is_no_part_of_another_parameter(rules):
+    """Under a parameter's own section ("### -CommandName"), "use the **AllowClobber** parameter"
+    names a parameter of the page's command; a parameter said to use another says not whose."""
+    got = rules(
+        "# Export-Spool\n\n## Parameters\n\n### -CommandName\n\nTo export all commands, even those that "
+        "hide other commands, use the **AllowClobber** parameter.\n\n### -Session\n\nThe **Filter** "
+        "parameter uses the **Depth** parameter to limit the search.\n\n## Examples\n\n`Export-Spool` uses "
+        "the **Format** parameter to pick the output.\n"
+    )
+    assert ("AllowClobber", "part_of", "Export-Spool") in got, got
+    assert not [t for t in got if t[2] in ("CommandName", "Filter")], got
+    assert ("Format", "part_of", "Export-Spool") in got, got
+
+
+def test_one_of_a_kind_the_sentence_introduces_is_not_the_page_subject(rules):
+    """ "A trace source is the part of each Spool component ...": some trace source, not the page's
+    subject, is part of something; "The service is part of ..." is the page's subject."""
+    got = rules(
+        "# Ledger Service\n\nA trace source is the part of each Spool component that manages tracing.\n\n"
+        "The service is part of the Payments Platform.\n"
+    )
+    assert not [t for t in got if t[2] == "Spool"], got
+    assert ("Ledger Service", "part_of", "Payments Platform") in got, got
+
+
+def test_all_or_part_of_is_a_quantity_not_membership(rules):
+    got = rules(
+        "# Start-Spool\n\nCreates a record of all or part of a `Quarry` session to a text file.\n\n"
+        "## Ledger Service\n\nThe service is part of the Payments Platform.\n"
+    )
+    assert not [t for t in got if t[2] == "Quarry"], got
+    assert ("Ledger Service", "part_of", "Payments Platform") in got, got
+    got = rules("# Listing\n\nIt measures a recursive `Find-Spool` command that uses the Quarry Index.\n")
+    assert ("Find-Spool", "uses", "Quarry Index") in got, got

@@ -290,3 +290,19 @@ def test_a_name_said_to_be_an_alias_of_the_other_is_no_part_of_it(read):
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
     assert ("ArgumentList", "part_of", "Widget Engine") in got, got
     assert not [t for t in got if {t[0], t[2]} == {"ArgumentList", "Args"}], got
+
+
+def test_what_a_sentence_sends_the_reader_to_relates_nothing(read):
+    doc, spans, rules = read(
+        "# Invoice Service\n\nThe Invoice Service issues invoices.\n\n## Components\n\n"
+        "The [Tax Engine](tax.md) computes the tax of each invoice.\n\n"
+        "For more information, see [Ledger Cache](ledger.md).\n\n"
+        "For an example of how to use retries, see Example 7 of [Audit Log](audit.md).\n"
+    )
+    names = {relmodel.name_of(sp) for sp in spans}
+    assert {"Invoice Service", "Tax Engine", "Ledger Cache", "Audit Log"} <= names, names
+    # a model that reads every name under the page's subject as a part of it
+    parts = _model({("subj=page", "part_of<"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
+    assert ("Tax Engine", "part_of", "Invoice Service") in got, got
+    assert not [t for t in got if "Ledger Cache" in (t[0], t[2]) or "Audit Log" in (t[0], t[2])], got
