@@ -232,6 +232,21 @@ def test_a_product_linked_with_its_releases_is_named_without_a_release():
     assert {"Borealis Cache 3.0", "Borealis Cache 5.1"} <= set(entity["aliases"])
 
 
+def located(src: str, src_type: str, dst: str, dst_type: str, pattern: str) -> dict:
+    """A located_in relation record as the extract stage writes it."""
+    return {
+        "kind": "relation",
+        "src": src,
+        "dst": dst,
+        "rel": "located_in",
+        "confidence": 0.9,
+        "pattern": pattern,
+        "src_type": src_type,
+        "dst_type": dst_type,
+        "evidence": {"start": 0, "end": 5, "sentence": "x"},
+    }
+
+
 def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_say_it_cannot_hold():
     """ "Westmere located_in Guilderland": the entity's type (here PERSON, as a type model trained on
     company documents reads a Wikipedia place) says no place, the mention the relation was read from
@@ -247,17 +262,7 @@ def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_sa
     doc = {"kind": "doc", "path": "a.md", "title": "Westmere", "text": ""}
 
     def rel(dst, dst_type, pattern="learned:sentence"):
-        return {
-            "kind": "relation",
-            "src": "Westmere",
-            "dst": dst,
-            "rel": "located_in",
-            "confidence": 0.9,
-            "pattern": pattern,
-            "src_type": "LOCATION",
-            "dst_type": dst_type,
-            "evidence": {"start": 0, "end": 5, "sentence": "x"},
-        }
+        return located("Westmere", "LOCATION", dst, dst_type, pattern)
 
     recs = [
         doc,
@@ -290,17 +295,7 @@ def test_nothing_is_located_in_what_neither_its_mention_nor_its_entity_calls_a_p
     doc = {"kind": "doc", "path": "a.md", "title": "Header1", "text": ""}
 
     def rel(dst, dst_type):
-        return {
-            "kind": "relation",
-            "src": "Header1",
-            "dst": dst,
-            "rel": "located_in",
-            "confidence": 0.9,
-            "pattern": "learned+rule:sentence",
-            "src_type": "CONCEPT",
-            "dst_type": dst_type,
-            "evidence": {"start": 0, "end": 5, "sentence": "x"},
-        }
+        return located("Header1", "CONCEPT", dst, dst_type, "learned+rule:sentence")
 
     recs = [doc, mention("Header1", "CONCEPT"), mention("Markdown", "ORG"), mention("Tallinn", "ORG")]
     out = [x for x in link([*recs, rel("Markdown", "ORG"), rel("Tallinn", "ORG")], linker=linker)]
