@@ -682,8 +682,6 @@ class Linker:
                 continue
             if str(r.get("pattern", "")).startswith("learned:") and not self._signature_ok(r, src, dst):
                 continue  # the classifier alone said it, and the entities' types cannot hold it
-            if r["rel"] == "located_in" and "LOCATION" not in (r.get("dst_type"), self.current_type(dst)):
-                continue  # a place neither this mention nor the entity's others are typed as ("in Markdown text")
             out_relations.append(
                 {**r, "src": src.key, "dst": dst.key, "src_surface": r["src"], "dst_surface": r["dst"]}
             )

@@ -232,21 +232,6 @@ def test_a_product_linked_with_its_releases_is_named_without_a_release():
     assert {"Borealis Cache 3.0", "Borealis Cache 5.1"} <= set(entity["aliases"])
 
 
-def located(src: str, src_type: str, dst: str, dst_type: str, pattern: str) -> dict:
-    """A located_in relation record as the extract stage writes it."""
-    return {
-        "kind": "relation",
-        "src": src,
-        "dst": dst,
-        "rel": "located_in",
-        "confidence": 0.9,
-        "pattern": pattern,
-        "src_type": src_type,
-        "dst_type": dst_type,
-        "evidence": {"start": 0, "end": 5, "sentence": "x"},
-    }
-
-
 def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_say_it_cannot_hold():
     """ "Westmere located_in Guilderland": the entity's type (here PERSON, as a type model trained on
     company documents reads a Wikipedia place) says no place, the mention the relation was read from
@@ -262,7 +247,17 @@ def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_sa
     doc = {"kind": "doc", "path": "a.md", "title": "Westmere", "text": ""}
 
     def rel(dst, dst_type, pattern="learned:sentence"):
-        return located("Westmere", "LOCATION", dst, dst_type, pattern)
+        return {
+            "kind": "relation",
+            "src": "Westmere",
+            "dst": dst,
+            "rel": "located_in",
+            "confidence": 0.9,
+            "pattern": pattern,
+            "src_type": "LOCATION",
+            "dst_type": dst_type,
+            "evidence": {"start": 0, "end": 5, "sentence": "x"},
+        }
 
     recs = [
         doc,
@@ -274,31 +269,6 @@ def test_a_relation_the_classifier_alone_says_is_refused_only_when_both_types_sa
     ]
     out = [x for x in link(recs, linker=linker) if x["kind"] == "relation"]
     assert [(r["src"], r["dst"]) for r in out] == [("westmere", "guilderland")]
-    # what a rule says is the rule's to check: the link stage keeps it either way ("owned by" an API)
-    owned = {**rel("Orrin Vale", "API", "learned+rule:sentence"), "rel": "owned_by"}
-    out = [x for x in link([doc, *recs[1:4], owned], linker=linker)]
+    # what a rule says is the rule's to check: the link stage keeps it either way
+    out = [x for x in link([doc, *recs[1:4], rel("Orrin Vale", "PERSON", "learned+rule:sentence")], linker=linker)]
     assert [(r["src"], r["dst"]) for r in out if r["kind"] == "relation"] == [("westmere", "orrinvale")]
-
-
-def test_nothing_is_located_in_what_neither_its_mention_nor_its_entity_calls_a_place():
-    """ "Header1 blocks in Markdown text": spaCy may call "Markdown" a place in one sentence, but when
-    neither the mention the relation was read from nor the entity is typed a place, no rule or
-    model makes it one. A place by either keeps the relation."""
-    linker = Linker(
-        [
-            {"key": "header1", "name": "Header1", "type": "CONCEPT"},
-            {"key": "markdown", "name": "Markdown", "type": "ORG"},
-            {"key": "tallinn", "name": "Tallinn", "type": "LOCATION"},
-        ],
-        typer=None,
-    )
-    doc = {"kind": "doc", "path": "a.md", "title": "Header1", "text": ""}
-
-    def rel(dst, dst_type):
-        return located("Header1", "CONCEPT", dst, dst_type, "learned+rule:sentence")
-
-    recs = [doc, mention("Header1", "CONCEPT"), mention("Markdown", "ORG"), mention("Tallinn", "ORG")]
-    out = [x for x in link([*recs, rel("Markdown", "ORG"), rel("Tallinn", "ORG")], linker=linker)]
-    assert [(r["src"], r["dst"]) for r in out if r["kind"] == "relation"] == [("header1", "tallinn")]
-    out = [x for x in link([*recs, rel("Markdown", "LOCATION")], linker=linker)]
-    assert [(r["src"], r["dst"]) for r in out if r["kind"] == "relation"] == [("header1", "markdown")]
