@@ -496,13 +496,19 @@ def _is_element(doc: Document, sp) -> bool:
     """Does the document write this name as a parameter, flag or option anywhere ("the **Path**
     parameter"), or head a section with it as a command-line flag ("### -Path", "## --verbose")?"""
     # singular, and no name after it: "the `Get-Item` parameters", "the `Sort-Object` parameter **Bottom**"
-    # are a command's own
-    name = re.escape(sp.surface)
-    return (
-        re.search(rf"(?<![\w-]){name}[*`_]*\s+(?:parameter|flag|option|switch|argument)\b(?!\s+[*`_])", doc.text, re.I)
-        is not None
-        or re.search(rf"(?m)^#{{1,6}}[ \t]+[*`_]*--?{name}[*`_]*[ \t]*$", doc.text) is not None
-    )
+    # are a command's own. Read once per name and document: a reference page asks it of every
+    # "uses the **X** parameter" sentence
+    known = doc.__dict__.setdefault("_elements", {})
+    if sp.surface not in known:
+        name = re.escape(sp.surface)
+        known[sp.surface] = (
+            re.search(
+                rf"(?<![\w-]){name}[*`_]*\s+(?:parameter|flag|option|switch|argument)\b(?!\s+[*`_])", doc.text, re.I
+            )
+            is not None
+            or re.search(rf"(?m)^#{{1,6}}[ \t]+[*`_]*--?{name}[*`_]*[ \t]*$", doc.text) is not None
+        )
+    return known[sp.surface]
 
 
 PLURAL_INTERFACES = re.compile(
@@ -710,7 +716,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             # a name that only qualifies it ("a PowerShell session, such as one started by using
             # Y") does not
             hit = _span_at(block, tok.head, sent_spans)
-            if hit is not None and not hit.start <= block.start + tok.head.idx < hit.end:
+            if hit is not None and not _covers(block, hit, tok.head):
                 return None
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
@@ -723,7 +729,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 described
                 and hit is not None
                 and subj.pos_ == "NOUN"
-                and not hit.start <= block.start + subj.idx < hit.end
+                and not _covers(block, hit, subj)
                 and not hit.features.get("code_font")
             ):
                 # "Spool sessions that use X": the sessions the clause describes use X; the name only
@@ -737,7 +743,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             if hit is not None and subj.dep_ == "nsubjpass" and subj.pos_ == "NOUN":
                 # "PowerShell logs can be viewed using X": what is acted on is the logs, and the
                 # name only qualifies them; whoever views them is not said
-                if not hit.start <= block.start + subj.idx < hit.end:
+                if not _covers(block, hit, subj):
                     return None
             return hit
         if tok.dep_ == "relcl":
@@ -750,6 +756,11 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return None
         tok = tok.head
     return None
+
+
+def _covers(block: Block, sp, tok) -> bool:
+    """Is the token inside the span (the name is the noun itself, not a word qualifying it)?"""
+    return sp.start <= block.start + tok.idx < sp.end
 
 
 def _object_acts(tok):
@@ -844,7 +855,7 @@ def _some_one_acts(doc: Document, block: Block, trigger_start: int) -> bool:
     if found is None or found[0] != "subject":
         return False
     noun = found[1]
-    return noun.pos_ == "NOUN" and any(c.dep_ == "det" and c.lower_ in INDEFINITE for c in noun.children)
+    return noun.pos_ == "NOUN" and _indefinite(noun)
 
 
 def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:
@@ -1009,6 +1020,11 @@ def _comparison(doc: Document, block: Block, trigger_start: int) -> bool:
 INDEFINITE = frozenset({"a", "an", "any", "another", "each", "every", "some"})
 
 
+def _indefinite(noun) -> bool:
+    """Does the noun introduce one of a kind ("a client", "each job")?"""
+    return any(c.dep_ == "det" and c.lower_ in INDEFINITE for c in noun.children)
+
+
 def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     """Does a common noun that acts name something other than the page's subject? A bare one
     does ("Module authors", "users", "sessions"); "the service" may be the subject itself (a
@@ -1016,9 +1032,7 @@ def _other_than_subject(doc: Document, block: Block, noun) -> bool:
     example" is the page's example, something else; so are "the services", several things."""
     if not any(c.dep_ in ("det", "poss") for c in noun.children) or noun.tag_ == "NNS":
         return True
-    if noun.dep_ not in ("attr", "appos", "ROOT") and any(
-        c.dep_ == "det" and c.lower_ in INDEFINITE for c in noun.children
-    ):
+    if noun.dep_ not in ("attr", "appos", "ROOT") and _indefinite(noun):
         return True  # "allows a client that uses X": one of a kind, not the page's subject ("X is a service that ...")
     kind = lemma(noun).lower()
     page = doc.subject_at(block.start) or doc.subject
