@@ -74,6 +74,13 @@ TRIGGERS: list[Trigger] = [
         weight=0.9,
         name="formerly",
     ),
+    # "A was renamed to B": the former name first. Not "A is now B": "X is now GA" says how X is
+    _t(
+        "same_as",
+        r"(?:was|were|has\s+been|have\s+been|got)\s+renamed(?:\s+(?:to|as))?",
+        weight=0.9,
+        name="renamed to",
+    ),
     # owned_by
     _t(
         "owned_by",
@@ -457,9 +464,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         continue
                     owner = page
                 for k, obj in enumerate(objects):
+                    # same_as: from the former name; "inverse" when the former is said second
                     src, dst = (obj, subj) if trig.inverse else (subj, obj)
-                    if trig.rel == "same_as":
-                        src, dst = (obj, subj)
                     if element:
                         add(obj, owner, "part_of", trig.weight, "uses its", block, s, e, proximity * (0.95**k))
                         continue
@@ -1411,6 +1417,12 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
         row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
         if row_entity is None:
             continue
+        if len(cells) == 2 and len(header) == 2 and _renames(doc, block, header):
+            # "## Renamed settings" over "| old | new |" rows: each row a former name and the current one
+            current = [sp for sp in bspans if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp)]
+            if len(current) == 1 and _relevant(row_entity):
+                add(row_entity, current[0], "same_as", 0.75, "table:renamed", block, block.start, block.end)
+            continue
         for (cs, ce, _), name in zip(cells[1:], header[1:]):
             rel = _column_relation(name)
             if rel is None:
@@ -1418,6 +1430,19 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
             for sp in bspans:
                 if cs <= sp.start < ce and _relevant(sp):
                     _add_cell(add, row_entity, sp, rel, f"table:{name}", block)
+
+
+RENAMED = re.compile(r"\b(?:renam(?:ed|ing|es?)|former\s+names?|old\s+names?)\b", re.I)
+OLD_NEW = (re.compile(r"^(?:old|former|previous|before)\b"), re.compile(r"^(?:new|current|after)\b"))
+
+
+def _renames(doc: Document, block: Block, header: list[str]) -> bool:
+    """Is a two-column table a list of renames: its section's heading says so ("Renamed
+    settings"), or its columns are the old and the new ("| Old name | New name |")?"""
+    if all(rx.match(h.strip("*` ")) for rx, h in zip(OLD_NEW, header)):
+        return True
+    path = doc.section(block.start).path
+    return bool(path) and RENAMED.search(path[-1]) is not None
 
 
 def _add_cell(add, row_entity, cell, column: tuple[str, bool], pattern: str, block: Block) -> None:

@@ -770,3 +770,33 @@ def test_all_or_part_of_is_a_quantity_not_membership(rules):
     assert ("Ledger Service", "part_of", "Payments Platform") in got, got
     got = rules("# Listing\n\nIt measures a recursive `Find-Spool` command that uses the Quarry Index.\n")
     assert ("Find-Spool", "uses", "Quarry Index") in got, got
+
+
+def test_a_rename_reads_from_the_former_name_whichever_comes_first(rules):
+    got = rules(
+        "# Changelog\n\n"
+        "Billing Engine was renamed to Invoice Service in the spring release.\n\n"
+        "Spool Daemon is now Quarry Relay; the old binary is gone.\n\n"
+        "The Tax Engine was called Levy Desk until 2023.\n\n"
+        "The Audit Log is now available to every team.\n\n"
+        "Since the upgrade the Ledger Cache is now Faster than before.\n"
+    )
+    assert ("Billing Engine", "same_as", "Invoice Service") in got, got
+    assert ("Levy Desk", "same_as", "Tax Engine") in got, got
+    # "is now" says how a thing is as often as what it is called ("is now Faster", "is now GA")
+    assert len([t for t in got if t[1] == "same_as"]) == 2, got
+
+
+def test_a_table_of_renames_maps_each_former_name_to_the_current_one(rules):
+    got = rules(
+        "# Upgrade guide\n\n## Renamed settings\n\n| Version 1 | Version 2 |\n|---|---|\n"
+        "| `OLD_HOME_DIR` | `NEW_HOME_DIR` |\n| `spool.max_items` | `quarry.max_items` |\n\n"
+        "## Services\n\n| Old name | New name |\n|---|---|\n| Billing Engine | Invoice Service |\n\n"
+        "## Settings\n\n| Setting | Default |\n|---|---|\n| `spool.depth` | `quarry.depth` |\n"
+    )
+    assert ("OLD_HOME_DIR", "same_as", "NEW_HOME_DIR") in got, got
+    assert ("spool.max_items", "same_as", "quarry.max_items") in got, got
+    assert ("Billing Engine", "same_as", "Invoice Service") in got, got
+    # a table under another heading with other columns renames nothing
+    assert ("spool.depth", "same_as", "quarry.depth") not in got, got
+    assert len([t for t in got if t[1] == "same_as"]) == 3, got
