@@ -1432,7 +1432,8 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
                     _add_cell(add, row_entity, sp, rel, f"table:{name}", block)
 
 
-RENAMED = re.compile(r"\b(?:renam(?:ed|ing|es?)|former\s+names?|old\s+names?)\b", re.I)
+# "Renamed keys", not "Renaming files" or "Rename a function": a how-to's table is no list of renames
+RENAMED = re.compile(r"\b(?:renamed|former\s+names?|old\s+names?)\b", re.I)
 OLD_NEW = (re.compile(r"^(?:old|former|previous|before)\b"), re.compile(r"^(?:new|current|after)\b"))
 
 

@@ -792,11 +792,13 @@ def test_a_table_of_renames_maps_each_former_name_to_the_current_one(rules):
         "# Upgrade guide\n\n## Renamed settings\n\n| Version 1 | Version 2 |\n|---|---|\n"
         "| `OLD_HOME_DIR` | `NEW_HOME_DIR` |\n| `spool.max_items` | `quarry.max_items` |\n\n"
         "## Services\n\n| Old name | New name |\n|---|---|\n| Billing Engine | Invoice Service |\n\n"
-        "## Settings\n\n| Setting | Default |\n|---|---|\n| `spool.depth` | `quarry.depth` |\n"
+        "## Settings\n\n| Setting | Default |\n|---|---|\n| `spool.depth` | `quarry.depth` |\n\n"
+        "## Renaming a queue\n\n| Command | Note |\n|---|---|\n| `Rename-Queue` | `Spool-Queue` |\n"
     )
     assert ("OLD_HOME_DIR", "same_as", "NEW_HOME_DIR") in got, got
     assert ("spool.max_items", "same_as", "quarry.max_items") in got, got
     assert ("Billing Engine", "same_as", "Invoice Service") in got, got
     # a table under another heading with other columns renames nothing
     assert ("spool.depth", "same_as", "quarry.depth") not in got, got
+    assert ("Rename-Queue", "same_as", "Spool-Queue") not in got, got  # how to rename, not what was
     assert len([t for t in got if t[1] == "same_as"]) == 3, got
