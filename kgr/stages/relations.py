@@ -455,12 +455,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             element = trig.rel == "uses" and not trig.inverse and _interface_element(doc, objects[-1])
             for subj in subjects:
                 owner = subj
-                if element and _is_element(doc, subj):
+                if element and is_element(doc, subj):
                     # a parameter is no part of another: under a parameter's own section, what "use the
                     # **A** parameter" names is the page subject's; a parameter that "uses" another
                     # (the **ScriptBlock** parameter runs a command that uses **B**) says not whose B is
                     page = doc.subject
-                    if subj in sent_spans or page is None or _is_element(doc, page):
+                    if subj in sent_spans or page is None or is_element(doc, page):
                         continue
                     owner = page
                 for k, obj in enumerate(objects):
@@ -498,7 +498,7 @@ def _interface_element(doc: Document, obj) -> bool:
     return bool(INTERFACE_ELEMENT.match(_unmark(doc.text[obj.end : obj.end + 40])))
 
 
-def _is_element(doc: Document, sp) -> bool:
+def is_element(doc: Document, sp) -> bool:
     """Does the document write this name as a parameter, flag or option anywhere ("the **Path**
     parameter"), or head a section with it as a command-line flag ("### -Path", "## --verbose")?"""
     # singular, and no name after it: "the `Get-Item` parameters", "the `Sort-Object` parameter **Bottom**"

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from kgr.stages.relations import STATED_ONLY, VOCABULARY, conditional, evidence, types_ok
+from kgr.stages.relations import STATED_ONLY, VOCABULARY, conditional, evidence, is_element, types_ok
 from kgr.stages.textmodel import Block, Document, lemma, tokens_starting_in
 
 NONE = "none"
@@ -885,6 +885,8 @@ def _decided(doc: Document, model: RelationModel, cands: list[Candidate], probs)
             key in covered
             or key in aliases
             or (rel == "part_of" and peers.get(key[0], set()) & peers.get(key[1], set()))
+            # a parameter is no part of another ("One or more **Runspace** names" under "### -RunspaceName")
+            or (rel == "part_of" and is_element(doc, src) and is_element(doc, dst))
         ):
             continue
         prev = best.get(key)

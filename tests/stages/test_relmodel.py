@@ -306,3 +306,16 @@ def test_what_a_sentence_sends_the_reader_to_relates_nothing(read):
     got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
     assert ("Tax Engine", "part_of", "Invoice Service") in got, got
     assert not [t for t in got if "Ledger Cache" in (t[0], t[2]) or "Audit Log" in (t[0], t[2])], got
+
+
+def test_the_model_makes_no_parameter_part_of_another(read):
+    doc, spans, rules = read(
+        "# Stop-Spool\n\nStops a spool. Use the **Queue** parameter to pick one.\n\n"
+        "## Parameters\n\n### -QueueName\n\nOne or more **Queue** names to be stopped.\n\n"
+        "### -Force\n\nStops the spool without asking.\n"
+    )
+    # a model that reads every name under a section's subject as a part of it
+    parts = _model({("subj=section", "part_of<"): 6.0, ("subj=page", "part_of<"): 6.0})
+    got = {(r["src"], r["rel"], r["dst"]) for r in learned_relations(doc, spans, rules, model=parts)}
+    assert ("Queue", "part_of", "Stop-Spool") in got, got  # a parameter is its command's
+    assert ("Queue", "part_of", "QueueName") not in got, got
