@@ -948,8 +948,18 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     bare = trigger.tag_ == "VB" and not any(
         c.dep_ in ("aux", "auxpass", "nsubj", "nsubjpass") for c in trigger.children
     )
-    return bare or (
-        tok.tag_ in ("VB", "VBP") and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial)
+    # a clause a subordinating word opens on a main clause with no subject at all is an
+    # instruction however the parser tags its verb ("When using X as the style, navigate to the
+    # next item": "navigate" taken for an adjective)
+    unsaid = subordinate and verb.i == tok.i and tok.dep_ == "ROOT" and tok.pos_ != "AUX"
+    unsaid = unsaid and not any(c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl") for c in tok.children)
+    return (
+        bare
+        or unsaid
+        or (
+            tok.tag_ in ("VB", "VBP")
+            and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial)
+        )
     )
 
 

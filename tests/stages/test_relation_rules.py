@@ -802,3 +802,13 @@ def test_a_table_of_renames_maps_each_former_name_to_the_current_one(rules):
     assert ("spool.depth", "same_as", "quarry.depth") not in got, got
     assert ("Rename-Queue", "same_as", "Spool-Queue") not in got, got  # how to rename, not what was
     assert len([t for t in got if t[1] == "same_as"]) == 3, got
+
+
+def test_a_when_clause_on_a_main_clause_with_no_subject_is_the_readers(rules):
+    got = rules(
+        "# Line editor functions\n\n### NextEntry\n\n"
+        "When using `GridStyle` as the view style for prediction, navigate to the next\nentry in the list.\n\n"
+        "### SelectNextWord\n\nAdjust the current selection to include the next word using WordMover.\n"
+    )
+    assert not [t for t in got if t[2] == "GridStyle"], got  # "navigate" is parsed as an adjective
+    assert ("SelectNextWord", "uses", "WordMover") in got, got  # what the function does
