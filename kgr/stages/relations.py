@@ -716,7 +716,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     for step in range(5):
         if tok is None:
             return None
-        if step and tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
+        if tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
             # "X cannot delete events created by using Y": the trigger is in a clause that
             # describes a noun; that noun acts, when it is a name, not the sentence's subject;
             # a name that only qualifies it ("a PowerShell session, such as one started by using

@@ -812,3 +812,14 @@ def test_a_when_clause_on_a_main_clause_with_no_subject_is_the_readers(rules):
     )
     assert not [t for t in got if t[2] == "GridStyle"], got  # "navigate" is parsed as an adjective
     assert ("SelectNextWord", "uses", "WordMover") in got, got  # what the function does
+
+
+def test_a_participle_on_a_common_noun_says_nothing_of_the_sentence_subject(rules):
+    got = rules(
+        "# Set-Spool\n\n### -Authentication\n\nPossible values are:\n\n"
+        "- `Default` : Use the authentication method implemented by the Quarry protocol.\n"
+        "- `Basic`: Basic is a scheme in which the password is sent in clear text.\n\n"
+        "## Notes\n\nThe Ledger Cache, implemented by the Spool Daemon, keeps the rows.\n"
+    )
+    assert not [t for t in got if t[2] == "Quarry"], got  # the method is implemented by it
+    assert ("Ledger Cache", "part_of", "Spool Daemon") in got, got  # the participle describes the name
