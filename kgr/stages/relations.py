@@ -717,8 +717,9 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
         if tok is None:
             return None
         if tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
-            # "X cannot delete events created by using Y": the trigger is in a clause that
-            # describes a noun; that noun acts, when it is a name, not the sentence's subject;
+            # "X cannot delete events created by using Y", "use the method implemented by Y": the
+            # trigger is in (or is) a clause that describes a noun; that noun acts, when it is a
+            # name, not the sentence's subject;
             # a name that only qualifies it ("a PowerShell session, such as one started by using
             # Y") does not
             hit = _span_at(block, tok.head, sent_spans)
@@ -951,8 +952,13 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     # a clause a subordinating word opens on a main clause with no subject at all is an
     # instruction however the parser tags its verb ("When using X as the style, navigate to the
     # next item": "navigate" taken for an adjective)
-    unsaid = subordinate and verb.i == tok.i and tok.dep_ == "ROOT" and tok.pos_ != "AUX"
-    unsaid = unsaid and not any(c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl") for c in tok.children)
+    unsaid = (
+        subordinate
+        and verb.i == tok.i
+        and tok.dep_ == "ROOT"
+        and tok.pos_ != "AUX"
+        and not any(c.dep_ in ("nsubj", "nsubjpass", "csubj", "expl") for c in tok.children)
+    )
     return (
         bare
         or unsaid
@@ -1420,26 +1426,29 @@ def _tables(doc: Document, by_block: dict[int, list], add) -> None:
         if key_rel is not None and doc.subject_at(block.start) is not None:
             # a key/value table: "| Owning team | Fulfilment |" about the page's subject
             subj = doc.subject or doc.subject_at(block.start)
-            for sp in bspans:
-                if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp):
-                    _add_cell(add, subj, sp, key_rel, f"table:{key}", block)
+            for sp in _named_in(cells[1], bspans):
+                _add_cell(add, subj, sp, key_rel, f"table:{key}", block)
             continue
         row_entity = next((sp for sp in bspans if cells[0][0] <= sp.start < cells[0][1]), None)
         if row_entity is None:
             continue
         if len(cells) == 2 and len(header) == 2 and _renames(doc, block, header):
             # "## Renamed settings" over "| old | new |" rows: each row a former name and the current one
-            current = [sp for sp in bspans if cells[1][0] <= sp.start < cells[1][1] and _relevant(sp)]
+            current = _named_in(cells[1], bspans)
             if len(current) == 1 and _relevant(row_entity):
                 add(row_entity, current[0], "same_as", 0.75, "table:renamed", block, block.start, block.end)
             continue
-        for (cs, ce, _), name in zip(cells[1:], header[1:]):
+        for cell, name in zip(cells[1:], header[1:]):
             rel = _column_relation(name)
             if rel is None:
                 continue
-            for sp in bspans:
-                if cs <= sp.start < ce and _relevant(sp):
-                    _add_cell(add, row_entity, sp, rel, f"table:{name}", block)
+            for sp in _named_in(cell, bspans):
+                _add_cell(add, row_entity, sp, rel, f"table:{name}", block)
+
+
+def _named_in(cell: tuple[int, int, str], spans: list) -> list:
+    """The names a table cell holds (no date or version)."""
+    return [sp for sp in spans if cell[0] <= sp.start < cell[1] and _relevant(sp)]
 
 
 # "Renamed keys", not "Renaming files" or "Rename a function": a how-to's table is no list of renames
