@@ -81,6 +81,13 @@ TRIGGERS: list[Trigger] = [
         weight=0.9,
         name="renamed to",
     ),
+    # "A: The name of B before 2.0.0", "A, the former name of B"
+    _t(
+        "same_as",
+        r"(?:the\s+)?(?:former|old|previous|original)\s+name\s+of|(?:the\s+)?name\s+of(?=\s[^.;:]{1,60}?\s(?:before|until|prior\s+to)\b)",
+        weight=0.9,
+        name="name of",
+    ),
     # owned_by
     _t(
         "owned_by",
@@ -293,6 +300,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
             _sentence_patterns(doc, block, s, e, sent_spans, add)
         _structural(doc, block, bspans, add)
         _appositions(doc, block, bspans, add)
+        _now_named(doc, block, bspans, add)
         _interfaces(doc, block, bspans, add)
         _locations(doc, block, bspans, add)
         _definition(doc, block, bspans, add)
@@ -723,8 +731,9 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             # a name that only qualifies it ("a PowerShell session, such as one started by using
             # Y") does not
             hit = _span_at(block, tok.head, sent_spans)
-            if hit is not None and not _covers(block, hit, tok.head):
-                return None
+            if hit is None or not _covers(block, hit, tok.head):
+                # a passive participle ("run by Y") on a noun that describes a name: that name
+                return _described_name(doc, block, tok.head, sent_spans) if tok.tag_ == "VBN" else None
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
@@ -760,6 +769,40 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 hit = _span_at(block, head.head, sent_spans)
             return hit
         if tok.dep_ in ("ROOT",):
+            return None
+        tok = tok.head
+    return None
+
+
+# what may come before a line's first word: a list marker, markup
+ITEM_MARK = re.compile(r"\s*(?:[-*+]\s+|\d+[.)]\s+)?[*_`]*")
+
+
+def _described_name(doc: Document, block: Block, noun, spans: list):
+    """The name a common noun's phrase describes, or None: the name it stands in apposition to
+    ("Kestrel: event bus on Apache Kafka, run by Y"; "Identity Broker: sign-on for people and
+    tokens for services, run by Y", where the parse hangs the participle on a noun inside the
+    description, or the description its root and the name a word before it), or the name it is
+    called ("an event bus, named Kestrel, operated by Y")."""
+    for child in noun.children:
+        if child.dep_ == "acl" and child.lower_ in ("named", "called"):
+            called = next((c for c in child.children if c.dep_ in ("oprd", "attr", "dobj")), None)
+            hit = _span_at(block, called, spans) if called is not None else None
+            if hit is not None and _covers(block, hit, called):
+                return hit
+    tok = noun
+    for _ in range(6):
+        if tok.dep_ == "appos":
+            hit = _span_at(block, tok.head, spans)
+            return hit if hit is not None and _covers(block, hit, tok.head) else None
+        if tok.dep_ == "ROOT" and tok.pos_ not in ("VERB", "AUX"):
+            # "Term: description": the parse may make the description the root, the term a "dep"
+            start = block.start + tok.sent.start_char
+            term = next((sp for sp in spans if sp.start >= start), None)
+            lead = term is not None and ITEM_MARK.fullmatch(doc.text[start : term.start]) is not None
+            colon = lead and _unmark(doc.text[term.end : term.end + 4]).lstrip().startswith(":")
+            return term if colon and block.start + tok.idx > term.end else None
+        if tok.dep_ not in ("pobj", "prep", "conj"):
             return None
         tok = tok.head
     return None
@@ -1343,6 +1386,29 @@ def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
         ):
             s0, e0 = _sentence_of(block, a.start)
             add(a, b, "part_of", 0.8, "X is Y's part", block, block.start + s0, block.start + e0)
+
+
+# "A is now B." between two names, B ending its clause: a rename ("Hopper is now Inlet;")
+NOW_NAMED = re.compile(r"\s*(?:is|are)\s+now\s+(?:called\s+|named\s+|known\s+as\s+)?")
+CLAUSE_END = re.compile(r"\s*(?:[.;:,)]|$)")
+
+
+def _now_named(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "Tallyhive is now Quillstone." -> Tallyhive same_as Quillstone: the former name first. Only
+    between two names, the second ending its clause and written as a name, not an abbreviation
+    or a state ("X is now GA", "The job state is now Disconnected": no name before)."""
+    text = doc.text
+    for a, b in zip(bspans, bspans[1:]):
+        m = NOW_NAMED.fullmatch(_unmark(text[a.end : b.start]))
+        if m is None or not CLAUSE_END.match(_unmark(text[b.end : b.end + 3])):
+            continue
+        if {a.type, b.type} & {"VERSION", DATE} or b.surface.isupper() or not re.search(r"[a-z]", b.surface):
+            continue
+        tok = _token_at(doc, block, b.start)
+        if tok is not None and tok.pos_ in ("ADJ", "VERB"):
+            continue  # "... is now Disconnected": a state
+        s0, e0 = _sentence_of(block, a.start)
+        add(a, b, "same_as", 0.85, "is now", block, block.start + s0, block.start + e0)
 
 
 def _definition(doc: Document, block: Block, bspans: list, add) -> None:

@@ -779,12 +779,21 @@ def test_a_rename_reads_from_the_former_name_whichever_comes_first(rules):
         "Spool Daemon is now Quarry Relay; the old binary is gone.\n\n"
         "The Tax Engine was called Levy Desk until 2023.\n\n"
         "The Audit Log is now available to every team.\n\n"
-        "Since the upgrade the Ledger Cache is now Faster than before.\n"
+        "Since the upgrade the Ledger Cache is now Faster than before.\n\n"
+        "The Quarry Relay is now GA. The Quarry Relay job is now Disconnected.\n\n"
+        "## Glossary\n\n**Ledger Desk**: The name of Levy Desk before 2.0.0.\n\n"
+        "**Spool Cache**, the former name of the Ledger Cache.\n"
     )
     assert ("Billing Engine", "same_as", "Invoice Service") in got, got
     assert ("Levy Desk", "same_as", "Tax Engine") in got, got
-    # "is now" says how a thing is as often as what it is called ("is now Faster", "is now GA")
-    assert len([t for t in got if t[1] == "same_as"]) == 2, got
+    # "A is now B", B a name that ends the clause: a rename
+    assert ("Spool Daemon", "same_as", "Quarry Relay") in got, got
+    # "the name of B before ...", "the former name of B": the name defined is the former one
+    assert ("Ledger Desk", "same_as", "Levy Desk") in got, got
+    assert ("Spool Cache", "same_as", "Ledger Cache") in got, got
+    # "is now" says how a thing is as often as what it is called ("is now Faster than before",
+    # "is now GA", "is now Disconnected", "is now available")
+    assert len([t for t in got if t[1] == "same_as"]) == 5, got
 
 
 def test_a_table_of_renames_maps_each_former_name_to_the_current_one(rules):
@@ -823,3 +832,19 @@ def test_a_participle_on_a_common_noun_says_nothing_of_the_sentence_subject(rule
     )
     assert not [t for t in got if t[2] == "Quarry"], got  # the method is implemented by it
     assert ("Ledger Cache", "part_of", "Spool Daemon") in got, got  # the participle describes the name
+
+
+def test_a_participle_on_a_description_belongs_to_the_name_described(rules):
+    got = rules(
+        "# Platform services\n\n"
+        "- Quarry Relay: event bus on Apache Kafka, run by Ledger Operations.\n"
+        "- Levy Desk: single sign-on for people and OAuth 2.0 tokens for services, run by Audit Engineering.\n\n"
+        "We will run a Kafka-based event bus, named Tally Queue, operated by Ledger Operations:\n"
+    )
+    # the description stands in apposition to the name before the colon, wherever the parse
+    # hangs the participle inside it
+    assert ("Quarry Relay", "owned_by", "Ledger Operations") in got, got
+    assert ("Apache Kafka", "owned_by", "Ledger Operations") not in got, got
+    assert ("Levy Desk", "owned_by", "Audit Engineering") in got, got
+    # "a queue, named X, operated by Y": the queue is X
+    assert ("Tally Queue", "owned_by", "Ledger Operations") in got, got
