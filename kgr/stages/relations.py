@@ -1557,12 +1557,20 @@ def _cells(block: Block) -> list[tuple[int, int, str]]:
 COLUMN_RELATIONS = [
     (re.compile(r"\b(?:owns|maintains|operates)\b"), "owned_by", True),
     (re.compile(r"^(?:[\w-]+\s+)?(?:leads?|led\s+by|members?|chairs?)$"), "part_of", True),
-    (re.compile(r"\b(?:owner|owning|owned\s+by|team|maintaine[rd]|run\s+by|operated\s+by)"), "owned_by", False),
+    (
+        re.compile(
+            r"\b(?:owner|owning|owned\s+by|team|working\s+group|squad|maintaine[rd]|run\s+by|operated\s+by|authors?\b)"
+        ),
+        "owned_by",
+        False,
+    ),
     (
         re.compile(r"\b(?:region|location|office|site|city|country|data\s*cent(?:er|re)|runs\s+in|hosted\s+in)"),
         "located_in",
         False,
     ),
+    (re.compile(r"^(?:supersedes|replaces)$"), "precedes", True),
+    (re.compile(r"^(?:superseded|replaced)\s+by$"), "precedes", False),
     (re.compile(r"\b(?:depends|dependenc|requires)"), "depends_on", False),
     (re.compile(r"\b(?:uses|integrat|calls)"), "uses", False),
     (re.compile(r"\b(?:part\s+of|parent|component\s+of|member\s+of|belongs\s+to|affiliation)"), "part_of", False),

@@ -172,6 +172,21 @@ def test_a_table_column_names_its_relation_in_either_direction(rules):
     assert not [t for t in got if "Ines Okafor" in (t[0], t[2])], got
 
 
+def test_a_key_value_table_says_who_owns_a_proposal_and_what_it_supersedes(rules):
+    """A proposal's "Author" and "Working group" own it; "Supersedes" puts the older one first.
+    "Resource group" is where a thing is, no one who owns it."""
+    got = rules(
+        "# QRFC-0042: Faster spools\n\n| Field | Value |\n|---|---|\n"
+        "| Status | Implemented (2.0.0) |\n| Author | Odile Brasseur |\n| Working group | Spool WG |\n"
+        "| Supersedes | QRFC-0004 |\n\n## Machines\n\n| Name | Resource group |\n|---|---|\n"
+        "| Ledger Store | Quarry Hosts |\n"
+    )
+    assert ("QRFC-0042", "owned_by", "Odile Brasseur") in got, got
+    assert ("QRFC-0042", "owned_by", "Spool WG") in got, got
+    assert ("QRFC-0004", "precedes", "QRFC-0042") in got, got
+    assert not [t for t in got if t[2] == "Quarry Hosts"], got
+
+
 def test_a_person_in_a_team_column_belongs_to_the_team():
     """A person is not owned: "| Ines Okafor | Payments Team |" under "Name | Team" is part_of."""
     from kgr.stages.extract import Span
