@@ -104,7 +104,12 @@ TRIGGERS: list[Trigger] = [
     ),
     # part_of: people in teams
     _t("part_of", rf"{AUX}(?:led|headed|managed)\s+by", inverse=True, weight=0.85, name="led by"),
-    _t("part_of", r"leads|heads|(?:is|as)\s+(?:the\s+)?(?:lead|head|manager|director)\s+of", weight=0.85, name="leads"),
+    _t(
+        "part_of",
+        r"leads|heads|chairs|co-chairs|(?:is|as)\s+(?:the\s+|a\s+|an\s+)?(?:\w+\s+)?(?:lead|head|manager|director|chair|chairperson|treasurer|secretary|president)\s+of",
+        weight=0.85,
+        name="leads",
+    ),
     _t("part_of", r"reports\s+to", inverse=True, weight=0.6, name="reports to"),
     _t(
         "part_of",
@@ -301,6 +306,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
         _structural(doc, block, bspans, add)
         _appositions(doc, block, bspans, add)
         _now_named(doc, block, bspans, add)
+        _members(doc, block, bspans, add)
         _interfaces(doc, block, bspans, add)
         _locations(doc, block, bspans, add)
         _definition(doc, block, bspans, add)
@@ -1386,6 +1392,35 @@ def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
         ):
             s0, e0 = _sentence_of(block, a.start)
             add(a, b, "part_of", 0.8, "X is Y's part", block, block.start + s0, block.start + e0)
+
+
+# "the Storage WG, whose lead is X"; "The TSC has five members: A (chair), B and C"
+WHOSE_LEAD = re.compile(
+    r",?\s*whose\s+(?:\w+\s+)?(?:lead|head|chair|manager|members?)\s+(?:is|are|include)\s+(?:the\s+)?"
+)
+HAS_MEMBERS = re.compile(r"\s+(?:has|have)\s+(?:\w+\s+){0,2}members\s*(?::|,\s*namely)\s*")
+MEMBER_GAP = re.compile(r"\s*(?:\([^()]{0,40}\))?\s*(?:,|and|,\s*and)?\s*")
+
+
+def _members(doc: Document, block: Block, bspans: list, add) -> None:
+    """ "the Storage WG, whose lead is X" -> X part_of the Storage WG; "The TSC has five members:
+    A (chair), B, C and D" -> each of them part_of the TSC (a person belongs to the team)."""
+    text = doc.text
+    for k, (a, b) in enumerate(zip(bspans, bspans[1:])):
+        gap = _unmark(text[a.end : b.start])
+        if WHOSE_LEAD.fullmatch(gap):
+            s0, e0 = _sentence_of(block, a.start)
+            add(b, a, "part_of", 0.8, "whose lead is", block, block.start + s0, block.start + e0)
+        elif HAS_MEMBERS.fullmatch(gap):
+            s0, e0 = _sentence_of(block, a.start)
+            members = [b]
+            for nxt in bspans[k + 2 :]:
+                if not MEMBER_GAP.fullmatch(_unmark(text[members[-1].end : nxt.start])):
+                    break
+                members.append(nxt)
+            for m in members:
+                if _relevant(m):
+                    add(m, a, "part_of", 0.8, "has members", block, block.start + s0, block.start + e0)
 
 
 # "A is now B." between two names, B ending its clause: a rename ("Hopper is now Inlet;")

@@ -863,3 +863,20 @@ def test_a_participle_on_a_description_belongs_to_the_name_described(rules):
     assert ("Levy Desk", "owned_by", "Audit Engineering") in got, got
     # "a queue, named X, operated by Y": the queue is X
     assert ("Tally Queue", "owned_by", "Ledger Operations") in got, got
+
+
+def test_a_role_in_a_group_makes_the_person_a_member(rules):
+    """The guideline's part_of holds a person who belongs to or leads a group: "chairs", "is the
+    treasurer of", "whose lead is", "has five members: A (chair), B and C"."""
+    got = rules(
+        "# Governance\n\nThe Quarry Council and the Spool Guild run the project.\n\n"
+        "The storage engine is owned by the Spool Guild, whose lead is Benedikt Szabo.\n\n"
+        "The Quarry Council has three members: Odalys Verhoeven (chair), Haruto Sakamoto and Marisol Quintero.\n\n"
+        "Dagny Fairweather chairs the Quarry Council.\n\n"
+        "Ilse Marchetti is the treasurer of the Foundation Board.\n"
+    )
+    assert ("Benedikt Szabo", "part_of", "Spool Guild") in got, got
+    for person in ("Odalys Verhoeven", "Haruto Sakamoto", "Marisol Quintero", "Dagny Fairweather"):
+        assert (person, "part_of", "Quarry Council") in got, got
+    assert ("Ilse Marchetti", "part_of", "Foundation Board") in got, got
+    assert ("Benedikt Szabo", "part_of", "Quarry Council") not in got, got
