@@ -368,7 +368,14 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             ts, te = s + m.start(), s + m.end()
             if any(ts < b and a < te for a, b in taken):
                 continue
-            if any(sp.start < te and ts < sp.end and sp.source != "coref" for sp in sent_spans):
+            # "copies `journal.posted.v1` into Basalt": a name between the trigger's first and last
+            # words is what the verb acts on, for "uses" one of its objects too
+            verb_end = ts + len(m.group().split()[0])
+            last = ts + m.group().rstrip().rfind(m.group().split()[-1])
+            inner = [sp for sp in sent_spans if verb_end < sp.start and sp.end <= last and sp.source != "coref"]
+            if any(sp.start < te and ts < sp.end and sp.source != "coref" and sp not in inner for sp in sent_spans) or (
+                inner and trig.rel != "uses"
+            ):
                 continue  # the trigger word is inside a name
             if _in_code(doc.text, ts):
                 continue  # "`using namespace System.Text`": a keyword of the code shown, not a word of the sentence
@@ -391,6 +398,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             objects = _objects(doc, te, right, block)
             if not objects:
                 continue
+            objects = [sp for sp in inner if _relevant(sp) and _proper(doc, sp)] + objects
             if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
                 continue  # "It explains how to use X": the reader uses X
             if conditional(doc, block, ts):
@@ -504,6 +512,13 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
 INTERFACE_ELEMENT = re.compile(
     r"^\s*(?:parameters?|flags?|options?|switch(?:es)?|arguments?)\b(?!\s+(?:of|from|in|on|for)\b)", re.I
 )
+
+
+def _proper(doc: Document, sp) -> bool:
+    """Is the name a proper one or an identifier ("Basalt", "`journal.posted.v1`"), not a common
+    noun the corpus names ("hands each settlement batch to X": what is handed, not used)?"""
+    code = sp.features.get("code_font") or doc.text[sp.start - 1 : sp.start] == "`"
+    return bool(code) or any(ch.isupper() for ch in sp.surface)
 
 
 def _interface_element(doc: Document, obj) -> bool:

@@ -880,3 +880,17 @@ def test_a_role_in_a_group_makes_the_person_a_member(rules):
         assert (person, "part_of", "Quarry Council") in got, got
     assert ("Ilse Marchetti", "part_of", "Foundation Board") in got, got
     assert ("Benedikt Szabo", "part_of", "Quarry Council") not in got, got
+
+
+def test_a_name_between_a_verb_and_its_preposition_is_used_too(rules):
+    """ "copies `X` into Y": the thing uses X and Y; not a common noun handed on ("hands each
+    spool batch to Y": the batch is what is handed), and not for other relations."""
+    got = rules(
+        "# Quarry Relay\n\nThe Quarry Relay feeds Spool Store. A **spool batch** is a group of rows.\n\n"
+        "Quarry Relay copies `ledger.posted.v1` into Spool Store, where Finance builds its reports.\n\n"
+        "It hands each spool batch to the Levy Gateway.\n"
+    )
+    assert ("Quarry Relay", "uses", "ledger.posted.v1") in got, got
+    assert ("Quarry Relay", "uses", "Spool Store") in got, got
+    assert ("Quarry Relay", "uses", "Levy Gateway") in got, got
+    assert not [t for t in got if t[2] == "spool batch"], got
