@@ -1370,23 +1370,51 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 continue
             prep = doc.text.rfind(" ", s, sp.start - 1)
             owner = _dep_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans)
+            shared = _shared_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans) if owner is None else None
+            owner = owner or shared
             if (
                 owner is None
                 or owner.type in ("PERSON", "DATE", "VERSION")
                 or _is_place(owner)
                 or owner.start >= sp.start
             ):
-                owner = next(
-                    (
-                        x
-                        for x in reversed(spans[:i])
-                        if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT") and not _is_place(x)
-                    ),
-                    None,
+                # the nearest earlier thing; not when a second verb shares a subject the parse
+                # gives (the nearest is then the first verb's object)
+                owner = (
+                    None
+                    if shared is not None
+                    else next(
+                        (
+                            x
+                            for x in reversed(spans[:i])
+                            if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT") and not _is_place(x)
+                        ),
+                        None,
+                    )
                 )
             if owner is not None:
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
+
+
+def _shared_subject(doc: Document, block: Block, prep_start: int, spans: list):
+    """The subject a second coordinated verb shares with the first ("It is owned by T and runs in
+    R": the page's subject the "it" stands for, not T, the name nearest before), or None."""
+    tok = _token_at(doc, block, prep_start)
+    verb = tok.head if tok is not None and tok.dep_ == "prep" else None
+    for _ in range(4):  # "runs in R with a warm standby in R2": up to the verb
+        if verb is None or verb.pos_ in ("VERB", "AUX") or verb.dep_ not in ("pobj", "prep"):
+            break
+        verb = verb.head
+    if verb is None or verb.dep_ != "conj" or verb.pos_ not in ("VERB", "AUX") or verb.head.pos_ not in ("VERB", "AUX"):
+        return None
+    subj = next((c for c in verb.head.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None:
+        return None
+    hit = _span_at(block, subj, spans)
+    if hit is not None:
+        return hit
+    return doc.subject_at(prep_start) if subj.lower_ in ("it", "this") else None
 
 
 def _appositions(doc: Document, block: Block, bspans: list, add) -> None:

@@ -894,3 +894,19 @@ def test_a_name_between_a_verb_and_its_preposition_is_used_too(rules):
     assert ("Quarry Relay", "uses", "Spool Store") in got, got
     assert ("Quarry Relay", "uses", "Levy Gateway") in got, got
     assert not [t for t in got if t[2] == "spool batch"], got
+
+
+def test_a_second_verb_shares_the_first_ones_subject_not_its_object(rules):
+    """ "It is owned by T and runs in R": the second verb's subject is the first's ("it"), not T,
+    the name nearest before; so for a place hung on a noun after it ("with a standby in R2")."""
+    got = rules(
+        "# Quarry Gate\n\nThe Quarry Gate (qg) handles sign-in for people and services at Levy Labs. "
+        "It is owned by Spool Engineering and runs in eu-central-1 with a warm standby in eu-west-1.\n"
+    )
+    assert not [t for t in got if t[0] == "Spool Engineering" and t[1] == "located_in"], got
+    got = rules(
+        "# Tally Broker\n\nThe Tally Broker (tb) handles sign-in for people and services at Levy Labs. "
+        "It is owned by Spool Engineering and runs in eu-central-1 with a warm standby in eu-west-1.\n"
+    )
+    assert ("Tally Broker", "located_in", "eu-central-1") in got, got
+    assert ("Tally Broker", "located_in", "eu-west-1") in got, got
