@@ -399,6 +399,10 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if not objects:
                 continue
             objects = [sp for sp in inner if _relevant(sp) and _proper(doc, sp)] + objects
+            if trig.rel == "located_in":
+                objects = [o for o in objects if not _modifies_noun(doc, block, o)]  # "lives in Nomad variables"
+                if not objects:
+                    continue
             if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
                 continue  # "It explains how to use X": the reader uses X
             if conditional(doc, block, ts):
@@ -1337,6 +1341,24 @@ def _is_place(sp) -> bool:
     return votes is None or votes[0] * 2 >= votes[1]
 
 
+PLACE_NOUNS = frozenset(
+    "region regions office offices city town country zone zones site sites campus area building floor room "
+    "datacenter datacentre center centre".split()
+)
+
+
+def _modifies_noun(doc: Document, block: Block, sp) -> bool:
+    """Does the name only qualify the noun after it ("in Nomad variables", "in the Northbeam
+    console")? What is in it is then that thing, and the name is no place."""
+    tok = _token_at(doc, block, sp.end - 1)
+    if tok is None or tok.dep_ not in ("compound", "nmod", "amod", "poss"):
+        return False
+    head = tok.head
+    if head.lower_ in PLACE_NOUNS:
+        return False  # "in the eu-central-1 region", "in the Porto office": still the place
+    return head.i > tok.i and head.pos_ in ("NOUN", "PROPN") and block.start + head.idx >= sp.end
+
+
 # per document: surface -> (mentions NER calls a place, mentions NER labels at all)
 PLACE_VOTES: contextvars.ContextVar[dict[str, tuple[int, int]]] = contextvars.ContextVar("place_votes", default={})
 
@@ -1365,7 +1387,7 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 continue
             before = _unmark(doc.text[max(s, sp.start - 20) : sp.start])
             listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end : sp.start]))
-            if not (PLACE_PREP.search(before) or listed):
+            if not (PLACE_PREP.search(before) or listed) or _modifies_noun(doc, block, sp):
                 prev_place = None
                 continue
             prep = doc.text.rfind(" ", s, sp.start - 1)

@@ -910,3 +910,17 @@ def test_a_second_verb_shares_the_first_ones_subject_not_its_object(rules):
     )
     assert ("Tally Broker", "located_in", "eu-central-1") in got, got
     assert ("Tally Broker", "located_in", "eu-west-1") in got, got
+
+
+def test_a_place_name_that_qualifies_a_noun_is_no_place(rules):
+    """ "keeps credentials only in Nomad variables": the credentials are in the variables, and
+    Nomad is no place; "in the eu-central-1 region" and "in Tallinn" still are."""
+    got = rules(
+        "# Teams\n\nData Platform and Core Infrastructure are teams. Granary stores release archives.\n\n"
+        "It has been rotated, and the Infra WG now keeps break-glass credentials only in Nomad variables.\n\n"
+        "Data Platform is led by Priya Raman in Tallinn.\n\n"
+        "The Ledger Service runs in the eu-central-1 region.\n"
+    )
+    assert not [t for t in got if t[2] == "Nomad"], got
+    assert ("Data Platform", "located_in", "Tallinn") in got, got
+    assert ("Ledger Service", "located_in", "eu-central-1") in got, got
