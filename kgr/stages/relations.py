@@ -368,15 +368,20 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             ts, te = s + m.start(), s + m.end()
             if any(ts < b and a < te for a, b in taken):
                 continue
-            # "copies `journal.posted.v1` into Basalt": a name between the trigger's first and last
-            # words is what the verb acts on, for "uses" one of its objects too
+            # "copies `journal.posted.v1` into Basalt": an identifier between the trigger's first and
+            # last words is what the verb acts on, for "uses" one of its objects too
             verb_end = ts + len(m.group().split()[0])
             last = ts + m.group().rstrip().rfind(m.group().split()[-1])
             inner = [sp for sp in sent_spans if verb_end < sp.start and sp.end <= last and sp.source != "coref"]
             if any(sp.start < te and ts < sp.end and sp.source != "coref" and sp not in inner for sp in sent_spans) or (
-                inner and trig.rel != "uses"
+                inner and (trig.rel != "uses" or not all(_as_code(doc, sp) or sp.surface.islower() for sp in inner))
             ):
-                continue  # the trigger word is inside a name
+                # the trigger word is inside a name, or a proper name stands between its words
+                # ("sends the XML to X": what XML is, and who sends it, is unclear). An identifier
+                # written as code is used too; a common noun ("exports a summary of the settlement
+                # batches to X") is what is handed on
+                continue
+            inner = [sp for sp in inner if _as_code(doc, sp)]
             if _in_code(doc.text, ts):
                 continue  # "`using namespace System.Text`": a keyword of the code shown, not a word of the sentence
             if trig.rel == "uses" and masked_sentence[m.start()].isupper():
@@ -398,7 +403,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             objects = _objects(doc, te, right, block)
             if not objects:
                 continue
-            objects = [sp for sp in inner if _relevant(sp) and _proper(doc, sp)] + objects
+            objects = [sp for sp in inner if _relevant(sp)] + objects
             if trig.rel == "located_in":
                 objects = [o for o in objects if not _modifies_noun(doc, block, o)]  # "lives in Nomad variables"
                 if not objects:
@@ -518,11 +523,9 @@ INTERFACE_ELEMENT = re.compile(
 )
 
 
-def _proper(doc: Document, sp) -> bool:
-    """Is the name a proper one or an identifier ("Basalt", "`journal.posted.v1`"), not a common
-    noun the corpus names ("hands each settlement batch to X": what is handed, not used)?"""
-    code = sp.features.get("code_font") or doc.text[sp.start - 1 : sp.start] == "`"
-    return bool(code) or any(ch.isupper() for ch in sp.surface)
+def _as_code(doc: Document, sp) -> bool:
+    """Is the name an identifier written as code ("`journal.posted.v1`")?"""
+    return bool(sp.features.get("code_font")) or doc.text[sp.start - 1 : sp.start] == "`"
 
 
 def _interface_element(doc: Document, obj) -> bool:

@@ -883,8 +883,9 @@ def test_a_role_in_a_group_makes_the_person_a_member(rules):
 
 
 def test_a_name_between_a_verb_and_its_preposition_is_used_too(rules):
-    """ "copies `X` into Y": the thing uses X and Y; not a common noun handed on ("hands each
-    spool batch to Y": the batch is what is handed), and not for other relations."""
+    """ "copies `X` into Y": the thing uses X and Y. A common noun between the words is what is
+    handed on ("hands each spool batch to Y"); a proper name ("sends the XML to Y") still stops
+    the trigger: what it is, and who acts, is unclear."""
     got = rules(
         "# Quarry Relay\n\nThe Quarry Relay feeds Spool Store. A **spool batch** is a group of rows.\n\n"
         "Quarry Relay copies `ledger.posted.v1` into Spool Store, where Finance builds its reports.\n\n"
@@ -892,8 +893,13 @@ def test_a_name_between_a_verb_and_its_preposition_is_used_too(rules):
     )
     assert ("Quarry Relay", "uses", "ledger.posted.v1") in got, got
     assert ("Quarry Relay", "uses", "Spool Store") in got, got
+    assert not [t for t in got if "spool batch" in (t[0], t[2])], got
     assert ("Quarry Relay", "uses", "Levy Gateway") in got, got
-    assert not [t for t in got if t[2] == "spool batch"], got
+    got = rules(
+        "# Register-Spool\n\n## Description\n\nThis cmdlet generates XML that represents a Quarry Services "
+        "(WS-Quarry) plug-in\nconfiguration and sends the XML to WS-Quarry, which registers the plug-in.\n"
+    )
+    assert not [t for t in got if t[0] == "XML"], got  # the parse hangs "sends" on the XML
 
 
 def test_a_second_verb_shares_the_first_ones_subject_not_its_object(rules):
