@@ -1256,7 +1256,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         if len(_unmark(gap).strip()) > 20:
             continue
         objs = _listed(doc, vals)
-        subj = page_subject or subject
+        subj = _line_key(doc, block, bspans, block.start + m.start()) or page_subject or subject
         for obj in objs:
             src, dst = (obj, subj) if inverse else (subj, obj)
             add(src, dst, rel, 0.9, f"key:{key}", block, block.start, block.end)
@@ -1295,6 +1295,16 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             # cites it ("Breaking: ... (ADR-019)" under a release); anything else refers to it
             rel = "cites" if _doclike(subject) and _citable(sp) else "refers_to"
             add(subject, sp, rel, 0.6, "names an id", block, block.start + s0, block.start + e0)
+
+
+def _line_key(doc: Document, block: Block, bspans: list, pos: int):
+    """The name a line opens with as its key ("INFRA-88: alert before credentials expire. Owner:
+    X."), when ``pos`` is on that line after it; else None (the key belongs to the page)."""
+    start = doc.text.rfind("\n", block.start, pos) + 1 or block.start
+    first = next((sp for sp in bspans if start <= sp.start < pos), None)
+    if first is None or ITEM_MARK.fullmatch(doc.text[max(start, block.start) : first.start]) is None:
+        return None
+    return first if _unmark(doc.text[first.end : first.end + 3]).startswith(":") else None
 
 
 def _names_a_kind(doc: Document, block: Block, sp) -> bool:

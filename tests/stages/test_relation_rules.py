@@ -930,3 +930,18 @@ def test_a_place_name_that_qualifies_a_noun_is_no_place(rules):
     assert not [t for t in got if t[2] == "Nomad"], got
     assert ("Data Platform", "located_in", "Tallinn") in got, got
     assert ("Ledger Service", "located_in", "eu-central-1") in got, got
+
+
+def test_an_owner_key_on_a_line_with_its_own_key_owns_that_line(rules):
+    """In a list of action items, "QTR-88: ... Owner: X." is QTR-88's owner, not the page's; a
+    line with no key of its own leaves the owner to the page."""
+    got = rules(
+        "# INC-0042: Quarry outage\n\n## Action items\n\n"
+        "- QTR-88: alert 14 days before Spool credentials expire. Owner: Haruto Sakamoto.\n"
+        "- QTR-104: add more runners. Owner: Infra Guild.\n"
+        "- Ask Spool Cloud for credentials without expiry. Owner: Odalys Verhoeven.\n"
+    )
+    assert ("QTR-88", "owned_by", "Haruto Sakamoto") in got, got
+    assert ("QTR-104", "owned_by", "Infra Guild") in got, got
+    assert ("INC-0042", "owned_by", "Odalys Verhoeven") in got, got
+    assert ("INC-0042", "owned_by", "Haruto Sakamoto") not in got, got
