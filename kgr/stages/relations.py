@@ -228,8 +228,9 @@ REQUIRED_WORDS = re.compile(
     r"\b(?:required|requires?|depends?|hard\s+dependency|cannot|must|mandatory|blocking|needs?|built\s+on)\b", re.I
 )
 NEGATION = re.compile(
-    r"\b(?:never|not|no\s+longer|doesn't|does\s+not|don't|do\s+not|cannot|can't|won't|without"
-    r"|instead\s+of|rather\s+than|alternative\s+to|as\s+opposed\s+to)\s+(?:\w+\s+)?$",
+    # "doesn't", "isn't", "can't" and any other "n't" (even a misspelt "that'sn't")
+    r"(?:\b(?:never|not|no\s+longer|cannot|without|instead\s+of|rather\s+than|alternative\s+to"
+    r"|as\s+opposed\s+to)|n['’]t)\s+(?:\w+\s+)?$",
     re.I,
 )
 # "prevents users from using X", "blocks the job from calling X": the verb says the use does not happen
@@ -765,6 +766,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
+            passive = subj.dep_ == "nsubjpass"
             described = subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl"
             if described:
                 subj = tok.head
@@ -780,9 +782,10 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 # qualifies them. A name written as code names the thing ("a `Get-Item` command that
                 # uses X", "the `mkdir` function that calls X")
                 return None
-            if step and subj.dep_ == "nsubjpass" and _gerund(trigger):
-                # "X and Y commands are submitted ... by using Z": the means of a passive verb is its
-                # unnamed agent's; what is acted on (X) does not use Z
+            if step and passive and _gerund(trigger):
+                # "X and Y commands are submitted ... by using Z", "PSSessions that were disconnected
+                # using Z": the means of a passive verb is its unnamed agent's; what is acted on (X)
+                # does not use Z
                 return None
             if hit is not None and subj.dep_ == "nsubjpass" and subj.pos_ == "NOUN":
                 # "PowerShell logs can be viewed using X": what is acted on is the logs, and the

@@ -945,3 +945,20 @@ def test_an_owner_key_on_a_line_with_its_own_key_owns_that_line(rules):
     assert ("QTR-104", "owned_by", "Infra Guild") in got, got
     assert ("INC-0042", "owned_by", "Odalys Verhoeven") in got, got
     assert ("INC-0042", "owned_by", "Haruto Sakamoto") not in got, got
+
+
+def test_a_negation_in_any_n_t_form_and_a_passive_relative_clause_state_no_relation(rules):
+    """ "isn't part of", even the misspelt "that'sn't a part of", denies; "SpoolSessions that were
+    disconnected using X": whoever disconnected them used X, not the sessions."""
+    got = rules(
+        "# Receive-Spool\n\n"
+        "`Receive-Spool` works on **SpoolSessions** that were disconnected intentionally using the "
+        "`Disconnect-Spool` cmdlet.\n\n"
+        "This example deletes all type data, including type data that was added by a `Types.ps1xml` file "
+        "and dynamic type data that was added to the session by using the `Update-Spool` cmdlet.\n\n"
+        "The `StringDecorated Substring(int contentLength)` method returns a substring that'sn't a part of "
+        "ANSI escape sequences.\n\nThe Ledger Cache isn't part of the Spool Daemon.\n\n"
+        "The Quarry Relay uses the Spool Store.\n"
+    )
+    assert not [t for t in got if t[2] in ("Disconnect-Spool", "Update-Spool", "ANSI", "Spool Daemon")], got
+    assert ("Quarry Relay", "uses", "Spool Store") in got, got
