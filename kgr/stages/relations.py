@@ -1390,6 +1390,10 @@ def _place_votes(spans: list) -> dict[str, tuple[int, int]]:
     return {k: (a, b) for k, (a, b) in votes.items()}
 
 
+# what the nearest earlier name must not be to be the one located ("Priya Raman in Tallinn" locates her team)
+NOT_OWNERS = frozenset({"PERSON", "DATE", "VERSION", "CONCEPT"})
+
+
 def _locations(doc: Document, block: Block, bspans: list, add) -> None:
     """ "X ... in Tallinn", "runs in eu-central-1 with a standby in eu-west-1": the nearest earlier
     thing (not a person) in the sentence is located in the place."""
@@ -1407,8 +1411,9 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 prev_place = None
                 continue
             prep = doc.text.rfind(" ", s, sp.start - 1)
-            owner = _dep_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans)
-            shared = _shared_subject(doc, block, prep + 1 if prep >= 0 else sp.start, spans) if owner is None else None
+            at = prep + 1 if prep >= 0 else sp.start
+            owner = _dep_subject(doc, block, at, spans)
+            shared = None if owner is not None else _shared_subject(doc, block, at, spans)
             owner = owner or shared
             if (
                 owner is None
@@ -1418,18 +1423,8 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             ):
                 # the nearest earlier thing; not when a second verb shares a subject the parse
                 # gives (the nearest is then the first verb's object)
-                owner = (
-                    None
-                    if shared is not None
-                    else next(
-                        (
-                            x
-                            for x in reversed(spans[:i])
-                            if x.type not in ("PERSON", "DATE", "VERSION", "CONCEPT") and not _is_place(x)
-                        ),
-                        None,
-                    )
-                )
+                nearest = (x for x in reversed(spans[:i]) if x.type not in NOT_OWNERS and not _is_place(x))
+                owner = None if shared is not None else next(nearest, None)
             if owner is not None:
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
@@ -1515,8 +1510,9 @@ def _now_named(doc: Document, block: Block, bspans: list, add) -> None:
     or a state ("X is now GA", "The job state is now Disconnected": no name before)."""
     text = doc.text
     for a, b in zip(bspans, bspans[1:]):
-        m = NOW_NAMED.fullmatch(_unmark(text[a.end : b.start]))
-        if m is None or not CLAUSE_END.match(_unmark(text[b.end : b.end + 3])):
+        if not NOW_NAMED.fullmatch(_unmark(text[a.end : b.start])) or not CLAUSE_END.match(
+            _unmark(text[b.end : b.end + 3])
+        ):
             continue
         if {a.type, b.type} & {"VERSION", DATE} or b.surface.isupper() or not re.search(r"[a-z]", b.surface):
             continue
@@ -1757,8 +1753,7 @@ def _defined_terms(doc: Document, block: Block, bspans: list, add) -> None:
         if not ERROR_WORDS.search(sentence):
             continue
         for sp in bspans:
-            in_code = sp.features.get("code_font") or doc.text[sp.start - 1 : sp.start] == "`"
-            if block.start + s0 <= sp.start < block.start + e0 and in_code and ERROR_CODE.match(sp.surface):
+            if block.start + s0 <= sp.start < block.start + e0 and _as_code(doc, sp) and ERROR_CODE.match(sp.surface):
                 add(subject, sp, "defines", 0.6, "error code in a decision", block, block.start + s0, block.start + e0)
     if subject.type not in ("POLICY", "STANDARD"):
         return
