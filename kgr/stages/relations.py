@@ -91,7 +91,7 @@ TRIGGERS: list[Trigger] = [
     # owned_by
     _t(
         "owned_by",
-        rf"{AUX}(?:owned|maintained|run|operated|managed|administered|built\s+and\s+run)\s+by",
+        rf"{AUX}(?:owned|maintained|run|operated|managed|administered|governed|built\s+and\s+run)\s+by",
         weight=0.9,
         name="owned by",
     ),
@@ -396,6 +396,14 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if PREVENTED.search(masked_sentence[max(0, m.start() - 60) : m.start()]):
                 continue  # "This setting prevents users from using X": no one uses X
             ok = (lambda sp: sp.type != "DATE") if trig.rel == "precedes" else _relevant
+            if trig.inverse and trig.rel == "owned_by":
+                pair = _relative_owner(doc, block, ts, sent_spans)
+                if pair is not None:  # "Anvil, our CI system, which the Infra WG operates"
+                    owner, thing = pair
+                    if types_ok("owned_by", thing, owner):
+                        add(thing, owner, "owned_by", trig.weight, trig.name, block, s, e)
+                    taken.append((ts, te))
+                    continue
             left = [sp for sp in sent_spans if sp.end <= ts and ok(sp)]
             # "using its algorithm": a possessive stands for the owner of what follows, not the object
             right = [sp for sp in sent_spans if sp.start >= te and ok(sp) and not _possessive(sp)]
@@ -837,6 +845,32 @@ def _described_name(doc: Document, block: Block, noun, spans: list):
             return None
         tok = tok.head
     return None
+
+
+def _relative_owner(doc: Document, block: Block, trigger_start: int, spans: list):
+    """(owner, thing) when the trigger verb is a relative clause whose object is the relative
+    pronoun: "Anvil, our CI system, which the Infra WG operates" (the clause describes a noun in
+    apposition to the name), "Strata is the engine that the Storage WG maintains" (a noun the
+    copula says the name is); None otherwise, and when either is not one of our names."""
+    tok = _token_at(doc, block, trigger_start)
+    if tok is None or tok.dep_ != "relcl":
+        return None
+    if not any(c.dep_ == "dobj" and c.lower_ in ("which", "that", "whom") for c in tok.children):
+        return None
+    agent = next((c for c in tok.children if c.dep_ == "nsubj"), None)
+    owner = _span_at(block, agent, spans) if agent is not None else None
+    if owner is None or not _covers(block, owner, agent):
+        return None
+    head = tok.head
+    thing = _span_at(block, head, spans)
+    if thing is None or not _covers(block, thing, head):
+        subject = next((c for c in head.head.children if c.dep_ == "nsubj"), None) if head.dep_ == "attr" else None
+        if subject is not None:
+            thing = _span_at(block, subject, spans)
+            thing = thing if thing is not None and _covers(block, thing, subject) else None
+        else:
+            thing = _described_name(doc, block, head, spans)
+    return (owner, thing) if thing is not None and thing is not owner else None
 
 
 def _covers(block: Block, sp, tok) -> bool:
@@ -1668,6 +1702,9 @@ def _cells(block: Block) -> list[tuple[int, int, str]]:
 # whole header ("Team lead"), not in "Lead time". First match wins.
 COLUMN_RELATIONS = [
     (re.compile(r"\b(?:owns|maintains|operates)\b"), "owned_by", True),
+    # a person's or a team's "Area" (of responsibility) is what they own; an owner is a person, team or
+    # company (TYPE_OK), so a place's "Area" relates nothing
+    (re.compile(r"^(?:(?:focus\s+)?areas?(?:\s+of\s+responsibility)?|responsibilit(?:y|ies))$"), "owned_by", True),
     (re.compile(r"^(?:[\w-]+\s+)?(?:leads?|led\s+by|members?|chairs?)$"), "part_of", True),
     (
         re.compile(

@@ -962,3 +962,37 @@ def test_a_negation_in_any_n_t_form_and_a_passive_relative_clause_state_no_relat
     )
     assert not [t for t in got if t[2] in ("Disconnect-Spool", "Update-Spool", "ANSI", "Spool Daemon")], got
     assert ("Quarry Relay", "uses", "Spool Store") in got, got
+
+
+def test_an_area_column_is_what_the_rows_person_or_team_owns(rules):
+    """A maintainers table's "Area" (of responsibility) is what the row's person owns; the row of a
+    place has an area that no one owns, and "Service area" is no such column."""
+    got = rules(
+        "# Maintainers\n\n"
+        "| Name | Area | Role |\n| --- | --- | --- |\n"
+        "| Odile Brasseur | Strata Engine, Sifter Daemon | storage lead |\n\n"
+        "## Offices\n\n"
+        "| Office | Area | Service area |\n| --- | --- | --- |\n"
+        "| Porto office | Ledger Store | Payments Team |\n"
+    )
+    assert ("Strata Engine", "owned_by", "Odile Brasseur") in got, got
+    assert ("Sifter Daemon", "owned_by", "Odile Brasseur") in got, got
+    assert not [t for t in got if "Porto office" in (t[0], t[2])], got
+
+
+def test_what_a_relative_clause_says_its_subject_operates_or_governs_is_owned(rules):
+    """ "X, our CI system, which the Infra WG operates": the relative pronoun is the verb's object,
+    so the noun it stands for (in apposition to X) is what is operated; "governed by" names an
+    owner as "run by" does. "Y, which runs many deployments" says Y runs them, and owns no name."""
+    got = rules(
+        "# Overview\n\n"
+        "Continuous integration runs on Anvil Runner, our CI system, which the Infrastructure Working Group "
+        "operates on donated runners.\n\n"
+        "Strata Engine is the engine that the Storage Team maintains.\n\n"
+        "Quarry DB is released under the Apache License 2.0 and governed by the Fernhollow Foundation.\n\n"
+        "She works for Ravelin Data, which runs one of the largest Ledger Store deployments.\n"
+    )
+    assert ("Anvil Runner", "owned_by", "Infrastructure Working Group") in got, got
+    assert ("Strata Engine", "owned_by", "Storage Team") in got, got
+    assert ("Quarry DB", "owned_by", "Fernhollow Foundation") in got, got
+    assert not [t for t in got if t[1] == "owned_by" and "Ravelin Data" in (t[0], t[2])], got
