@@ -427,6 +427,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if trig.name == "with its components":  # "owns NHub together with its components": NHub's
                 named = [sp for sp in left if sp.source != "coref"]
                 subject = named[-1] if named else None
+            if (subject is None or subject.start >= ts) and not trig.inverse and left and _apposed(doc, left[-1], ts):
+                subject = left[-1]  # "Strongbox, the secrets manager run by X" (the parse may miss the apposition)
             if subject is None or subject.start >= ts:
                 if trig.rel in ("uses", "depends_on") and _someone_else(doc, block, ts):
                     continue  # "To list files, use X"; "you can use X"; "authors ... by using X": no name acts
@@ -845,6 +847,23 @@ def _described_name(doc: Document, block: Block, noun, spans: list):
             return None
         tok = tok.head
     return None
+
+
+# ", the secrets manager " between a name and a passive trigger: a noun phrase in apposition to the name
+APPOSED = re.compile(r"\s*,\s+(?:the|an?|our|its|their)\s+(?:[a-z][\w-]*\s+){0,3}", re.I)
+PASSIVE_TRIGGER = re.compile(r"(?:[a-z]+ed|run|built|written|held|kept)\s+by\b", re.I)
+
+
+def _apposed(doc: Document, name, trigger_start: int) -> bool:
+    """Is a passive trigger ("run by", "owned by") the participle of a noun phrase in apposition to
+    the name right before it ("Strongbox, the secrets manager run by Security Engineering")?"""
+    gap = _unmark(doc.text[name.end : trigger_start])
+    if APPOSED.fullmatch(gap) is None or RELATIVE_WORDS.search(gap):
+        return False
+    return PASSIVE_TRIGGER.match(doc.text, trigger_start) is not None
+
+
+RELATIVE_WORDS = re.compile(r"\b(?:that|which|who|whose|is|are|was|were|has|have)\b", re.I)
 
 
 def _relative_owner(doc: Document, block: Block, trigger_start: int, spans: list):
@@ -1485,7 +1504,8 @@ def _shared_subject(doc: Document, block: Block, prep_start: int, spans: list):
 
 
 def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
-    """ "Amara Osei (Payments Platform)" -> part_of; "Mercury is NHub's SMS adapter" -> part_of."""
+    """ "Amara Osei (Payments Platform)", "Lorcan Pyle of Hexaport Systems" -> part_of; "Mercury is
+    NHub's SMS adapter" -> part_of."""
     text = doc.text
     for a, b in zip(bspans, bspans[1:]):
         gap = text[a.end : b.start]
@@ -1497,6 +1517,10 @@ def _appositions(doc: Document, block: Block, bspans: list, add) -> None:
             and b.type not in ("PERSON", "DATE")
         ):
             add(a, b, "part_of", 0.75, "person (team)", block, block.start, block.end)
+        elif a.type == "PERSON" and b.type in ("TEAM", "ORG") and re.fullmatch(r"\s+of\s+(?:the\s+)?", gap):
+            # "led by Emile Brassard of the Docs WG", "Lorcan Pyle of Hexaport Systems maintains it"
+            s0, e0 = _sentence_of(block, a.start)
+            add(a, b, "part_of", 0.75, "person of team", block, block.start + s0, block.start + e0)
         elif re.fullmatch(r"\s*(?:\*\*)?\s*(?:is|are)\s+(?:the\s+|an?\s+)?", _unmark(gap)) is not None and re.match(
             r"['’]s\b", text[b.end : b.end + 3]
         ):

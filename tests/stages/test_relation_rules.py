@@ -996,3 +996,19 @@ def test_what_a_relative_clause_says_its_subject_operates_or_governs_is_owned(ru
     assert ("Strata Engine", "owned_by", "Storage Team") in got, got
     assert ("Quarry DB", "owned_by", "Fernhollow Foundation") in got, got
     assert not [t for t in got if t[1] == "owned_by" and "Ravelin Data" in (t[0], t[2])], got
+
+
+def test_a_person_of_a_team_belongs_to_it(rules):
+    """ "Emile Brassard of the Docs WG" is a member's affiliation; a person "of" a place is not."""
+    got = rules(
+        "# Roadmap\n\nThe rewrite is led by Emile Brassard of the Docs WG.\n\nThe treasurer is Ines Okafor of Lisbon.\n"
+    )
+    assert ("Emile Brassard", "part_of", "Docs WG") in got, got
+    assert not [t for t in got if t[0] == "Ines Okafor" and t[1] == "part_of"], got
+
+
+def test_a_noun_in_apposition_to_a_name_is_the_name_run_by_its_owner(rules):
+    """ "Strongbox, the secrets manager run by Security Engineering": the parse may make the noun the
+    participle's subject; the name it stands beside is what is run."""
+    got = rules("# Secrets\n\nAll secrets are stored in Strongbox, the secrets manager run by Security Engineering.\n")
+    assert ("Strongbox", "owned_by", "Security Engineering") in got, got
