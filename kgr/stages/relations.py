@@ -178,6 +178,8 @@ TRIGGERS: list[Trigger] = [
         weight=0.7,
         name="superseded by",
     ),
+    # "Mercury is also used by the Route Planner": the agent uses the subject
+    _t("uses", rf"{AUX}(?:used|called|consumed)\s+by", inverse=True, weight=0.7, name="used by"),
     # uses (broadest, last)
     _t(
         "depends_on",

@@ -1012,3 +1012,14 @@ def test_a_noun_in_apposition_to_a_name_is_the_name_run_by_its_owner(rules):
     participle's subject; the name it stands beside is what is run."""
     got = rules("# Secrets\n\nAll secrets are stored in Strongbox, the secrets manager run by Security Engineering.\n")
     assert ("Strongbox", "owned_by", "Security Engineering") in got, got
+
+
+def test_what_is_used_by_a_name_is_used_by_it(rules):
+    """ "it is also used by the Route Planner": the passive's agent uses the subject; a value "used
+    by default" names no user."""
+    got = rules(
+        "# Notification Hub\n\nThe SMS adapter is Mercury. Mercury is versioned separately because it is "
+        "also used by the Route Planner to text drivers.\n\nThe port used by default is 8080.\n"
+    )
+    assert ("Route Planner", "uses", "Mercury") in got, got
+    assert not [t for t in got if t[1] == "uses" and t[0] != "Route Planner"], got
