@@ -1235,10 +1235,15 @@ def _nearest(candidates: list[Span], pos: int, ok) -> Span | None:
     return best
 
 
+# the last word of a name that makes it a group of people, whatever type the name was given
+GROUP_HEADS = frozenset("team squad group wg committee board council guild department crew".split())
+
+
 def _nominal_target(noun: str, candidates: list[Span], pos: int, subject: Span | None) -> Span | None:
     """ "the engine" -> the nearest earlier name whose head noun is "engine", or the subject."""
     if noun in ("team", "squad", "group"):
-        hit = _nearest(candidates, pos, lambda s: s.type == "TEAM")
+        # a team by its type, or by its name's head word where the type is wrong ("Query WG" read as a product)
+        hit = _nearest(candidates, pos, lambda s: s.type == "TEAM" or s.surface.split()[-1].lower() in GROUP_HEADS)
         if hit is None and subject is not None and subject.type not in ("PERSON", "DATE", "VERSION", "LOCATION", "API"):
             return subject  # "## Payments Platform ... The team owns ..."
         return hit

@@ -401,3 +401,14 @@ def test_a_name_inside_a_word_of_the_title_is_not_the_pages_subject(extractor):
     doc = parse_document(text.replace("runs `dir`", "runs `Job`"), title="about_Jobs")
     extractor.mentions(doc)
     assert doc.subject is not None and doc.subject.surface == "Job"
+
+
+def test_the_group_is_the_nearest_team_even_one_typed_otherwise():
+    """ "It is maintained by the Query WG; Yusra leads the group": the group is the Query WG, by its
+    name's head word where its type is wrong, not the page's subject."""
+    from kgr.stages.extract import Span, _nominal_target
+
+    page = Span(0, 5, "Cairn", "COMPONENT", "ner", 0.9, {})
+    team = Span(40, 48, "Query WG", "PRODUCT", "ner", 0.9, {})
+    assert _nominal_target("group", [page, team], 80, page) is team
+    assert _nominal_target("group", [page], 80, page) is page  # no group named: the page's own team
