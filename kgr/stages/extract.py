@@ -157,8 +157,13 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
             rf"OAuth\s?\d\.\d|OpenAPI\s?\d\.\d(?:\.\d)?|HTTP/\d(?:\.\d)?|TLS\s?\d\.\d|GDPR|HIPAA|CCPA|SOX)(?![\w-])"
         ),
     ),
-    # Ticket / document ids: SEC-1042, OPS-781, ADR-012, POL-007, CVE-2025-1234
-    ("ticket", "CONCEPT", re.compile(rf"{_B}(?:CVE-\d{{4}}-\d{{4,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])")),
+    # Ticket / document ids: SEC-1042, OPS-781, ADR-012, POL-007; advisories by prefix, year and number:
+    # CVE-2025-1234, QSA-2025-003 (not ISO-8859-1: no year)
+    (
+        "ticket",
+        "CONCEPT",
+        re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-(?:19|20)\d{{2}}-\d{{1,7}}|[A-Z][A-Z0-9]{{1,9}}-\d{{1,6}})(?![\w-])"),
+    ),
     # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
     ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
     # cloud regions: eu-central-1, us-east-2, ap-southeast-1

@@ -412,3 +412,12 @@ def test_the_group_is_the_nearest_team_even_one_typed_otherwise():
     team = Span(40, 48, "Query WG", "PRODUCT", "ner", 0.9, {})
     assert _nominal_target("group", [page, team], 80, page) is team
     assert _nominal_target("group", [page], 80, page) is page  # no group named: the page's own team
+
+
+def test_an_advisory_id_with_a_year_is_one_id(analyse):
+    """ "QSA-2025-003" is an advisory id as "CVE-2024-3094" is (prefix, year, number), not a
+    "QSA-2025" cut short; "ISO-8859-1" has no year in it and is no ticket."""
+    spans, _ = analyse("# Security\n\nQSA-2025-003 was fixed in 2.1.1, as CVE-2024-3094 was. Files use ISO-8859-1.\n")
+    tickets = {s.surface for s in spans if s.features.get("pattern") == "ticket"}
+    assert {"QSA-2025-003", "CVE-2024-3094"} <= tickets, tickets
+    assert not [t for t in tickets if t.startswith("ISO")], tickets
