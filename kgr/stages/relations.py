@@ -493,6 +493,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 subject = doc.subject_at(ts)  # "X is enforced, following ADR-023": the release or policy cites
                 if subject is None or not _doclike(subject):
                     continue
+            if trig.rel == "uses" and INJECTED.match(m.group()) and _as_code(doc, subject):
+                # "`LEDGER_DB_URL` is injected from Strongbox": a setting uses nothing, the page's
+                # subject that reads it does
+                subject = doc.subject_at(ts)
+                if subject is None or _as_code(doc, subject):
+                    continue
             taken.append((ts, te))
             subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
             # "X uses the **A** and **B** parameters": A and B are X's own interface elements
@@ -527,6 +533,9 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                         # Book class" extends it: it needs it, as what is built on something does
                         rel, src, dst = "depends_on", dst, src
                     add(src, dst, rel, trig.weight, trig.name, block, s, e, proximity * (0.95**k))
+
+
+INJECTED = re.compile(r"(?:is\s+)?(?:configured|injected)\s", re.I)
 
 
 # the word after a name that makes it an element of a command's or an API's interface, when

@@ -1023,3 +1023,14 @@ def test_what_is_used_by_a_name_is_used_by_it(rules):
     )
     assert ("Route Planner", "uses", "Mercury") in got, got
     assert not [t for t in got if t[1] == "uses" and t[0] != "Route Planner"], got
+
+
+def test_a_setting_injected_from_a_store_is_the_pages_subjects_use(rules):
+    """ "`LEDGER_DB_URL` is injected from Strongbox": the setting uses nothing; the page's subject,
+    which reads it, uses the store."""
+    got = rules(
+        "# Ledger Service\n\nThe Ledger Service stores journal entries.\n\n## Configuration\n\n"
+        "- `LEDGER_DB_URL` is injected from Strongbox at deploy time.\n"
+    )
+    assert ("Ledger Service", "uses", "Strongbox") in got, got
+    assert not [t for t in got if t[0] == "LEDGER_DB_URL"], got
