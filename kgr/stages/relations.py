@@ -862,6 +862,8 @@ def _described_name(doc: Document, block: Block, noun, spans: list):
 
 # ", the secrets manager " between a name and a passive trigger: a noun phrase in apposition to the name
 APPOSED = re.compile(r"\s*,\s+(?:the|an?|our|its|their)\s+(?:[a-z][\w-]*\s+){0,3}", re.I)
+# a relative clause or a verb of its own in that gap: "Vaultine, the store that is owned by X"
+RELATIVE_WORDS = re.compile(r"\b(?:that|which|who|whose|is|are|was|were|has|have)\b", re.I)
 PASSIVE_TRIGGER = re.compile(r"(?:[a-z]+ed|run|built|written|held|kept)\s+by\b", re.I)
 
 
@@ -872,9 +874,6 @@ def _apposed(doc: Document, name, trigger_start: int) -> bool:
     if APPOSED.fullmatch(gap) is None or RELATIVE_WORDS.search(gap):
         return False
     return PASSIVE_TRIGGER.match(doc.text, trigger_start) is not None
-
-
-RELATIVE_WORDS = re.compile(r"\b(?:that|which|who|whose|is|are|was|were|has|have)\b", re.I)
 
 
 def _relative_owner(doc: Document, block: Block, trigger_start: int, spans: list):
