@@ -319,6 +319,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
     _steps(doc, by_block, add)
     _tables(doc, by_block, add)
     _sequences(doc, by_block, add)
+    _prereleases(doc, by_block, add)
     # a pair related in a specific way ("Supersedes: ADR-004", "following ADR-023") needs no
     # generic "refers to" besides
     specific = {(r["src"], r["dst"]) for r in found.values() if r["rel"] not in ("refers_to", "same_as")}
@@ -1783,6 +1784,53 @@ def _sequences(doc: Document, by_block: dict[int, list], add) -> None:
             ):  # "from 1.2.7 to 1.3.2"; "moves a certificate from LocalMachine to CurrentUser" is no order
                 s0, e0 = _sentence_of(block, a.start)
                 add(a, b, "precedes", 0.75, "sequence", block, block.start + s0, block.start + e0)
+
+
+# a release and its pre-release: "2.2.0-rc.1", "v3.3.0-rc1", "1.0.0-beta.2", "4.1b2" (PEP 440)
+PRERELEASE = re.compile(
+    r"(?:^|\s)v?(\d+(?:\.\d+){1,3})(?:-?(?:rc|alpha|beta|preview|pre)|(?<=\d)(?:a|b))[.-]?\d*$", re.I
+)
+RELEASE = re.compile(r"(?:^|\s)v?(\d+(?:\.\d+){1,3})$")
+
+
+def _release_parts(surface: str) -> tuple[str, str, bool] | None:
+    """(product words, release number, is a pre-release) of a version's surface
+    ("kestrel-client 1.4.0-rc1" -> ("kestrel-client", "1.4.0", True)), or None."""
+    text = _unmark(surface).strip()
+    for rx, pre in ((PRERELEASE, True), (RELEASE, False)):
+        m = rx.search(text)
+        if m:
+            return text[: m.start()].strip().lower(), m.group(1), pre
+    return None
+
+
+def _prereleases(doc: Document, by_block: dict[int, list], add) -> None:
+    """A pre-release precedes the release it is a candidate for ("2.2.0-rc.1 is the release
+    candidate for 2.2.0"), when the text names both together: in one sentence, or in one list
+    item or the next ("- 2.2.0 becomes the first LTS release. / - 2.2.0-rc.1 is planned two weeks
+    before the final release"). Which release a candidate became is what semantic versioning
+    says; a paragraph that merely names both ("ran on 1.4.0-rc1 ... 1.4.0 will be tagged") is
+    left to the model."""
+    blocks = doc.blocks
+    for i, block in enumerate(blocks):
+        spans = [sp for sp in by_block.get(id(block), []) if sp.type == "VERSION"]
+        for p in spans:
+            parts = _release_parts(p.surface)
+            if parts is None or not parts[2]:
+                continue
+            s0, e0 = _sentence_of(block, p.start)
+            near = [sp for sp in spans if block.start + s0 <= sp.start < block.start + e0]
+            if block.kind == "item":
+                for j in (i - 1, i + 1):
+                    if 0 <= j < len(blocks) and blocks[j].kind == "item":
+                        near += [sp for sp in by_block.get(id(blocks[j]), []) if sp.type == "VERSION"]
+            for r in near:
+                other = _release_parts(r.surface)
+                if other is None or other[2] or other[1] != parts[1]:
+                    continue
+                if parts[0] and other[0] and parts[0] != other[0]:
+                    continue  # two products' numbers ("kestrel-client 1.4.0-rc1", "ledger-svc 1.4.0")
+                add(p, r, "precedes", 0.8, "pre-release", block, block.start + s0, block.start + e0)
 
 
 AS_REQUIRED = re.compile(r"\bas\s+(?:the\s+)?$", re.I)

@@ -1034,3 +1034,18 @@ def test_a_setting_injected_from_a_store_is_the_pages_subjects_use(rules):
     )
     assert ("Ledger Service", "uses", "Strongbox") in got, got
     assert not [t for t in got if t[0] == "LEDGER_DB_URL"], got
+
+
+def test_a_pre_release_precedes_its_release_when_named_together(rules):
+    """ "2.2.0-rc.1 is the release candidate for 2.2.0", or the next list item names the release:
+    the candidate precedes it. Two releases of other numbers, or the two only in one paragraph's
+    different sentences, relate nothing here."""
+    got = rules(
+        "# Changelog\n\n- 2.2.0-rc.1 is the release candidate for 2.2.0, the first LTS release.\n\n"
+        "# Roadmap\n\n- 3.0.0 becomes the next major release.\n- 3.0.0-beta.2 is planned a month before it.\n\n"
+        "# Review\n\nWe promoted v4.1.0-rc1 to production as v4.1.0. Sluice ran on kestrel-client 1.4.0-rc1. "
+        "Tomasz will tag kestrel-client 1.4.0 soon. We tested 5.1.0-beta.2 against 5.2.0.\n"
+    )
+    precedes = {(a, b) for a, rel, b in got if rel == "precedes"}
+    assert {("2.2.0-rc", "2.2.0"), ("3.0.0-beta", "3.0.0"), ("v4.1.0-rc1", "v4.1.0")} <= precedes, got
+    assert not [p for p in precedes if "1.4.0" in p[0] or "5.1.0" in p[0]], got
