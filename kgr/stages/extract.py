@@ -116,7 +116,17 @@ HEAD_TYPES = {
         "driver",
     ),
     "TEAM": ("team", "squad", "guild", "department", "group", "committee"),
-    "POLICY": ("policy", "procedure", "guideline", "guidelines", "playbook", "handbook"),
+    "POLICY": (
+        "policy",
+        "procedure",
+        "guideline",
+        "guidelines",
+        "playbook",
+        "handbook",
+        "charter",
+        "bylaws",
+        "code of conduct",
+    ),
     "LOCATION": ("office", "region", "room", "building", "campus", "city", "datacenter", "data center"),
     "ORG": (
         "labs",
@@ -135,8 +145,20 @@ HEAD_TYPES = {
         "assurance",
     ),
     "API": ("api", "endpoint", "topic", "event", "flag", "variable"),
-    "STANDARD": ("standard", "specification", "protocol", "regulation", "act", "directive", "rfc"),
+    "STANDARD": (
+        "standard",
+        "specification",
+        "protocol",
+        "regulation",
+        "act",
+        "directive",
+        "rfc",
+        "license",
+        "licence",
+    ),
 }
+# the number a name ends with is its version, not its head ("Apache License 2.0", "Widget SDK v3")
+TRAILING_VERSION = re.compile(r"^v?\d+(?:\.\d+)*$", re.I)
 
 # -- regex families -----------------------------------------------------------------
 
@@ -166,12 +188,12 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
     ),
     # Error codes: ERR_LEDGER_IMBALANCE, OIS-409-DUPLICATE, E4012
     ("errcode", "CONCEPT", re.compile(rf"{_B}(?:[A-Z][A-Z0-9]{{1,9}}-\d{{3}}-[A-Z][A-Z_]+|E\d{{3,5}})(?![\w-])")),
-    # cloud regions: eu-central-1, us-east-2, ap-southeast-1
+    # cloud regions: eu-central-1, us-east-2, ap-southeast-1, and with a provider's prefix, nb-eu-north-1
     (
         "region",
         "LOCATION",
         re.compile(
-            rf"{_B}[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}"
+            rf"{_B}(?:[a-z]{{1,5}}-)?[a-z]{{2}}-(?:central|west|east|north|south|northeast|northwest|southeast|southwest|gov-west|gov-east)-\d{_E}"
         ),
     ),
     # SNAKE_CASE constants: LEDGER_DB_URL (at least two parts)
@@ -557,6 +579,8 @@ def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
             for h in _split_parenthetical(_clean_title(block.text)):
                 if _looks_like_name(h) and len(h.split()) > 1 and not _shouted_label(h):
                     yield h, "heading"
+                elif block.level > 1 and _one_word_heading_name(h, doc):
+                    yield h, "heading"  # a section's; the title's one word is the title's to judge
         for m in BOLD.finditer(block.raw):
             if m.group(2).strip().endswith(":"):
                 continue  # "**Owner:**" is a label
@@ -567,6 +591,18 @@ def _strong_terms_all(doc: Document) -> Iterator[tuple[str, str]]:
             term = m.group(1).strip()
             if IDENTIFIER.match(term) and len(term) >= 3:
                 yield term, "code"
+
+
+def _one_word_heading_name(word: str, doc: Document) -> bool:
+    """ "## Granary" over "Granary is the artifact repository ...": a one-word heading is a name
+    when the text never writes the word in lower case and names it again at least twice outside
+    headings (where a sentence-opening word alone is not taken for a name). "## Overview" or
+    "## Examples" is a section label: the text writes "overview" or never repeats it."""
+    if not re.fullmatch(r"[A-Z][a-z]{2,}", word) or word.lower() in STOP_NAMES or _common_word(word, doc.text):
+        return False
+    rx = re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
+    uses = sum(len(rx.findall(b.raw)) for b in doc.blocks if b.kind not in ("heading", "code"))
+    return uses >= 2
 
 
 def _shouted_label(text: str) -> bool:
@@ -652,9 +688,11 @@ def _guess_type(term: str, source: str) -> str:
             return typ
     if source == "code":
         return "COMPONENT" if "-" in term else "API"
+    if len(words) > 1 and TRAILING_VERSION.match(words[-1]):
+        words = words[:-1]
     head = words[-1]
     for typ, heads in HEAD_TYPES.items():
-        if head in heads or " ".join(words[-2:]) in heads:
+        if head in heads or " ".join(words[-2:]) in heads or " ".join(words[-3:]) in heads:
             return typ
     if term.isupper() and len(term) <= 6:
         return "CONCEPT"
@@ -968,7 +1006,8 @@ class Extractor:
             section = doc.section_of(block.start)
             sec_start = doc.sections[section].start
             for m in re.finditer(
-                r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:[a-z]+))(?![\w-])", block.masked
+                r"(?<![\w-])(?:[Ii]ts?|[Hh]e|[Ss]he|[Hh]is|[Hh]er|[Tt]h(?:e|is) (?:working (?=group\b)|steering (?=committee\b))?(?:[a-z]+))(?![\w-])",
+                block.masked,
             ):
                 pos = block.start + m.start()
                 word = m.group()
@@ -983,7 +1022,8 @@ class Extractor:
                 lo_out = max(bisect.bisect_left(out_starts, sec_start), hi_out - COREF_WINDOW)
                 pool = sorted(known[lo:hi] + out[lo_out:hi_out], key=lambda x: x.start)
                 if low.startswith(("the ", "this ")):
-                    target = _nominal_target(low.split()[1], pool, pos, doc.subject_at(pos))
+                    # "the working group": its head word ("the owning team" is any team, no one named)
+                    target = _nominal_target(low.split()[-1], pool, pos, doc.subject_at(pos))
                     kind = "nominal"
                 elif low in PRONOUNS_PERSON:
                     target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None, doc.text)
@@ -1365,6 +1405,7 @@ JOIN_GAP = re.compile(
     r"(?:[\s\u00a0]+|[\s\u00a0]*(?:&|'s|’s|\b(?:for|to|on|of|and|de|del|della|di|da|la|le|am|an|og|y|the|a)\b)[\s\u00a0]*)+"
 )
 JOIN_SOURCES = ("name", "ner", "gazetteer")
+AND_GAP = re.compile(r"[\s\u00a0]+and[\s\u00a0]+")
 TIGHT_GAP = re.compile(r"[\s\u00a0]*(?:&|'s|’s)[\s\u00a0]*|[\s\u00a0]+(?:de|del|della|di|da|la|le|am|og|y)[\s\u00a0]+")
 
 
@@ -1374,6 +1415,20 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
     leading year ("the 2002 Winter Olympics") or a trailing number ("Atari 2600")."""
     ordered = sorted(primary, key=lambda x: x.start)
     starts = [p.start for p in ordered]
+    # how often each name stands alone, inside no entity spaCy reads over several names
+    grouped: set[int] = set()
+    for sp in ner:
+        lo = bisect.bisect_left(starts, sp.start)
+        hi = bisect.bisect_left(starts, sp.end)
+        if hi - lo > 1:
+            grouped.update(range(lo, hi))
+    alone = collections.Counter(
+        p.surface
+        for i, p in enumerate(ordered)
+        if i not in grouped
+        and not (i > 0 and JOIN_GAP.fullmatch(text[ordered[i - 1].end : p.start]))
+        and not (i + 1 < len(ordered) and JOIN_GAP.fullmatch(text[p.end : ordered[i + 1].start]))
+    )
     replace: dict[int, Span] = {}  # index of the first covered span -> the joined span
     dropped: set[int] = set()
     for sp in sorted(ner, key=lambda x: -x.length):
@@ -1389,7 +1444,11 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
         if any(p.source not in JOIN_SOURCES for p in inside) or (len(inside) == 1 and inside[0].length == sp.length):
             continue
         gaps = [text[a.end : b.start] for a, b in zip(inside, inside[1:])]
-        tight = any(p.source == "gazetteer" for p in inside)  # a term of its own: "Basalt and Sluice" stays two
+        # a term of its own: "Basalt and Sluice" stays two; so do two names the text also writes
+        # apart ("operates Anvil and Granary" where "Anvil" and "Granary" appear alone too)
+        tight = any(p.source == "gazetteer" for p in inside) or (
+            all(alone[p.surface] for p in inside) and all(AND_GAP.fullmatch(g) for g in gaps)
+        )
         if not all((TIGHT_GAP if tight else JOIN_GAP).fullmatch(g) for g in gaps):
             continue
         label = sp.features.get("ner_label")

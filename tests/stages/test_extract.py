@@ -421,3 +421,40 @@ def test_an_advisory_id_with_a_year_is_one_id(analyse):
     tickets = {s.surface for s in spans if s.features.get("pattern") == "ticket"}
     assert {"QSA-2025-003", "CVE-2024-3094"} <= tickets, tickets
     assert not [t for t in tickets if t.startswith("ISO")], tickets
+
+
+def test_two_names_the_text_also_writes_apart_are_not_joined_by_and(analyse):
+    """spaCy may read "Anvil and Granary" as one organisation; where the text names each alone too
+    they are two names, and "the working group" is the group named before it, which owns both."""
+    spans, relations = analyse(
+        "# Maintainers\n\nHaruto Sakamoto leads the Infra WG. The working group operates Anvil and Granary "
+        "and owns the pools.\n\nWe built Anvil in 2020 and we moved Granary to a new host later.\n"
+    )
+    assert "Anvil and Granary" not in surfaces(spans), surfaces(spans)
+    got = triples(relations)
+    assert {("Anvil", "owned_by", "Infra WG"), ("Granary", "owned_by", "Infra WG")} <= got, got
+
+
+def test_a_name_versioned_at_its_end_is_typed_by_the_word_before_the_number(analyse):
+    """ "Apache License 2.0" is a licence (a standard a charter cites), "Governance Charter" a policy."""
+    spans, relations = analyse(
+        "# Governance Charter\n\nThe Governance Charter sets how the project is run.\n\n"
+        "All code is contributed under the Apache License 2.0. The project follows Semantic Versioning 2.0.0.\n"
+    )
+    got = {s.surface: s.type for s in spans}
+    assert got["Apache License 2.0"] == "STANDARD" and got["Governance Charter"] == "POLICY", got
+    assert ("Governance Charter", "cites", "Apache License 2.0") in triples(relations), triples(relations)
+
+
+def test_a_one_word_heading_the_text_names_again_is_a_name(analyse):
+    """ "## Granary" over sentences that open with "Granary": the word is a name wherever it stands;
+    "## Overview", which the text writes in lower case, stays a label."""
+    text = (
+        "# Build Services\n\nAn overview of the services.\n\n## Overview\n\nTwo services run here.\n\n"
+        "## Granary\n\nGranary is the artifact store. Granary runs in nb-eu-north-1 and is mirrored hourly.\n"
+    )
+    spans, relations = analyse(text)
+    names = {(s.surface, s.start) for s in spans}
+    assert ("Granary", text.index("Granary runs")) in names, names
+    assert not [n for n in names if n[0] == "Overview"], names
+    assert ("Granary", "located_in", "nb-eu-north-1") in triples(relations), triples(relations)
