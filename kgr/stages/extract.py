@@ -598,7 +598,11 @@ def _one_word_heading_name(word: str, doc: Document) -> bool:
     when the text never writes the word in lower case and names it again at least twice outside
     headings (where a sentence-opening word alone is not taken for a name). "## Overview" or
     "## Examples" is a section label: the text writes "overview" or never repeats it."""
-    if not re.fullmatch(r"[A-Z][a-z]{2,}", word) or word.lower() in STOP_NAMES or _common_word(word, doc.text):
+    from spacy.lang.en.stop_words import STOP_WORDS  # "### None" under a command's outputs
+
+    if not re.fullmatch(r"[A-Z][a-z]{2,}", word) or word.lower() in STOP_NAMES | STOP_WORDS:
+        return False
+    if _common_word(word, doc.text):
         return False
     rx = re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
     uses = sum(len(rx.findall(b.raw)) for b in doc.blocks if b.kind not in ("heading", "code"))
