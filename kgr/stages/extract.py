@@ -1409,6 +1409,7 @@ JOIN_GAP = re.compile(
     r"(?:[\s\u00a0]+|[\s\u00a0]*(?:&|'s|’s|\b(?:for|to|on|of|and|de|del|della|di|da|la|le|am|an|og|y|the|a)\b)[\s\u00a0]*)+"
 )
 JOIN_SOURCES = ("name", "ner", "gazetteer")
+MAX_JOIN_GAP = 24
 AND_GAP = re.compile(r"[\s\u00a0]+and[\s\u00a0]+")
 TIGHT_GAP = re.compile(r"[\s\u00a0]*(?:&|'s|’s)[\s\u00a0]*|[\s\u00a0]+(?:de|del|della|di|da|la|le|am|og|y)[\s\u00a0]+")
 
@@ -1426,12 +1427,16 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
         hi = bisect.bisect_left(starts, sp.end)
         if hi - lo > 1:
             grouped.update(range(lo, hi))
+
+    def joined(a: Span, b: Span) -> bool:  # a join's gap is a few characters (and JOIN_GAP backtracks on long ones)
+        return b.start - a.end <= MAX_JOIN_GAP and JOIN_GAP.fullmatch(text[a.end : b.start]) is not None
+
     alone = collections.Counter(
         p.surface
         for i, p in enumerate(ordered)
         if i not in grouped
-        and not (i > 0 and JOIN_GAP.fullmatch(text[ordered[i - 1].end : p.start]))
-        and not (i + 1 < len(ordered) and JOIN_GAP.fullmatch(text[p.end : ordered[i + 1].start]))
+        and not (i > 0 and joined(ordered[i - 1], p))
+        and not (i + 1 < len(ordered) and joined(p, ordered[i + 1]))
     )
     replace: dict[int, Span] = {}  # index of the first covered span -> the joined span
     dropped: set[int] = set()

@@ -459,3 +459,21 @@ def test_a_one_word_heading_the_text_names_again_is_a_name(analyse):
     assert ("Granary", text.index("Granary runs")) in names, names
     assert not [n for n in names if n[0] in ("Overview", "None")], names
     assert ("Granary", "located_in", "nb-eu-north-1") in triples(relations), triples(relations)
+
+
+def test_a_long_gap_between_two_names_is_no_join_and_costs_nothing():
+    """Whether a name stands alone reads the gap to its neighbours; a long run of spaces between
+    two names (a page's blank lines, an indented block) must not send the join pattern into
+    backtracking (34 spaces took hours before the gap was bounded). Run apart with a generous limit."""
+    import subprocess
+    import sys
+
+    code = (
+        "from kgr.stages.extract import _join_names, Span\n"
+        "text = 'Anvil' + ' ' * 34 + '- Granary'\n"
+        "a = Span(0, 5, 'Anvil', 'ORG', 'name', 0.6, {})\n"
+        "b = Span(len(text) - 7, len(text), 'Granary', 'ORG', 'name', 0.6, {})\n"
+        "print(len(_join_names(text, [a, b], [])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr
