@@ -600,7 +600,7 @@ def _one_word_heading_name(word: str, doc: Document) -> bool:
     "## Examples" is a section label: the text writes "overview" or never repeats it."""
     from spacy.lang.en.stop_words import STOP_WORDS  # "### None" under a command's outputs
 
-    if not re.fullmatch(r"[A-Z][a-z]{2,}", word) or word.lower() in STOP_NAMES | STOP_WORDS:
+    if not re.fullmatch(r"[A-Z][a-z]{2,}", word) or word.lower() in STOP_NAMES or word.lower() in STOP_WORDS:
         return False
     if _common_word(word, doc.text):
         return False
@@ -1420,24 +1420,28 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
     leading year ("the 2002 Winter Olympics") or a trailing number ("Atari 2600")."""
     ordered = sorted(primary, key=lambda x: x.start)
     starts = [p.start for p in ordered]
-    # how often each name stands alone, inside no entity spaCy reads over several names
-    grouped: set[int] = set()
-    for sp in ner:
-        lo = bisect.bisect_left(starts, sp.start)
-        hi = bisect.bisect_left(starts, sp.end)
-        if hi - lo > 1:
-            grouped.update(range(lo, hi))
 
-    def joined(a: Span, b: Span) -> bool:  # a join's gap is a few characters (and JOIN_GAP backtracks on long ones)
-        return b.start - a.end <= MAX_JOIN_GAP and JOIN_GAP.fullmatch(text[a.end : b.start]) is not None
+    @functools.cache
+    def alone() -> collections.Counter:
+        """How often each name stands alone, inside no entity spaCy reads over several names and
+        joined to no neighbour (counted once, and only for a document with an "A and B" to judge)."""
+        grouped: set[int] = set()
+        for sp in ner:
+            lo, hi = bisect.bisect_left(starts, sp.start), bisect.bisect_left(starts, sp.end)
+            if hi - lo > 1:
+                grouped.update(range(lo, hi))
 
-    alone = collections.Counter(
-        p.surface
-        for i, p in enumerate(ordered)
-        if i not in grouped
-        and not (i > 0 and joined(ordered[i - 1], p))
-        and not (i + 1 < len(ordered) and joined(p, ordered[i + 1]))
-    )
+        def joined(a: Span, b: Span) -> bool:  # a join's gap is a few characters (JOIN_GAP backtracks on long ones)
+            return b.start - a.end <= MAX_JOIN_GAP and JOIN_GAP.fullmatch(text[a.end : b.start]) is not None
+
+        return collections.Counter(
+            p.surface
+            for i, p in enumerate(ordered)
+            if i not in grouped
+            and not (i > 0 and joined(ordered[i - 1], p))
+            and not (i + 1 < len(ordered) and joined(p, ordered[i + 1]))
+        )
+
     replace: dict[int, Span] = {}  # index of the first covered span -> the joined span
     dropped: set[int] = set()
     for sp in sorted(ner, key=lambda x: -x.length):
@@ -1456,7 +1460,7 @@ def _join_names(text: str, primary: list[Span], ner: list[Span]) -> list[Span]:
         # a term of its own: "Basalt and Sluice" stays two; so do two names the text also writes
         # apart ("operates Anvil and Granary" where "Anvil" and "Granary" appear alone too)
         tight = any(p.source == "gazetteer" for p in inside) or (
-            all(alone[p.surface] for p in inside) and all(AND_GAP.fullmatch(g) for g in gaps)
+            all(AND_GAP.fullmatch(g) for g in gaps) and all(alone()[p.surface] for p in inside)
         )
         if not all((TIGHT_GAP if tight else JOIN_GAP).fullmatch(g) for g in gaps):
             continue
