@@ -1228,6 +1228,13 @@ def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:
         return False
     root = last.sent.root
     subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None:
+        # "This command gets the X function from the Y: drive.": spaCy may take the last word
+        # for the root and hang the sentence's real verb ("gets") under it as a clause before it
+        for clause in root.children:
+            if clause.dep_ == "ccomp" and clause.i < root.i:
+                subj = next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+                break
     if subj is None and root.pos_ == "NOUN":
         subj = root  # no verb found ("Each instance of Notepad\nruns in ...", a line break): the noun leads
     if subj is not None and subj.lower_ == "it":
