@@ -342,6 +342,9 @@ class Typer:
         self.index = {f: i for i, f in enumerate(model["features"])}
         self.weights = np.asarray(model["weights"], dtype=np.float64).reshape(len(self.index), len(self.types))
         self.bias = np.asarray(model["bias"], dtype=np.float64)
+        # weights shared by every type: ``{"headtype": w}`` adds w times the entity's feature
+        # "headtype=T" to type T's score, whatever T is (see kgr.eval.typetrain.AGREEMENT)
+        self.agreement: dict[str, float] = dict(model.get("agreement") or {})
 
     @classmethod
     def load(cls, path: str | Path = MODEL_FILE) -> "Typer":
@@ -357,6 +360,9 @@ class Typer:
             i = self.index.get(f)
             if i is not None:
                 z += v * self.weights[i]
+        for prefix, w in self.agreement.items():
+            for k, typ in enumerate(self.types):
+                z[k] += w * feats.get(f"{prefix}={typ}", 0.0)
         z -= z.max()
         p = np.exp(z)
         return p / p.sum()

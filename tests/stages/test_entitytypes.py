@@ -169,3 +169,22 @@ def test_the_packaged_model_types_what_the_text_shows():
     assert typed("Zorbel Yarrow", "PERSON", "ner", {"ner_label": "PERSON"}, ["^", "-", "(", "lead"]) == "PERSON"
     assert typed("us-west-2", "LOCATION", "regex", {"pattern": "region"}, ["runs", "in", "and", "Xx"]) == "LOCATION"
     assert typed("FROB_LIMIT", "API", "regex", {"pattern": "snake"}, ["set", "`", "`", "to"]) == "API"
+
+
+def test_a_head_word_types_a_name_whatever_types_training_gave_weights():
+    """The head-word weight is shared by every type: a model trained where no name ends in
+    "Team" (no weight for "headtype=TEAM") still types "Release Team" a team; without the
+    shared weight, the word of context it learned wins."""
+    model = {"types": ["SERVICE", "TEAM"], "features": ["n2=; appoint"], "weights": [[1.5, 0.0]], "bias": [0.2, 0.0]}
+    feats = entitytypes.entity_features(
+        {
+            f: 1.0
+            for f in entitytypes.mention_features("Release Team", "TEAM", "name", {}, ["and", "the", ";", "appoint"])
+        },
+        1,
+    )
+    assert "headtype=TEAM" in feats and "n2=; appoint" in feats, feats
+    assert entitytypes.Typer(model).predict(feats)[0] == "SERVICE"
+    assert entitytypes.Typer({**model, "agreement": {"headtype": 6.0}}).predict(feats)[0] == "TEAM"
+    # the packaged model carries the shared weight (python -m kgr.eval.typetrain train ...)
+    assert entitytypes.default_typer().agreement.get("headtype", 0) > 0
