@@ -788,7 +788,7 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None:
-            passive = subj.dep_ == "nsubjpass"
+            passive = _passive(tok, subj)
             described = subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl"
             if described:
                 subj = tok.head
@@ -1043,6 +1043,12 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         if tok.pos_ == "PRON":
             if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
                 return True  # "it is best to use X", "it is more important to use X": the reader
+            if tok.lower_ == "they":
+                # "PowerShell modules can declare what they are compatible with using X": "they"
+                # are the sentence's subject, a kind of thing the name only qualifies
+                main = next((c for c in tok.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+                if main is not None and main.i < tok.i and main.pos_ == "NOUN":
+                    return _other_than_subject(doc, block, main)
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     if _infinitive(tok):
@@ -1234,11 +1240,20 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
             continue
         if subj.pos_ == "PRON" and subj.lower_ in ("it", "they", "we"):
             return None  # may stand for the name before it: the caller resolves it
-        if subj.dep_ == "nsubjpass":
+        if _passive(tok, subj):
             return False  # "X commands are submitted by using Y": X is acted on; the agent is not said
         hit = _span_at(block, subj, left)
         return hit if hit is not None else False
     return None
+
+
+def _passive(verb, subj) -> bool:
+    """Is ``subj`` what ``verb`` acts on? A passive subject; or the subject spaCy gives a past
+    participle with no "have" over it ("interactive PSSessions started by using X": the sessions
+    are started, by whoever uses X)."""
+    if subj.dep_ == "nsubjpass":
+        return True
+    return verb.tag_ == "VBN" and not any(c.dep_ == "aux" and c.lower_ in ("have", "has", "had") for c in verb.children)
 
 
 def _span_at(block: Block, token, spans: list):

@@ -61,6 +61,20 @@ def test_a_clause_without_its_own_subject_uses_for_the_clause_it_modifies(rules)
     assert ("Spool Daemon", "uses", "Quarry Connector") in got, got
 
 
+def test_a_participle_tagged_active_and_a_they_for_the_qualified_subject_use_nothing(rules):
+    """ "interactive **Spools** started by using X": spaCy may hang "Spools" on "started" as its
+    active subject, but the spools are started, whoever starts them uses X; "Tasker modules can
+    declare what they are compatible with using X": the modules are, not Tasker."""
+    got = rules(
+        "# Disconnect-Spool\n\n`Disconnect-Spool` cannot disconnect broken or closed **Spools**, or interactive **Spools** "
+        "started by using the `Enter-Spool` cmdlet.\n\n"
+        "# Tasker Editions\n\nTasker modules can declare what editions of Tasker they are compatible with "
+        "using the `CompatibleTaskerEditions` field of the module manifest.\n"
+    )
+    assert not [t for t in got if t[2] == "Enter-Spool"], got
+    assert not [t for t in got if t[2] == "CompatibleTaskerEditions"], got
+
+
 def test_use_as_a_noun_an_instructions_purpose_or_the_reader_relates_no_name(rules):
     """ "while X is in use" says no one uses X; "To use X, run ..." tells the reader what to do,
     whatever name the sentence also writes; "you must be a member of X" is said of the reader."""
