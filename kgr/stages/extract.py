@@ -531,8 +531,8 @@ def mine_terms(
         for block in parsed.blocks:
             if block.kind in ("code",):
                 continue
-            for s, e in _name_runs(block.masked, block.sentence_starts, common):
-                term = block.masked[s:e]
+            for s, e in _name_runs(block.masked, block.sentence_starts, common, block.raw):
+                term = " ".join(block.masked[s:e].split())  # a wrapped name is the name on one line
                 counts[term] = counts.get(term, 0) + 1
     # code names written in plain text ("ledger-svc", "notif-hub") that abbreviate a known name
     from kgr.stages.link import is_abbreviation
@@ -708,8 +708,15 @@ def _guess_type(term: str, source: str) -> str:
 # -- names by spelling ---------------------------------------------------------------------
 
 
-def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[tuple[int, int]]:
-    """Runs of capitalised words (with inner connectors) that are proper names by spelling.
+WRAP_GAP = re.compile(r"[ \t]*\n[ \t]*")  # a line break inside a paragraph, where no sentence starts
+
+
+def _name_runs(
+    masked: str, sentence_starts: set[int], common=None, raw: str | None = None
+) -> Iterator[tuple[int, int]]:
+    """Runs of capitalised words (with inner connectors) that are proper names by spelling. A run
+    goes on over a line break where the paragraph was only wrapped, with no markup after it
+    (``raw``: the text as written; "**Notes:**" opens a line of its own).
 
     A run that starts a sentence is kept only when it has two capitalised words or more
     ("Core Infrastructure is ..."), never when it is a single word ("Promote the ...").
@@ -726,8 +733,13 @@ def _name_runs(masked: str, sentence_starts: set[int], common=None) -> Iterator[
         while j + 1 < len(tokens) and not tokens[j][2].endswith(("'s", "’s")):  # "NHub's SMS adapter"
             ns, ne, nw = tokens[j + 1]
             gap = masked[tokens[j][1] : ns]
-            if gap not in (" ", "\u00a0"):
-                break
+            wrapped = (
+                ns not in sentence_starts
+                and WRAP_GAP.fullmatch(gap)
+                and WRAP_GAP.fullmatch((raw or masked)[tokens[j][1] : ns])
+            )
+            if gap not in (" ", "\u00a0") and not wrapped:
+                break  # a line the text was only wrapped at goes on ("belongs to Domain\nAdmins on ...")
             if tokens[j][2].endswith(".") and nw.lower() in STOP_NAMES:
                 break  # "... in Plan B. The next step": the initial ends a sentence
             if _cap(nw):
@@ -846,6 +858,9 @@ class Extractor:
         chosen = _add_ner(primary, ner)
         chosen.extend(_surnames(doc, chosen))
         chosen.extend(_repeated_words(doc, chosen))
+        for sp in chosen:
+            if "\n" in sp.surface:  # a name the text wrapped ("Microsoft\nExchange Server") is one name
+                sp.surface = " ".join(sp.surface.split())
         _mark_sentences(doc, chosen)
         doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
@@ -944,7 +959,7 @@ class Extractor:
                 tok = token_starting_at(sdoc, pos)
                 return tok is not None and tok.pos_ not in ("PROPN", "NOUN", "X")
 
-            for s, e in _name_runs(masked, block.sentence_starts, common):
+            for s, e in _name_runs(masked, block.sentence_starts, common, raw):
                 if raw[s:e].isupper() and len(raw[s:e]) > 4 and doc.prose_word(raw[s:e]):
                     continue  # "DESCRIPTION", "NOTES": a shouted common word, not a name
                 yield Span(base + s, base + e, raw[s:e], _guess_type(raw[s:e], "name"), "name", 0.6, {})

@@ -486,6 +486,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     and masked_sentence[: m.start()].strip()
                 ):
                     continue  # "Production runs X 1.9": who owns X is not said
+                if _those_named_before(doc, block, ts):
+                    continue  # "These variables are maintained by X": the things just named, not the page's subject
                 subject = _topic(doc, block) or doc.subject_at(ts)
                 proximity = 0.6
             if subject is None:
@@ -1001,6 +1003,17 @@ def _some_one_acts(doc: Document, block: Block, trigger_start: int) -> bool:
         return False
     noun = found[1]
     return noun.pos_ == "NOUN" and _indefinite(noun)
+
+
+def _those_named_before(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's clause about several things a demonstrative points back to ("These
+    variables are created and maintained by X", "Those files use Y")? They are what the text
+    before named, never the page's one subject."""
+    found = _who_acts(doc, block, trigger_start)
+    if found is None or found[0] != "subject":
+        return False
+    noun = found[1]
+    return noun.tag_ == "NNS" and any(c.dep_ == "det" and c.lower_ in ("these", "those") for c in noun.children)
 
 
 def _reader_acts(doc: Document, block: Block, trigger_start: int) -> bool:

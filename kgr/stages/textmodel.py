@@ -31,8 +31,10 @@ REDACTION = re.compile(TAG_PATTERN)
 SUBORDINATORS = (
     r"(?:when|whenever|if|once|after|before|until|since|because|although|though|while|unless|as\s+soon\s+as)"
 )
-# a sentence that opens with a subordinate clause ("When used with SSH, ..."): a name in it is not the sentence's subject
-LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?{SUBORDINATORS}\b[^,;]{{0,160}},", re.I)
+# a sentence that opens with a subordinate clause ("When used with SSH, ...") or a purpose ("To
+# minimize the PowerShell console, X uses ..."): a name in it is not the sentence's subject
+PURPOSE = r"(?:in\s+order\s+)?to(?=\s+(?-i:[a-z]))"  # "to" and a verb: "To Alice, ..." is no purpose
+LEADING_CLAUSE = re.compile(rf"\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:{SUBORDINATORS}|{PURPOSE})\b[^,;]{{0,160}},", re.I)
 
 
 @dataclass

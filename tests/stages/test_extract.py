@@ -488,3 +488,30 @@ def test_a_long_gap_between_two_names_is_no_join_and_costs_nothing():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr
+
+
+def test_a_name_the_text_wraps_at_a_line_end_is_one_name(analyse):
+    # a paragraph hard-wrapped at its column: the break inside "Domain Admins" starts no sentence
+    text = (
+        "# Spool Settings\n\n"
+        "Specifies the security groups of the spool account when a session that uses the settings\n"
+        "is run as a spool account. If omitted, the spool account belongs to Quarry Domain\n"
+        "Operators on the main servers and to Local Operators on all of the other computers.\n"
+    )
+    spans, _ = analyse(text)
+    names = surfaces(spans)
+    assert "Quarry Domain Operators" in names, names  # one name, its line break read as a space
+    assert "Quarry Domain" not in names, names
+
+
+def test_it_after_a_purpose_clause_is_the_main_subject_not_a_name_in_the_purpose(analyse):
+    text = (
+        "# Window Tools\n\n"
+        "To shrink the Harbor Shell console, `Fold-Window` uses the `Get-Lantern` cmdlet to find the\n"
+        "process. Then it uses the **Handle** property of the process to fold the window.\n"
+    )
+    spans, rels = analyse(text)
+    it = [s for s in spans if s.source == "coref" and s.surface == "it"]
+    assert it and all(s.refers == "Fold-Window" for s in it), [(s.surface, s.refers) for s in it]
+    assert ("Fold-Window", "uses", "Handle") in triples(rels), triples(rels)
+    assert not [r for r in rels if r["src"] == "Harbor Shell"], triples(rels)
