@@ -238,6 +238,8 @@ def mention_features(
             out.append(key)
     for other in set(features.get("also") or ()):
         out.append(f"also={other}")
+    for role in features.get("roles") or ():  # what the rules say it does ("owned_by<": owns something)
+        out.append(f"role={role}")
     words = [w for w in re.split(r"[\s/]+", surface) if w]
     out.append(f"nw={min(len(words), 4)}")
     if words:
@@ -313,7 +315,7 @@ def _window(left: list[str], right: list[str]) -> list[str]:
     return out
 
 
-CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref", "desc", "w=", "hd=", "col=")
+CONTEXT_PREFIXES = ("p1=", "n1=", "p2=", "n2=", "ctxhead=", "coref", "desc", "w=", "hd=", "col=", "role=")
 
 
 def entity_features(counts: Mapping[str, float], n: int) -> dict[str, float]:

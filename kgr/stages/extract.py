@@ -858,9 +858,6 @@ class Extractor:
         chosen = _add_ner(primary, ner)
         chosen.extend(_surnames(doc, chosen))
         chosen.extend(_repeated_words(doc, chosen))
-        for sp in chosen:
-            if "\n" in sp.surface:  # a name the text wrapped ("Microsoft\nExchange Server") is one name
-                sp.surface = " ".join(sp.surface.split())
         _mark_sentences(doc, chosen)
         doc.set_subject(chosen)
         doc.nlp_docs = spacy_docs
@@ -2229,7 +2226,23 @@ def start_doc(
         decision = extractor.relation_decision(parsed, spans)
     except RecursionError as exc:  # pathological input: one error record, not the run
         return [_failed(doc, exc)]
+    _mark_roles(decision.rules)
     return StartedDoc(doc, chunks, parsed, spans, decision)
+
+
+def _mark_roles(rules: list[dict]) -> None:
+    """Each mention's part in what the rules say ("owned_by<": something is owned by it), kept in
+    its features: what a thing does or has done to it tells its type where its name does not
+    ("owned by Security Engineering": a team), whatever the corpus calls its teams."""
+    roles: dict[int, tuple[Any, set[str]]] = {}
+    for r in rules:
+        pair = r.get("_spans")
+        if not pair or pair[0] is None or pair[1] is None:
+            continue
+        for sp, end in zip(pair, (">", "<")):
+            roles.setdefault(id(sp), (sp, set()))[1].add(r["rel"] + end)
+    for sp, said in roles.values():
+        sp.features = {**sp.features, "roles": sorted(said)}
 
 
 class _ChunkIndex:

@@ -573,7 +573,7 @@ class Linker:
         while key in self.entities:
             key = f"{n}~{i}"
             i += 1
-        ent = Entity(key, surface, mtype, n, [])
+        ent = Entity(key, " ".join(surface.split()), mtype, n, [])
         self._index(ent)
         return ent
 
@@ -649,9 +649,10 @@ class Linker:
                     ent = self.entities[self.by_norm[long_norm]]
                 by_surface[surface] = ent
             if m.get("source") != "coref":
-                if self._add_alias(ent, m["surface"]):
+                written = " ".join(m["surface"].split())  # a name the text wrapped is named on one line
+                if self._add_alias(ent, written):
                     touched[ent.key] = ent
-                ent.surface_votes[m["surface"]] = ent.surface_votes.get(m["surface"], 0) + 1
+                ent.surface_votes[written] = ent.surface_votes.get(written, 0) + 1
                 ent.type_votes[m.get("type") or "CONCEPT"] = ent.type_votes.get(m.get("type") or "CONCEPT", 0) + m.get(
                     "score", 0.5
                 )

@@ -188,3 +188,43 @@ def test_a_head_word_types_a_name_whatever_types_training_gave_weights():
     assert entitytypes.Typer({**model, "agreement": {"headtype": 6.0}}).predict(feats)[0] == "TEAM"
     # the packaged model carries the shared weight (python -m kgr.eval.typetrain train ...)
     assert entitytypes.default_typer().agreement.get("headtype", 0) > 0
+
+
+def test_what_the_rules_say_a_name_does_is_a_typing_feature(extractor):
+    """A mention keeps its part in the rules' relations ("owned_by<": something is owned by it),
+    and its entity's typing reads it: a name with no head word ("Vantage Crew" has none the type
+    words know) is typed by what it does as well as by its spelling."""
+    from kgr.stages.extract import extract_doc
+
+    text = "# Fare Rules\n\nThe Fare Rules engine is owned by Vantage Crew.\n\nFare Rules depends on the Toll Ledger.\n"
+    doc = {"kind": "doc", "path": "fare.md", "title": None, "text": text, "hash": "h"}
+    chunks = [{"kind": "chunk", "doc": "fare.md", "ord": 0, "start": 0, "end": len(text), "text": text}]
+    out = extract_doc(extractor, doc, chunks)
+    roles: dict[str, list] = {}
+    for r in out:
+        if r["kind"] == "mention" and r["source"] != "coref":
+            roles.setdefault(r["surface"], []).append(r["features"].get("roles"))
+    assert roles["Vantage Crew"] == [["owned_by<"]], roles
+    assert roles["Toll Ledger"] == [["depends_on<"]], roles
+    assert sorted(roles["Fare Rules"], key=str) == [None, ["depends_on>"], ["owned_by>"]], (
+        roles
+    )  # the title says nothing
+    feats = entitytypes.mention_features("Vantage Crew", "ORG", "name", {"roles": ["owned_by<"]}, None)
+    assert "role=owned_by<" in feats
+    assert all(not f.startswith("role=") for f in entitytypes.mention_features("Vantage Crew", "ORG", "name", {}, None))
+
+
+def test_a_name_the_text_wrapped_is_named_on_one_line():
+    """A mention keeps its text as written ("Quarry Domain\nOperators", the paragraph wrapped
+    there); its entity is named, and its alias kept, on one line, and the same name unwrapped
+    elsewhere is the same entity."""
+    linker = Linker(typer=None)
+    first = linker.link_doc({"path": "a.md", "text": ""}, [_mention("Quarry Domain\nOperators", "TEAM")], [])
+    second = linker.link_doc(
+        {"path": "b.md", "text": ""}, [_mention("Quarry Domain Operators", "TEAM", doc="b.md")], []
+    )
+    names = {r["name"] for r in first + second if r["kind"] == "entity"}
+    assert names == {"Quarry Domain Operators"}, names
+    keys = {r["entity"] for r in first + second if r["kind"] == "mention"}
+    assert len(keys) == 1
+    assert [r["surface"] for r in first if r["kind"] == "mention"] == ["Quarry Domain\nOperators"]
