@@ -1281,6 +1281,13 @@ def _described_in_clause(block: Block, sdoc, pos: int, pool: list[Span]) -> bool
         return False
     it = span[0]
     verb = it.head
+    for clause in verb.children:
+        # a clause spliced on before it with a comma ("The third command uses X, it uses Y"): its
+        # subject is what "it" goes on about
+        if clause.dep_ == "ccomp" and clause.i < it.i:
+            subj = next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+            if subj is not None and _unnamed_description(block, subj, subj.left_edge, pool):
+                return True
     while verb.head.i != verb.i:  # the clauses above the pronoun's own, up to the sentence's root
         verb = verb.head
         for arg in verb.children:

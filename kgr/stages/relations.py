@@ -1033,6 +1033,11 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if doer is not None:
         # "Allows users to use X": the object acts; the reader, or a noun other than the page's subject
         return doer.lower_ == "you" or (doer.pos_ == "NOUN" and _other_than_subject(doc, block, doer))
+    trigger = _token_at(doc, block, trigger_start)
+    if trigger is not None and trigger.dep_ in ("csubj", "csubjpass"):
+        # "Using X to run the command started three jobs": the using is what the sentence is
+        # about; no one named does it
+        return True
     found = _who_acts(doc, block, trigger_start)
     if found is None:
         return False
@@ -1455,6 +1460,18 @@ PLACE_NOUNS = frozenset(
 )
 
 
+def _unit_note(doc: Document, block: Block, sp) -> bool:
+    """Is the name in a parenthesis that opens with a preposition and follows a quantity ("a
+    timeout of 4 minutes (in MS)", "(in GB)")? It says how the number is measured, not where
+    anything is."""
+    tok = _token_at(doc, block, sp.start)
+    prep = tok.head if tok is not None and tok.dep_ == "pobj" else None
+    if prep is None or prep.dep_ != "prep" or prep.i == 0 or prep.nbor(-1).text != "(":
+        return False
+    quantity = prep.head
+    return quantity.pos_ == "NOUN" and any(c.dep_ == "nummod" for c in quantity.children)
+
+
 def _modifies_noun(doc: Document, block: Block, sp) -> bool:
     """Does the name only qualify the noun after it ("in Nomad variables", "in the Northbeam
     console")? What is in it is then that thing, and the name is no place."""
@@ -1499,7 +1516,11 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 continue
             before = _unmark(doc.text[max(s, sp.start - 20) : sp.start])
             listed = prev_place is not None and PLACE_LIST.match(_unmark(doc.text[prev_place.end : sp.start]))
-            if not (PLACE_PREP.search(before) or listed) or _modifies_noun(doc, block, sp):
+            if (
+                not (PLACE_PREP.search(before) or listed)
+                or _modifies_noun(doc, block, sp)
+                or _unit_note(doc, block, sp)
+            ):
                 prev_place = None
                 continue
             prep = doc.text.rfind(" ", s, sp.start - 1)

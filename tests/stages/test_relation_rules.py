@@ -1074,3 +1074,31 @@ def test_things_a_demonstrative_points_back_to_are_not_the_pages_subject(rules):
     )
     assert ("Reference Topics", "owned_by", "Harbor Engine") not in got, got
     assert ("Reference Topics", "owned_by", "Docs Guild") in got, got  # a noun that may be the subject still is
+
+
+def test_an_it_spliced_on_a_described_subject_and_a_gerund_subject_name_no_user(rules):
+    """ "The fifth command uses X ..., it uses Y ... It then gets Z": "it" goes on about the
+    command, not the first name of the sentence; "using Y to run the command started three tasks":
+    the using is the sentence's subject, and no one named does it."""
+    got = rules(
+        "# Get-Task\n\n## Examples\n\n"
+        "The `Get-Task` cmdlet gets the tasks of the current session. The fifth, sixth and seventh command uses the\n"
+        "`Open-Channel` cmdlet to create a channel that is connected to the S2 computer, it uses\n"
+        "`Invoke-Remote` to start a task on the remote computer using the channel and the **Channel**\n"
+        "parameter. It then gets the task using the `Fetch-Record` command on the S2 computer.\n\n"
+        "## Notes\n\n"
+        "Unlike the previous example, using `Invoke-Remote` to run the `Start-Task` command actually started three\n"
+        "independent tasks.\n\n"
+        "`Get-Task` uses the Strata Index to find rows.\n"
+    )
+    assert not [t for t in got if t[1] == "uses" and t[2] in ("Invoke-Remote", "Fetch-Record")], got
+    assert ("Get-Task", "uses", "Strata Index") in got, got  # the page's subject named as the user still is
+
+
+def test_a_unit_in_parentheses_after_a_quantity_is_no_place(rules):
+    got = rules(
+        "# Ledger Store\n\nThe Ledger Store sets a **RetryTimeout** value of 4 minutes (in MS).\n"
+        "The Ledger Store runs in Tallinn.\n"
+    )
+    assert not [t for t in got if t[1] == "located_in" and t[2] == "MS"], got
+    assert ("Ledger Store", "located_in", "Tallinn") in got, got
