@@ -1045,7 +1045,7 @@ class Extractor:
                     target = _antecedent(block, pos, pool, lambda s: s.type == "PERSON", None, doc.text)
                     kind = "pronoun"
                 else:
-                    if low == "it" and _expletive(block.masked, m.end()):
+                    if low == "it" and (_expletive(block.masked, m.end()) or _extraposed(sdoc, pos - block.start)):
                         continue
                     if _continues_description(block, sdoc, pos, pool, before):
                         continue
@@ -1133,6 +1133,28 @@ def _expletive(text: str, end: int) -> bool:
         re.match(
             r"(?:\s+is|\s+was|['’]s)\s+(?:(?:not|also|still|often|usually|always|now|\w+ly)\s+){0,2}(?:possible|important|worth|likely|unlikely|necessary|recommended|easy|hard|safe|best|better|advisable|useful|helpful|common)\b|\s+(?:seems|appears|takes)\b",
             rest,
+        )
+    )
+
+
+def _extraposed(sdoc, rel: int) -> bool:
+    """Is the "it" at ``rel`` (block offsets) the subject of "be" + an adjective + an infinitive
+    ("it's easier to use X than to ...", "it is more secure to run Y")? The infinitive is what the
+    sentence is about; "it" stands for nothing. Read from the parse, whatever the adjective
+    (:func:`_expletive` reads the words after "it")."""
+    if sdoc is None:
+        return False
+    span = sdoc.char_span(rel, rel + 2)
+    if span is None or len(span) != 1 or span[0].lower_ != "it" or span[0].dep_ != "nsubj":
+        return False
+    verb = span[0].head
+    adjective = next((c for c in verb.children if c.dep_ == "acomp"), None)
+    return (
+        verb.lemma_ == "be"
+        and adjective is not None
+        and any(
+            c.dep_ == "xcomp" and c.i > adjective.i and any(a.dep_ == "aux" and a.lower_ == "to" for a in c.children)
+            for c in list(verb.children) + list(adjective.children)
         )
     )
 

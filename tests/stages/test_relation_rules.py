@@ -1102,3 +1102,14 @@ def test_a_unit_in_parentheses_after_a_quantity_is_no_place(rules):
     )
     assert not [t for t in got if t[1] == "located_in" and t[2] == "MS"], got
     assert ("Ledger Store", "located_in", "Tallinn") in got, got
+
+
+def test_an_it_before_be_an_adjective_and_an_infinitive_stands_for_nothing(rules):
+    """ "it's easier to use X than to debug the query": the reader would use X, whatever the adjective."""
+    got = rules(
+        "# Ledger Query\n\nLedger Query reads rows from the Strata Index.\n\n"
+        "Often, if a query doesn't work as expected, it's easier to use the Quarry Console than to debug the query.\n\n"
+        "The Ledger Query uses the Token Vault for secrets.\n"
+    )
+    assert not [t for t in got if t[2] == "Quarry Console"], got
+    assert ("Ledger Query", "uses", "Token Vault") in got, got
