@@ -1460,6 +1460,16 @@ PLACE_NOUNS = frozenset(
 )
 
 
+def _names_the_kind_of(doc: Document, block: Block, prep_start: int, owner) -> bool:
+    """Does ``owner`` only qualify the noun the place's preposition hangs on ("records events in
+    the Windows PowerShell log in Event Viewer")? That noun is what is in the place, not the name."""
+    prep = _token_at(doc, block, prep_start)
+    if prep is None or prep.dep_ != "prep" or prep.head.pos_ != "NOUN":
+        return False
+    last = _token_at(doc, block, owner.end - 1)
+    return last is not None and last.dep_ == "compound" and last.head.i == prep.head.i
+
+
 def _unit_note(doc: Document, block: Block, sp) -> bool:
     """Is the name in a parenthesis that opens with a preposition and follows a quantity ("a
     timeout of 4 minutes (in MS)", "(in GB)")? It says how the number is measured, not where
@@ -1538,7 +1548,7 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 # gives (the nearest is then the first verb's object)
                 nearest = (x for x in reversed(spans[:i]) if x.type not in NOT_OWNERS and not _is_place(x))
                 owner = None if shared is not None else next(nearest, None)
-            if owner is not None:
+            if owner is not None and not _names_the_kind_of(doc, block, at, owner):
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
 
