@@ -1420,6 +1420,12 @@ def _names_a_kind(doc: Document, block: Block, sp) -> bool:
     if len(outside) != 1:
         return False
     tok = outside[0]
+    if tok.dep_ == "amod" and tok.tag_ == "JJ" and tok.head.pos_ == "NOUN" and tok.head.i > tok.i:
+        # "creates UTF-8 files": read as an adjective, it says what kind the files are
+        return lemma(tok.head).lower() not in RECORD_NOUNS
+    if tok.dep_ == "conj" and tok.head.pos_ == "PROPN" and not any(c.isdigit() for c in tok.head.text):
+        # "saved as Unicode or UTF-8": listed with a name that is no id, it is a thing of its kind
+        return True
     return (
         tok.dep_ in ("compound", "nmod", "amod")
         and tok.head.i > tok.i

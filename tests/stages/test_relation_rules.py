@@ -1123,3 +1123,16 @@ def test_a_name_that_only_qualifies_the_noun_in_a_place_is_not_in_it(rules):
     )
     assert not [t for t in got if t[0] == "Tally Broker" and t[2] == "Event Viewer"], got
     assert ("Tally Broker", "located_in", "Porto") in got, got
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["`Export-Record` creates UTF-8 files with BOM by default.", "Data files should be saved as Unicode or UTF-8."],
+)
+def test_an_id_shaped_name_used_as_an_adjective_or_listed_with_a_name_is_no_record(rules, sentence):
+    got = rules(
+        f"# Export-Record\n\n## Notes\n\n`Export-Record` exports records. {sentence}\n\n"
+        "The retention follows the rules OPS-12 sets.\n"
+    )
+    assert not [t for t in got if t[2] == "UTF-8"], got
+    assert ("Export-Record", "refers_to", "OPS-12") in got, got  # a ticket the text names still is one
