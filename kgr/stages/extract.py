@@ -1051,6 +1051,11 @@ class Extractor:
                         continue
                     if low == "it" and _described_in_clause(block, sdoc, pos, pool):
                         continue
+                    opening = block.masked[: pos - block.start].rstrip().endswith(",")
+                    if opening and _main_subject_after_intro(sdoc, pos - block.start):
+                        # "In the absence of a BOM, it uses UTF-8": a name the opening phrase only
+                        # governs is no subject "it" could continue ("If the engine fails, it ...")
+                        pool = [sp for sp in pool if not _object_in_intro(block, sdoc, pos, sp)]
                     target = _antecedent(block, pos, pool, _thing, doc.subject_at(pos), doc.text)
                     kind = "pronoun"
                 if target is None:
@@ -1249,6 +1254,17 @@ def _main_subject_after_intro(sdoc, rel: int) -> bool:
     return all(t.dep_ not in ("nsubj", "nsubjpass") for t in tok.sent if t.i < tok.i) and any(
         t.dep_ == "punct" and t.head.i == tok.head.i and t.i < tok.i for t in tok.sent
     )
+
+
+def _object_in_intro(block: Block, sdoc, pos: int, sp: Span) -> bool:
+    """Is ``sp`` in the same sentence before ``pos``, as the object of a preposition or a verb
+    (not a subject, nor part of one)?"""
+    if not (block.start <= sp.start < pos) or sp.sentence != block.start + block.sentence_start(pos - block.start):
+        return False
+    span = sdoc.char_span(sp.start - block.start, sp.end - block.start, alignment_mode="expand")
+    if span is None:
+        return False
+    return span.root.dep_ in ("pobj", "dobj")
 
 
 def _described_subject(block: Block, sdoc, end: int, pool: list[Span]) -> bool:

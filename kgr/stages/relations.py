@@ -735,6 +735,8 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
 def _coordinated(doc: Document, subject, sent_spans: list) -> list:
     """ "The Ledger Service and OIS both use it": every subject of a coordinated list."""
     out = [subject]
+    if subject.source == "coref" and " " not in subject.surface:
+        return out  # "In the absence of X, it uses Y": a pronoun is not the last of a list
     earlier = [sp for sp in sent_spans if sp.end <= subject.start]
     while earlier:
         prev = earlier.pop()

@@ -1136,3 +1136,14 @@ def test_an_id_shaped_name_used_as_an_adjective_or_listed_with_a_name_is_no_reco
     )
     assert not [t for t in got if t[2] == "UTF-8"], got
     assert ("Export-Record", "refers_to", "OPS-12") in got, got  # a ticket the text names still is one
+
+
+def test_it_after_an_opening_phrase_is_not_the_name_the_phrase_governs(rules):
+    """ "In the absence of a Tally Broker, it uses Y": "it" goes on from the sentence before;
+    the name inside the opening phrase neither is "it" nor is listed with it."""
+    got = rules(
+        "# Encoding\n\n## Notes\n\n"
+        "The Harbor Shell writes files. In the absence of a Tally Broker, it uses the Strata Index.\n"
+    )
+    assert ("Tally Broker", "uses", "Strata Index") not in got, got
+    assert ("Harbor Shell", "uses", "Strata Index") in got, got
