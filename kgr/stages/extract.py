@@ -1320,9 +1320,10 @@ def _described_in_clause(block: Block, sdoc, pos: int, pool: list[Span]) -> bool
     it = span[0]
     verb = it.head
     for clause in verb.children:
-        # a clause spliced on before it with a comma ("The third command uses X, it uses Y"): its
+        # a clause spliced on before it with a comma ("The third command uses X, it uses Y"), or
+        # one that opens the sentence ("When the function can't continue, it should call X"): its
         # subject is what "it" goes on about
-        if clause.dep_ == "ccomp" and clause.i < it.i:
+        if clause.dep_ in ("ccomp", "advcl") and clause.i < it.i:
             subj = next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass")), None)
             if subj is not None and _unnamed_description(block, subj, subj.left_edge, pool):
                 return True

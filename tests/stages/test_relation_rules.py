@@ -1147,3 +1147,16 @@ def test_it_after_an_opening_phrase_is_not_the_name_the_phrase_governs(rules):
     )
     assert ("Tally Broker", "uses", "Strata Index") not in got, got
     assert ("Harbor Shell", "uses", "Strata Index") in got, got
+
+
+def test_it_after_an_opening_clause_about_a_description_is_that_description(rules):
+    """ "When ... the function can't continue, it should call X", "when an application is hosting
+    Y, it's directly using Z": "it" is the function, the application; not the page's subject, nor Y."""
+    got = rules(
+        "# Write-Report\n\n## Notes\n\nThe `Write-Report` cmdlet writes reports.\n\n"
+        "When a terminating error occurs and the function cannot continue, it should call the `Stop-Report` method.\n\n"
+        "This is by design, but when an application is hosting Harbor Shell, it is directly using the Harbor SDK packages.\n\n"
+        "`Write-Report` uses the Strata Index.\n"
+    )
+    assert not [t for t in got if t[2] in ("Stop-Report", "Harbor SDK")], got
+    assert ("Write-Report", "uses", "Strata Index") in got, got
