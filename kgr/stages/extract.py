@@ -1226,7 +1226,12 @@ def _continues_description(block: Block, sdoc, pos: int, pool: list[Span], befor
     rel = pos - block.start
     here = block.sentence_index(rel)
     start = block.sentences()[here][0] if here is not None else rel
-    if here is None or block.masked[start:rel].strip() and not _main_subject_after_intro(sdoc, rel):
+    if (
+        here is None
+        or block.masked[start:rel].strip()
+        and not _main_subject_after_intro(sdoc, rel)
+        and not _main_subject_after_adverbs(sdoc, rel)
+    ):
         return False
     if here == 0:  # "it" opens the paragraph: the block before says what it is
         prev_block, prev_sdoc = before
@@ -1242,18 +1247,34 @@ def _main_subject_after_intro(sdoc, rel: int) -> bool:
     """Is the word at ``rel`` (block offsets) the subject of its sentence's main verb, with only an
     introductory clause or phrase before it ("To specify the computers, it uses ...", "In this
     example, it ...")? It then continues the sentence before as if it opened its own."""
-    if sdoc is None:
-        return False
-    span = sdoc.char_span(rel, rel + 1, alignment_mode="expand")  # the token at rel, not a scan of the block
-    if span is None or len(span) != 1 or span[0].idx != rel:
-        return False
-    tok = span[0]
-    if tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
+    tok = _token_starting(sdoc, rel)
+    if tok is None or tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
         return False
     # everything before it hangs on the main verb from its left: no other subject, no clause it is inside
     return all(t.dep_ not in ("nsubj", "nsubjpass") for t in tok.sent if t.i < tok.i) and any(
         t.dep_ == "punct" and t.head.i == tok.head.i and t.i < tok.i for t in tok.sent
     )
+
+
+def _main_subject_after_adverbs(sdoc, rel: int) -> bool:
+    """Is the word at ``rel`` (block offsets) the subject of its sentence's main verb, with only
+    words that modify that verb before it ("Then it defines ...", "But it ...")? The sentence
+    goes on from the one before as if it opened with "it"."""
+    tok = _token_starting(sdoc, rel)
+    if tok is None or tok.dep_ not in ("nsubj", "nsubjpass") or tok.head.dep_ != "ROOT":
+        return False
+    before = [t for t in tok.sent if t.i < tok.i]
+    return bool(before) and all(t.head.i == tok.head.i and t.dep_ in ("advmod", "cc") for t in before)
+
+
+def _token_starting(sdoc, rel: int):
+    """The token that starts at ``rel`` (block offsets), or None."""
+    if sdoc is None:
+        return None
+    span = sdoc.char_span(rel, rel + 1, alignment_mode="expand")  # the token at rel, not a scan of the block
+    if span is None or len(span) != 1 or span[0].idx != rel:
+        return None
+    return span[0]
 
 
 def _object_in_intro(block: Block, sdoc, pos: int, sp: Span) -> bool:

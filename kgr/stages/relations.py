@@ -1294,7 +1294,7 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
         return None
     nearest = left[-1]
     gap = _unmark(doc.text[nearest.end : trigger_start])
-    if SUBJECT_GAP.match(gap):
+    if SUBJECT_GAP.match(gap) and not _pronoun_acts(doc, block, trigger_start, nearest):
         # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
         return nearest
     # the sentence's first name is its usual subject ("X ... and works from Y"), unless it is in a
@@ -1311,6 +1311,17 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
     return None
 
 
+def _pronoun_acts(doc: Document, block: Block, trigger_start: int, name) -> bool:
+    """Does the parse give the trigger's clause a personal pronoun for subject, written before
+    ``name`` ("we must specify the destination in the Y cmdlet and use Z")? Then the name is in
+    what the clause says, not who acts, however close it stands to the trigger."""
+    found = _who_acts(doc, block, trigger_start, described=())
+    if found is None or found[0] != "subject":
+        return False
+    tok = found[1]
+    return tok.tag_ == "PRP" and block.start + tok.idx + len(tok) <= name.start
+
+
 def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
     """The sentence's first name as its subject, unless the parse says otherwise:
 
@@ -1318,6 +1329,7 @@ def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
       gets the events from the PowerShell event log and decrypts them using X"): the name only
       qualifies something; False when that noun is something other than the page's subject (no
       name acts), None when it may be the subject itself ("the service");
+    - its verb has a pronoun for subject ("we", "they") and the name comes after it: None;
     - its verb has no subject and the name comes after it ("Shows a Markdown file in the console
       using VT100"): the name is what the verb acts on, for the section's subject (None)."""
     tok = _token_at(doc, block, trigger_start)
@@ -1329,7 +1341,13 @@ def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
         subjectless = root.pos_ in ("VERB", "AUX") and not any(c.dep_ == "expl" for c in root.children)
         return None if subjectless and block.start + root.idx < first.start else first
     lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
-    if subj.pos_ != "NOUN" or lo <= first.start < hi:
+    if lo <= first.start < hi:
+        return first
+    if subj.tag_ == "PRP" and first.start >= hi:
+        # "we must specify the destination in the Y cmdlet and use Z": the pronoun acts; a name
+        # after it is what the verb acts on, and whom "we" stands for is the caller's usual guess
+        return None
+    if subj.pos_ != "NOUN":
         return first
     return False if _other_than_subject(doc, block, subj) else None
 

@@ -1160,3 +1160,29 @@ def test_it_after_an_opening_clause_about_a_description_is_that_description(rule
     )
     assert not [t for t in got if t[2] in ("Stop-Report", "Harbor SDK")], got
     assert ("Write-Report", "uses", "Strata Index") in got, got
+
+
+def test_it_after_then_goes_on_from_a_description_that_opened_the_sentence_before(rules):
+    """ "The next code block first defines a new class, X, with the Y() method. Then it defines
+    Z": "it" is the code block, as it would be with no "Then"; not the last name written."""
+    got = rules(
+        "# Classes\n\n## Notes\n\n"
+        "The next code block first defines a new class, **ReportItem**, with a single property and the "
+        "`ToString()` method. Then it defines the **ReportItemList** class.\n\n"
+        "The Harbor Shell defines the **ReportTable** class.\n"
+    )
+    assert not [t for t in got if t[2] == "ReportItemList"], got
+    assert ("Harbor Shell", "defines", "ReportTable") in got, got
+
+
+def test_a_name_after_a_pronoun_subject_is_not_who_acts_however_close_to_the_verb(rules):
+    """ "we must specify the destination in the `Move-Record` cmdlet and use `Get-Record`": we
+    use it, not the cmdlet written just before "and use"."""
+    got = rules(
+        "# Records\n\n## Notes\n\n"
+        "To fix the command, we must specify the destination in the `Move-Record` cmdlet and use "
+        "`Get-Record` to get the path.\n\n"
+        "The `Copy-Record` cmdlet uses `Get-Record`.\n"
+    )
+    assert ("Move-Record", "uses", "Get-Record") not in got, got
+    assert ("Copy-Record", "uses", "Get-Record") in got, got
