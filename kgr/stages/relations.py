@@ -779,6 +779,8 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
     for step in range(5):
         if tok is None:
             return None
+        if step and _stray_conj(tok):
+            return None  # "... to the location most recently pushed onto the stack by using Y": unsaid
         if tok.dep_ == "acl" and tok.tag_ in ("VBN", "VBG"):
             # "X cannot delete events created by using Y", "use the method implemented by Y": the
             # trigger is in (or is) a clause that describes a noun; that noun acts, when it is a
@@ -791,6 +793,8 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 return _described_name(doc, block, tok.head, sent_spans) if tok.tag_ == "VBN" else None
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is not None and _finite_verb(subj):
+            return None  # a misparse: what acts is not known
         if subj is not None:
             passive = _passive(tok, subj)
             described = subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl"
@@ -1248,6 +1252,8 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
     for step in range(8):
         if tok.dep_ in ("csubj", "csubjpass"):
             return False  # "Using X with Y throws an error": the use is what the sentence is about; no one acts
+        if step and _stray_conj(tok):
+            return False  # "the location most recently pushed onto the stack by using X": pushed by whoever
         if step and tok.dep_ in ("acl", "relcl"):
             # "jobs created by using X", "modules that were created using X": what the clause
             # describes was made with X; the name it is, if any, uses X
@@ -1260,11 +1266,32 @@ def _borrowed_subject(doc: Document, block: Block, trigger_start: int, left: lis
             continue
         if subj.pos_ == "PRON" and subj.lower_ in ("it", "they", "we"):
             return None  # may stand for the name before it: the caller resolves it
+        if _finite_verb(subj):
+            return False  # a misparse: what acts is not known
         if _passive(tok, subj):
             return False  # "X commands are submitted by using Y": X is acted on; the agent is not said
         hit = _span_at(block, subj, left)
         return hit if hit is not None else False
     return None
+
+
+def _finite_verb(subj) -> bool:
+    """Is the subject the parser found a verb with a tense ("The X cmdlet changes the current
+    location to the location most recently pushed onto the stack by using Y", "changes" taken
+    for the subject of "pushed")? A subject is a noun or a pronoun; a clause that is one is a
+    ``csubj``. Then the parse says nothing sure of who acts."""
+    return subj.tag_ in ("VBZ", "VBD", "VBP")
+
+
+def _stray_conj(tok) -> bool:
+    """Is ``tok`` a past form the parser joined to a verb before it with nothing that joins them
+    (no "and", no comma)? "The X cmdlet changes the current location to the location most
+    recently pushed onto the stack by using Y": "pushed" describes the noun before it, and the
+    sentence's subject does not do it."""
+    if tok.dep_ != "conj" or tok.tag_ not in ("VBD", "VBN"):
+        return False
+    head = tok.head
+    return not any(c.dep_ in ("cc", "punct", "preconj") and head.i < c.i < tok.i for c in head.children)
 
 
 def _passive(verb, subj) -> bool:

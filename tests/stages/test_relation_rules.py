@@ -1186,3 +1186,18 @@ def test_a_name_after_a_pronoun_subject_is_not_who_acts_however_close_to_the_ver
     )
     assert ("Move-Record", "uses", "Get-Record") not in got, got
     assert ("Copy-Record", "uses", "Get-Record") in got, got
+
+
+@pytest.mark.parametrize("mark", ["`", ""])
+def test_a_participle_the_parser_takes_for_a_verb_of_the_subject_is_not_the_subjects_doing(rules, mark):
+    """ "The X cmdlet changes the current location to the location most recently pushed onto the
+    stack by using the Y cmdlet": whoever pushed it used Y, not X. spaCy reads "pushed" either as
+    a verb joined to "changes" with no "and" (plain text) or as the sentence's verb with "changes"
+    for its subject (with the names in code font); neither says X does it."""
+    got = rules(
+        f"# Pop-Record\n\n## Description\n\nThe {mark}Pop-Record{mark} cmdlet changes the current location to "
+        f"the location most recently pushed onto the stack by using the {mark}Push-Record{mark} cmdlet.\n\n"
+        f"The {mark}Pop-Record{mark} cmdlet uses the {mark}Get-Record{mark} cmdlet.\n"
+    )
+    assert ("Pop-Record", "uses", "Push-Record") not in got, got
+    assert ("Pop-Record", "uses", "Get-Record") in got, got
