@@ -420,6 +420,10 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 objects = [o for o in objects if not _modifies_noun(doc, block, o)]  # "lives in Nomad variables"
                 if not objects:
                     continue
+            if trig.rel == "defines":
+                objects = [o for o in objects if not _qualifies_a_new_thing(doc, block, o)]
+                if not objects:
+                    continue
             if trig.rel in ("uses", "depends_on") and _how_to(doc, block, ts):
                 continue  # "It explains how to use X": the reader uses X
             if conditional(doc, block, ts):
@@ -1470,15 +1474,44 @@ def _names_a_kind(doc: Document, block: Block, sp) -> bool:
     if tok.dep_ == "amod" and tok.tag_ == "JJ" and tok.head.pos_ == "NOUN" and tok.head.i > tok.i:
         # "creates UTF-8 files": read as an adjective, it says what kind the files are
         return lemma(tok.head).lower() not in RECORD_NOUNS
-    if tok.dep_ == "conj" and tok.head.pos_ == "PROPN" and not any(c.isdigit() for c in tok.head.text):
-        # "saved as Unicode or UTF-8": listed with a name that is no id, it is a thing of its kind
+    if any(o.pos_ == "PROPN" and not any(c.isdigit() for c in o.text) for o in _alternatives(tok)):
+        # "saved as Unicode or UTF-8", "defaults to UTF-8 instead of ASCII": listed with, or
+        # against, a name that is no id, it is a thing of its kind
         return True
     return (
         tok.dep_ in ("compound", "nmod", "amod")
         and tok.head.i > tok.i
-        and tok.head.tag_ == "NN"  # not "the period that OPS-12 sets": a verb read as a plural noun
+        and tok.head.pos_ == "NOUN"
+        and (tok.head.tag_ == "NN" or _plural_noun(tok.head))
         and lemma(tok.head).lower() not in RECORD_NOUNS
     )
+
+
+def _plural_noun(tok) -> bool:
+    """Is a word tagged as a plural noun one for sure: the subject of a verb after it ("UTF-16
+    characters render ...") or the object of one before it, with more words of its clause after
+    it ("writes UTF-16 characters to the file")? Not "the period that OPS-12 sets", "the rules
+    OPS-12 sets.", "until the new index from LED-502 lands": a verb read as a plural noun ends
+    the clause."""
+    if tok.tag_ != "NNS":
+        return False
+    if tok.dep_ in ("nsubj", "nsubjpass"):
+        return tok.head.i > tok.i and tok.head.pos_ in ("VERB", "AUX")
+    after = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+    return tok.dep_ == "dobj" and tok.head.i < tok.i and after is not None and not after.is_punct
+
+
+def _alternatives(tok) -> list:
+    """The words ``tok`` is listed with or set against: the one it is joined to ("Unicode or
+    UTF-8"), those joined to it ("UTF-8 rather than ASCII"), and what a joining preposition of
+    its governs ("UTF-8 instead of ASCII")."""
+    out = [tok.head] if tok.dep_ == "conj" else []
+    for c in tok.children:
+        if c.dep_ == "conj":
+            out.append(c)
+        elif c.dep_ == "cc":
+            out.extend(g for g in c.children if g.dep_ == "pobj")
+    return out
 
 
 # what an id names when it modifies one of these nouns is still a record, or a part of one
@@ -1545,6 +1578,19 @@ def _modifies_noun(doc: Document, block: Block, sp) -> bool:
     if head.lower_ in PLACE_NOUNS:
         return False  # "in the eu-central-1 region", "in the Porto office": still the place
     return head.i > tok.i and head.pos_ in ("NOUN", "PROPN") and block.start + head.idx >= sp.end
+
+
+def _qualifies_a_new_thing(doc: Document, block: Block, sp) -> bool:
+    """Does the name only qualify a noun that names one new thing of a kind ("introduces a CIM
+    provider model", "adds a Kestrel client")? That thing is what is defined, not the name; "defines
+    the ReportTable class" still defines ReportTable."""
+    if not _modifies_noun(doc, block, sp):
+        return False
+    head = _token_at(doc, block, sp.end - 1).head
+    chain = head.dep_ == "compound"
+    while head.dep_ == "compound" and head.head.i > head.i:
+        head = head.head
+    return chain or any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in head.children)
 
 
 # per document: surface -> (mentions NER calls a place, mentions NER labels at all)
