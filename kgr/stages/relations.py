@@ -1629,6 +1629,7 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
                 not (PLACE_PREP.search(before) or listed)
                 or _modifies_noun(doc, block, sp)
                 or _unit_note(doc, block, sp)
+                or _listed_with_things(doc, block, sp, spans)
             ):
                 prev_place = None
                 continue
@@ -1650,6 +1651,28 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             if owner is not None and not _names_the_kind_of(doc, block, at, owner):
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
+
+
+def _listed_with_things(doc: Document, block: Block, sp, spans: list) -> bool:
+    """Is the place listed with a name of a made thing ("available only in Windows Vista,
+    Windows Server 2008, and later versions")? Then none of them is one: places are listed with
+    places ("in Tallinn, Estonia", "in Porto and Lisbon"). A person or an organisation NER finds
+    may be a list the parser joined to the place's ("studied in Ontario and at McGill University")."""
+    tok = _token_at(doc, block, sp.end - 1)
+    if tok is None:
+        return False
+    listed = _alternatives(tok) + [c for c in tok.children if c.dep_ == "appos"]
+    for other in listed:
+        hit = _span_at(block, other, spans)
+        if (
+            hit is not None
+            and hit is not sp
+            and hit.type not in ("LOCATION", "PERSON", "ORG")
+            and not hit.features.get("ner_label")
+            and not _is_place(hit)
+        ):
+            return True
+    return False
 
 
 def _shared_subject(doc: Document, block: Block, prep_start: int, spans: list):

@@ -1216,3 +1216,15 @@ def test_a_name_that_only_qualifies_what_is_introduced_is_not_defined(rules):
     )
     assert not [t for t in got if t[1] == "defines" and t[2] == "CIM"], got
     assert [t for t in got if t[1] == "defines" and t[2] == "Strata Index"], got
+
+
+def test_a_place_listed_with_a_made_thing_is_no_place(rules):
+    """ "available only in Windows Vista, Harbor Server 2008, and later versions": spaCy calls
+    the first a place; listed with a server, it is a system, and nothing is located in it."""
+    got = rules(
+        "# Tally Auth\n\n## Notes\n\n"
+        "Tally Auth authentication is available only in Windows Vista, Harbor Server 2008, and later "
+        "versions of the Harbor operating system.\n\nThe Tally Broker runs in Tallinn, Estonia.\n"
+    )
+    assert not [t for t in got if t[1] == "located_in" and t[0] == "Tally Auth"], got
+    assert ("Tally Broker", "located_in", "Tallinn") in got, got
