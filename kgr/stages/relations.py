@@ -1068,6 +1068,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
             return True
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
+        if tok.i > 0 and tok.doc[tok.i - 1].text == "$" and tok.doc[tok.i - 1].idx + 1 == tok.idx:
+            return True  # "`$Time` uses the X method": a variable of the example, which names no entity
         if tok.pos_ == "PRON":
             if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
                 return True  # "it is best to use X", "it is more important to use X": the reader
@@ -1325,7 +1327,11 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
         return None
     nearest = left[-1]
     gap = _unmark(doc.text[nearest.end : trigger_start])
-    if SUBJECT_GAP.match(gap) and not _pronoun_acts(doc, block, trigger_start, nearest):
+    if (
+        SUBJECT_GAP.match(gap)
+        and not _pronoun_acts(doc, block, trigger_start, nearest)
+        and not _preposition_object(doc, block, nearest)
+    ):
         # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
         return nearest
     # the sentence's first name is its usual subject ("X ... and works from Y"), unless it is in a
@@ -1340,6 +1346,14 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
     if len(gap_first) <= 120 and ";" not in gap_first:
         return _as_parsed(doc, block, trigger_start, first)
     return None
+
+
+def _preposition_object(doc: Document, block: Block, sp) -> bool:
+    """Is the name the object of a preposition ("Convert the SDDL to a PSCustomObject by using
+    X")? It is then no subject, however near the trigger it is written; an agent ("done by X
+    inside Y") is."""
+    tok = _token_at(doc, block, sp.end - 1)
+    return tok is not None and tok.dep_ == "pobj" and tok.head.lower_ != "by" and block.start + tok.idx >= sp.start
 
 
 def _pronoun_acts(doc: Document, block: Block, trigger_start: int, name) -> bool:
@@ -1370,7 +1384,9 @@ def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
     subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
     if subj is None:
         subjectless = root.pos_ in ("VERB", "AUX") and not any(c.dep_ == "expl" for c in root.children)
-        return None if subjectless and block.start + root.idx < first.start else first
+        if subjectless and block.start + root.idx < first.start or _preposition_object(doc, block, first):
+            return None  # "Example 3: Convert the SDDL to a PSCustomObject by using X": no subject said
+        return first
     lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)
     if lo <= first.start < hi:
         return first

@@ -1228,3 +1228,19 @@ def test_a_place_listed_with_a_made_thing_is_no_place(rules):
     )
     assert not [t for t in got if t[1] == "located_in" and t[0] == "Tally Auth"], got
     assert ("Tally Broker", "located_in", "Tallinn") in got, got
+
+
+def test_an_example_variable_or_a_prepositions_object_is_not_who_uses(rules):
+    """ "`$Time` uses the X method": the example's variable does, not the page's subject;
+    "Convert access rights to a ReportObject by using X" (a heading): nobody named does, not the
+    object of "to" written just before; the agent of a passive still acts ("done by X inside Y")."""
+    got = rules(
+        "# ConvertFrom-Record\n\n## Synopsis\n\nConverts a record string to a **ReportObject**.\n\n"
+        "## Examples\n\nThe second command uses the `ConvertFrom-Record` cmdlet to get the text.\n\n"
+        "### Example 3: Convert access rights to a ReportObject by using ConvertFrom-Record with and without "
+        "the `-Type` parameter\n\nThe `$Time` variable stores the time. `$Time` uses the `ToUniversalTime()` "
+        "method to convert it.\n\n## Notes\n\nCompaction is done by the Tally Broker inside the Strata Index.\n"
+    )
+    assert not [t for t in got if t[1] == "uses" and t[2] in ("ToUniversalTime", "ToUniversalTime()")], got
+    assert ("ReportObject", "uses", "ConvertFrom-Record") not in got, got
+    assert ("Tally Broker", "part_of", "Strata Index") in got, got
