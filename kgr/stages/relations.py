@@ -1068,7 +1068,7 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
             return True
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
-        if tok.i > 0 and tok.doc[tok.i - 1].text == "$" and tok.doc[tok.i - 1].idx + 1 == tok.idx:
+        if _variable(tok):
             return True  # "`$Time` uses the X method": a variable of the example, which names no entity
         if tok.pos_ == "PRON":
             if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
@@ -1140,6 +1140,15 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
             tok.tag_ in ("VB", "VBP")
             and (lead.i == tok.i or _infinitive(trigger) or block.kind == "heading" or adverbial)
         )
+    )
+
+
+def _variable(tok) -> bool:
+    """Is the noun, or a word before it in its phrase, a variable of code ("`$Time`", "The
+    `$Data` variable")?"""
+    return any(
+        t.text == "$" and t.i + 1 < len(t.doc) and t.doc[t.i + 1].idx == t.idx + 1
+        for t in tok.doc[tok.left_edge.i : tok.i]
     )
 
 
