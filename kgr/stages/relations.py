@@ -392,6 +392,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
             if trig.rel == "uses" and _use_as_noun(doc, block, ts):
                 continue  # "while X is in use", "the use of X": no one is said to use anything
+            if trig.rel == "cites" and _modifier(doc, block, ts):
+                continue  # "are in the following Group Policy paths": "following" says which, cites nothing
             if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
                 continue  # "SETL never calls the Charges API"
             if m.group().lower().endswith("ing") and NEGATED_GERUND.search(masked_sentence[: m.start()]):
@@ -1170,6 +1172,12 @@ def _use_as_noun(doc: Document, block: Block, trigger_start: int) -> bool:
     if tok is None or tok.pos_ != "NOUN" or lemma(tok).lower() != "use":
         return False
     return tok.dep_ == "pobj" or any(c.dep_ in ("det", "poss") for c in tok.children)
+
+
+def _modifier(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger word an adjective of the noun after it ("the following paths")?"""
+    tok = _token_at(doc, block, trigger_start)
+    return tok is not None and tok.dep_ == "amod" and tok.head.i > tok.i
 
 
 def _how_to(doc: Document, block: Block, trigger_start: int) -> bool:

@@ -1246,3 +1246,14 @@ def test_an_example_variable_or_a_prepositions_object_is_not_who_uses(rules):
     ], got
     assert ("ReportObject", "uses", "ConvertFrom-Record") not in got, got
     assert ("Tally Broker", "part_of", "Strata Index") in got, got
+
+
+def test_the_following_as_an_adjective_cites_nothing(rules):
+    """ "The Harbor Shell settings are in the following Strata Policy paths:": "following" says
+    which paths; "is enforced, following POL-007" still cites it."""
+    got = rules(
+        "# Harbor Shell Policy\n\n## Notes\n\nThe Harbor Shell Policy settings are in the following Strata Policy "
+        "paths:\n\n- one\n- two\n\nThe Harbor Shell Policy is enforced, following POL-007.\n"
+    )
+    assert not [t for t in got if t[1] == "cites" and t[2] == "Strata Policy"], got
+    assert [t for t in got if t[1] == "cites" and t[2] == "POL-007"], got
