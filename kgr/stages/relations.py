@@ -422,7 +422,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 objects = [o for o in objects if not _modifies_noun(doc, block, o)]  # "lives in Nomad variables"
                 if not objects:
                     continue
-            if trig.rel == "defines":
+            if trig.rel in ("defines", "depends_on"):
                 objects = [o for o in objects if not _qualifies_a_new_thing(doc, block, o)]
                 if not objects:
                     continue
@@ -1614,9 +1614,10 @@ def _modifies_noun(doc: Document, block: Block, sp) -> bool:
 
 
 def _qualifies_a_new_thing(doc: Document, block: Block, sp) -> bool:
-    """Does the name only qualify a noun that names one new thing of a kind ("introduces a CIM
-    provider model", "adds a Kestrel client")? That thing is what is defined, not the name; "defines
-    the ReportTable class" still defines ReportTable."""
+    """Does the name only qualify a noun that names one thing of a kind ("introduces a CIM
+    provider model", "adds a Kestrel client", "is based on the following Web service
+    specifications")? That thing is what is defined or depended on, not the name; "defines the
+    ReportTable class" still defines ReportTable."""
     if not _modifies_noun(doc, block, sp):
         return False
     head = _token_at(doc, block, sp.end - 1).head

@@ -1218,6 +1218,17 @@ def test_a_name_that_only_qualifies_what_is_introduced_is_not_defined(rules):
     assert [t for t in got if t[1] == "defines" and t[2] == "Strata Index"], got
 
 
+def test_a_name_that_only_qualifies_what_something_is_based_on_is_not_depended_on(rules):
+    """ "The Harbor protocol is based on the following standard Web service specifications: ...":
+    on the specifications, not on "Web"."""
+    got = rules(
+        "# Harbor Protocol\n\n## Notes\n\nThe Harbor Protocol is based on the following standard Web service "
+        "specifications: HTTPS, SOAP 1.2 and WS-Eventing.\n\nThe Harbor Protocol depends on the Strata Index.\n"
+    )
+    assert not [t for t in got if t[2] == "Web"], got
+    assert ("Harbor Protocol", "depends_on", "Strata Index") in got, got
+
+
 def test_a_place_listed_with_a_made_thing_is_no_place(rules):
     """ "available only in Windows Vista, Harbor Server 2008, and later versions": spaCy calls
     the first a place; listed with a server, it is a system, and nothing is located in it."""
