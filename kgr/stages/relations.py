@@ -1581,12 +1581,17 @@ PLACE_NOUNS = frozenset(
 
 def _names_the_kind_of(doc: Document, block: Block, prep_start: int, owner) -> bool:
     """Does ``owner`` only qualify the noun the place's preposition hangs on ("records events in
-    the Windows PowerShell log in Event Viewer")? That noun is what is in the place, not the name."""
+    the Windows PowerShell log in Event Viewer", "the current PowerShell host application in
+    Notepad")? That noun is what is in the place, not the name."""
     prep = _token_at(doc, block, prep_start)
     if prep is None or prep.dep_ != "prep" or prep.head.pos_ != "NOUN":
         return False
-    last = _token_at(doc, block, owner.end - 1)
-    return last is not None and last.dep_ == "compound" and last.head.i == prep.head.i
+    tok = _token_at(doc, block, owner.end - 1)
+    while tok is not None and tok.dep_ == "compound" and tok.head.i > tok.i:
+        tok = tok.head
+        if tok.i == prep.head.i:
+            return True
+    return False
 
 
 def _unit_note(doc: Document, block: Block, sp) -> bool:

@@ -1115,13 +1115,18 @@ def test_an_it_before_be_an_adjective_and_an_infinitive_stands_for_nothing(rules
     assert ("Ledger Query", "uses", "Token Vault") in got, got
 
 
-def test_a_name_that_only_qualifies_the_noun_in_a_place_is_not_in_it(rules):
-    """ "records events in the Tally Broker log in Event Viewer": the log is in Event Viewer."""
-    got = rules(
-        "# Audit\n\nIf you enable this setting, the shell records the events in the Tally Broker log in Event Viewer.\n\n"
-        "The Tally Broker runs in Porto.\n"
-    )
-    assert not [t for t in got if t[0] == "Tally Broker" and t[2] == "Event Viewer"], got
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "If you enable this setting, the shell records the events in the Tally Broker log in Event Viewer.",
+        "To open the profile of the current user in the current PowerShell host application in Notepad, type:",
+    ],
+)
+def test_a_name_that_only_qualifies_the_noun_in_a_place_is_not_in_it(rules, sentence):
+    """ "records events in the Tally Broker log in Event Viewer", "the current PowerShell host
+    application in Notepad": the log, the application is in it, not the name."""
+    got = rules(f"# Audit\n\n{sentence}\n\nThe Tally Broker runs in Porto.\n")
+    assert not [t for t in got if t[1] == "located_in" and t[2] in ("Event Viewer", "Notepad")], got
     assert ("Tally Broker", "located_in", "Porto") in got, got
 
 
