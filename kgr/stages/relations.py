@@ -823,9 +823,10 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 # using Z": the means of a passive verb is its unnamed agent's; what is acted on (X)
                 # does not use Z
                 return None
-            if hit is not None and subj.dep_ == "nsubjpass" and subj.pos_ == "NOUN":
+            if hit is not None and subj.pos_ == "NOUN" and (subj.dep_ == "nsubjpass" or subj.tag_ == "NNS"):
                 # "PowerShell logs can be viewed using X": what is acted on is the logs, and the
-                # name only qualifies them; whoever views them is not said
+                # name only qualifies them; whoever views them is not said. "The CIM commands can
+                # use X": several things the name only qualifies act, not the name
                 if not _covers(block, hit, subj):
                     return None
             return hit
@@ -1081,6 +1082,11 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
                 main = next((c for c in tok.sent.root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
                 if main is not None and main.i < tok.i and main.pos_ == "NOUN":
                     return _other_than_subject(doc, block, main)
+                # "When users create a session ..., they can use X": the plural noun of the clause
+                # that opens the sentence
+                lead = next((c for c in tok.sent if c.i < tok.i and c.dep_ == "nsubj" and c.tag_ == "NNS"), None)
+                if lead is not None:
+                    return _other_than_subject(doc, block, lead)
             return tok.lower_ == "you"  # "we" is often the project or company the page is about
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     if _infinitive(tok):

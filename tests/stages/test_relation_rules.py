@@ -1273,3 +1273,17 @@ def test_the_following_as_an_adjective_cites_nothing(rules):
     )
     assert not [t for t in got if t[1] == "cites" and t[2] == "Strata Policy"], got
     assert [t for t in got if t[1] == "cites" and t[2] == "POL-007"], got
+
+
+def test_things_a_name_only_qualifies_and_people_a_they_stands_for_are_not_the_pages_subject(rules):
+    """ "The Strata commands can use the default values": the commands do, not Strata; "When users
+    create a session ..., they can use the default session configuration": the users do, not the
+    page's subject. "The Strata Index uses X" still says Strata Index uses X."""
+    got = rules(
+        "# Register-Record\n\n## Description\n\n`Register-Record` registers records.\n\n"
+        "Because the administrator installed the provider, the Strata commands can use the Tally Broker.\n\n"
+        "When users create a session that connects to the computer, they can select a record or use the "
+        "**Harbor Index** that is registered by default.\n\nThe Strata Index uses the Harbor Queue.\n"
+    )
+    assert not [t for t in got if t[1] == "uses" and t[2] in ("Tally Broker", "Harbor Index")], got
+    assert ("Strata Index", "uses", "Harbor Queue") in got, got
