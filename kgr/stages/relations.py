@@ -293,6 +293,7 @@ def extract_relations(doc: Document, spans: list, nlp_docs=None) -> list[dict]:
 
     by_block = _spans_by_block(doc, spans)
     doc._spans_cache = by_block
+    doc._kinds_cache = None
     PLACE_VOTES.set(_place_votes(spans))
     for block in doc.blocks:
         if block.kind == "code":
@@ -1478,7 +1479,7 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
         prev = [x for x in bspans if x.end <= sp.start]
         if prev and re.fullmatch(r"\s*\(\s*", doc.text[prev[-1].end : sp.start]) and len(prev[-1].surface.split()) > 1:
             continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
-        if _names_a_kind(doc, block, sp):
+        if sp.surface in _kinds_named(doc) or _names_a_kind(doc, block, sp):
             continue  # "Encodes in XYZ-32 format", "an ABC-256 hash": a kind of thing, not a record
         if subject is not None:
             # a release, policy or decision record that names a decision record or a standard
@@ -1495,6 +1496,20 @@ def _line_key(doc: Document, block: Block, bspans: list, pos: int):
     if first is None or ITEM_MARK.fullmatch(doc.text[max(start, block.start) : first.start]) is None:
         return None
     return first if _unmark(doc.text[first.end : first.end + 3]).startswith(":") else None
+
+
+def _kinds_named(doc: Document) -> set[str]:
+    """The id-shaped names the document writes as a kind of thing at least once ("Encodes in
+    UTF-7 format"): there every mention of the name is that kind ("**UTF-7** is no longer
+    recommended"), not a record the page refers to. One name, one kind of thing, per document."""
+    if doc._kinds_cache is None:
+        kinds: set[str] = set()
+        for block in doc.blocks:
+            for sp in doc._spans_cache.get(id(block), []):
+                if sp.features.get("pattern") == "ticket" and sp.surface not in kinds and _names_a_kind(doc, block, sp):
+                    kinds.add(sp.surface)
+        doc._kinds_cache = kinds
+    return doc._kinds_cache
 
 
 def _names_a_kind(doc: Document, block: Block, sp) -> bool:

@@ -1287,3 +1287,15 @@ def test_things_a_name_only_qualifies_and_people_a_they_stands_for_are_not_the_p
     )
     assert not [t for t in got if t[1] == "uses" and t[2] in ("Tally Broker", "Harbor Index")], got
     assert ("Strata Index", "uses", "Harbor Queue") in got, got
+
+
+def test_an_id_shaped_name_the_page_writes_as_a_kind_once_is_that_kind_everywhere_in_it(rules):
+    """ "- `rec7`: Encodes in REC-7 format." then "**REC-7*** is no longer recommended to use.": one
+    name, one kind of thing in a page; a ticket the page names is still referred to."""
+    got = rules(
+        "# Export-Record\n\n## Notes\n\n`Export-Record` exports records. The acceptable encodings are:\n\n"
+        "- `rec7`: Encodes in REC-7 format.\n- `rec8`: Encodes in REC-8 format.\n\n"
+        "> **REC-7*** is no longer recommended to use.\n\nThe retention follows the rules OPS-12 sets.\n"
+    )
+    assert not [t for t in got if t[2] == "REC-7"], got
+    assert ("Export-Record", "refers_to", "OPS-12") in got, got
