@@ -484,6 +484,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if subject is None:
                 if trig.rel == "defines":
                     continue  # "How long they are kept is defined in POL-007": what is defined is not named
+                if trig.rel == "precedes" and m.group().lower().startswith(("followed", "is followed")):
+                    # "Classic logs are retrieved first, followed by the new X logs", "Delete followed
+                    # by Insert": a sequence of steps or things the sentence names, not the page's
+                    # subject ("Superseded by ADR-019", "This later led to ADR-023" under a decision
+                    # record are)
+                    continue
                 if trig.rel == "uses" and not masked_sentence[: m.start()].strip():
                     continue  # an imperative ("Use Kestrel for ...") states no fact about the page's subject
                 if (

@@ -1299,3 +1299,18 @@ def test_an_id_shaped_name_the_page_writes_as_a_kind_once_is_that_kind_everywher
     )
     assert not [t for t in got if t[2] == "REC-7"], got
     assert ("Export-Record", "refers_to", "OPS-12") in got, got
+
+
+def test_followed_by_with_no_subject_named_says_nothing_of_the_pages_subject(rules):
+    """ "Classic records are read first, followed by the new Strata Index records": a sequence the
+    sentence names; "Superseded by ADR-019" and "This later led to ADR-023" on a decision record
+    are the record's."""
+    got = rules(
+        "# Get-Record\n\n## Notes\n\n`Get-Record` reads records. Classic records are read first, followed by "
+        "the new **Harbor Index** records.\n"
+    )
+    assert not [t for t in got if t[1] == "precedes"], got
+    got = rules(
+        "# ADR-012: Event bus\n\n## Consequences\n\n- Consumers must be idempotent. This later led to ADR-023.\n"
+    )
+    assert ("ADR-012", "precedes", "ADR-023") in got, got
