@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any
+from typing import Any, Iterator
 
 from kgr.errors import EntityNotFound
 from kgr.stages.link import norm
@@ -155,25 +155,34 @@ def definition_of(store: Store, ent: dict[str, Any]) -> str | None:
     """The entity's description, else the first sentence that defines it ("**X**: ..." or "X is a ...")."""
     if ent.get("description"):
         return ent["description"]
-    names = [ent["name"], *ent["aliases"]]
-    for text, start in store.query(
-        "SELECT c.text, m.start FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE m.entity_id = ? "
-        "AND m.source != 'coref' ORDER BY m.id LIMIT 200",
-        (ent["id"],),
+    return next((d[1] for d in definitions(store, ent["id"], [ent["name"], *ent["aliases"]])), None)
+
+
+def definitions(store: Store, eid: int, names: list[str], *, limit: int = 200) -> Iterator[tuple[int, str, bool]]:
+    """(chunk id, sentence, set off) of each sentence that defines the entity by one of ``names``, in
+    the order of its mentions: a line "X: ..." or "X (...): ...", or "X is a/an/the ...". ``set off``:
+    the name is written as a term being defined, in bold or code before the colon ("**X**: ..."), as
+    a glossary writes it (a changelog's "- X: now defaults to ..." is not)."""
+    for chunk_id, text, start in store.query(
+        "SELECT c.id, c.text, m.start FROM mentions m JOIN chunks c ON c.id = m.chunk_id WHERE m.entity_id = ? "
+        "AND m.source != 'coref' ORDER BY m.id LIMIT ?",
+        (eid, limit),
     ):
         tail = text[start : start + 400]
         for name in names:
             if not tail.startswith(name):
                 continue
-            m = re.match(re.escape(name) + r"\**\s*(?:\([^)]*\))?\s*\**\s*:\s*(.+?[.!?])(?:\s|$)", tail, re.S)
+            m = re.match(re.escape(name) + r"(\**|`?)\s*(?:\([^)]*\))?\s*\**\s*:\s*(.+?[.!?])(?:\s|$)", tail, re.S)
             if m:
-                return re.sub(r"\s+", " ", f"{name}: {m.group(1)}").strip()
+                marked = bool(m.group(1)) and text[max(0, start - len(m.group(1))) : start] == m.group(1)
+                yield chunk_id, re.sub(r"\s+", " ", f"{name}: {m.group(2)}").strip(), marked
+                break
             m = re.match(
                 re.escape(name) + r"\s+(?:\([^)]*\)\s+)?(is|are|was)\s+((?:a|an|the|our)\s.+?[.!?])(?:\s|$)", tail, re.S
             )
             if m:
-                return re.sub(r"\s+", " ", f"{name} {m.group(1)} {m.group(2)}").strip()
-    return None
+                yield chunk_id, re.sub(r"\s+", " ", f"{name} {m.group(1)} {m.group(2)}").strip(), False
+                break
 
 
 def explain(store: Store, ref: str | int, *, hops: int = 2, max_nodes: int = 50) -> dict[str, Any]:

@@ -62,7 +62,7 @@ from typing import Any, Callable, Sequence
 
 from kgr.config import RetrievalSettings, RetrievalWeights
 from kgr.errors import UsageError
-from kgr.retrieval.entities import fts_query
+from kgr.retrieval.entities import definitions, fts_query
 from kgr.stages.link import QUALIFIER, stop_words, tokens
 from kgr.store import Store, dumps, loads, vectors
 
@@ -1075,6 +1075,19 @@ def _outermost(named: dict[int, str]) -> dict[int, str]:
     }
 
 
+_WHAT_IS = re.compile(r"\s*(?:what|who)\s+(?:is|are|was|were)\s+(?:the\s+|an?\s+)?(.+?)\s*\?*\s*$", re.I)
+
+
+def _asked_what(q: str, named: dict[int, str]) -> list[int]:
+    """The entity a question asks to have defined, and nothing more: "What is Cairn?", "Who is
+    Kwame Asante?", "What is the PGA?" (not "What is the rate limit on the order API?")."""
+    m = _WHAT_IS.fullmatch(q)
+    if not m:
+        return []
+    asked = " ".join(tokens(m.group(1).lower()))
+    return [eid for eid, name in named.items() if " ".join(tokens(name.lower())) == asked]
+
+
 def _subject_pages(store: Store, entity_ids: Sequence[int]) -> dict[int, list[tuple[int, int, float, bool]]]:
     """The pages about each entity: entity -> [(chunk, doc, share, same)] (see :func:`_subjects`).
     An entity of the same name under another type counts too (``same`` False): the linker keeps
@@ -1174,7 +1187,10 @@ def _place(
     scoring them against keyword matches.
 
     Round 0, after the best result: the pages whose subject is an entity the question names
-    ("question names X; X is the subject of this page"), and, weaker, the pages found for the
+    ("question names X; X is the subject of this page"); for a question that asks only what X is
+    ("What is X?", :func:`_asked_what`), the passage that defines X (a glossary line, see
+    :func:`kgr.retrieval.entities.definitions`; "this passage defines X"), at full strength however many
+    pages mention X, as the question asks for X and bridges nothing; and, weaker, the pages found for the
     question whose title it contains word for word (a raw string). Then, for ``place_rounds``
     rounds, every page placed in the round before (and the best result, when it is about what
     the question names) leads on: to the pages whose subject is an entity it names by a linked
@@ -1276,6 +1292,19 @@ def _place(
                 st *= COMMON_NOUN
             if st > found.get(cid, (0.0,))[0]:
                 found[cid] = (st, doc_id, eid)
+    # "What is X?": the sentence that defines X answers it, wherever it is (a glossary line)
+    defining: set[int] = set()
+    for eid in _asked_what(q, named):
+        name, aliases = store.query("SELECT name, aliases FROM entities WHERE id = ?", (eid,))[0]
+        said = list(definitions(store, eid, [name, *loads(aliases, [])]))
+        if not said:
+            continue
+        cid = max(said, key=lambda d: d[2])[0]  # a term set off as a glossary writes it, else the first
+        # the question asks for X and nothing else: how many pages mention X (its worth as a bridge) is moot
+        st = 1.0 if as_name[eid] else COMMON_NOUN
+        if st > found.get(cid, (0.0,))[0]:
+            found[cid] = (st, store.scalar("SELECT doc_id FROM chunks WHERE id = ?", (cid,)), eid)
+            defining.add(cid)
     for cid, (doc_id, title) in titled.items():
         st = RAW_LINK * (1.0 if _written_as_name(q, title) else COMMON_NOUN) * _title_spread(store, title, n_docs)
         if st > found.get(cid, (0.0,))[0]:
@@ -1293,7 +1322,9 @@ def _place(
         if said not in best_of or (-near[cid], cid) < (-near[best_of[said]], best_of[said]):
             best_of[said] = cid
     found = {
-        cid: f for cid, f in found.items() if f[2] is None or best_of[named[f[2]].lower()] == cid or cid == top.chunk_id
+        cid: f
+        for cid, f in found.items()
+        if f[2] is None or best_of[named[f[2]].lower()] == cid or cid == top.chunk_id or cid in defining
     }
     # the best result is about what the question names (its page is, when it is a later chunk of it): it leads
     # on from its own place
@@ -1306,6 +1337,8 @@ def _place(
         if cid in taken or doc_id in placed_docs or st < weights.place:
             continue
         link = {"round": 0, "entity": eid, "from": None, "strength": round(st, 3)}
+        if cid in defining:
+            link["defines"] = True
         leaders.append(place(cid, doc_id, link))
         strength[cid] = st
     for rnd in range(1, weights.place_rounds + 1):
@@ -1687,6 +1720,8 @@ def _placed_by(placed: dict | None, names: dict[int, str], leads: dict[int, tupl
         by = {"chunk_id": lead, "path": path, "title": title}
     if placed.get("aspect"):  # its title writes the name among other words ("History of X")
         where = f"this page's title writes {name}"
+    elif placed.get("defines"):  # "What is X?": a glossary line "**X**: ..."
+        where = f"this passage defines {name}"
     else:
         where = f"{name} is the subject of this page"
     return {

@@ -538,3 +538,41 @@ def test_a_name_the_question_writes_in_lower_case_is_a_weaker_seed(tmp_path):
     assert lower[1][1] == 0 and lower[1][2] == COMMON_NOUN
     # a question all in lower case cannot tell, and the name keeps its strength
     assert _seed_entities(store, named, None, {}, RetrievalWeights(), q="did petra direct orrin vale")[1][2] == 1.0
+
+
+def test_what_is_x_places_the_passage_that_defines_x(tmp_path):
+    """ "What is Tern?" asks for a definition: the glossary line "**Tern**: ..." is placed, however
+    many pages mention Tern, and goes first when the best result is not about Tern; a changelog's
+    "- Tern: ..." line, though it comes first and reads alike, is not the definition."""
+    pages = {
+        "changes.md": ("Changes in spring", "- Tern: what is new is the tern setting; tern is faster. Tern, tern."),
+        "glossary.md": ("Glossary", "**Tern**: The query planner of the product.\n\n**Kite**: The storage engine."),
+    }
+    for i in range(6):
+        pages[f"listing{i}.md"] = (f"Listing {i}", f"Tern runs on host {i}.")
+    for i, text in enumerate(NOISE):
+        pages[f"noise{i}.md"] = (f"Festival report {i}", text)
+    links = {(p, 1): 1.0 for p in pages if not p.startswith("noise")}
+    store, embed = _wiki(tmp_path / "what.sqlite", pages, {1: "Tern"}, links)
+    with store:
+        hybrid = [
+            r["path"] for r in hybrid_query(store, "What is Tern?", k=5, mode="hybrid", embed_query=embed)["results"]
+        ]
+        assert hybrid[0] == "changes.md" and hybrid.index("glossary.md") > 1, hybrid
+        res = hybrid_query(store, "What is Tern?", k=5, mode="graph", embed_query=embed)["results"]
+        assert res[0]["path"] == "glossary.md", [r["path"] for r in res]
+        assert res[0]["placed_by"]["link"] == "question names Tern; this passage defines Tern"
+        assert res[1]["path"] == "changes.md"
+        # a question that asks more than what Tern is places no definition
+        more = hybrid_query(store, "What is Tern setting on host 3?", k=5, mode="graph", embed_query=embed)["results"]
+        assert all(r["placed_by"] is None for r in more if r["path"] == "glossary.md")
+
+
+def test_which_questions_ask_only_what_a_thing_is():
+    from kgr.retrieval.query import _asked_what
+
+    named = {1: "PGA", 2: "Lucía Ferrante", 3: "order API"}
+    assert _asked_what("What is the PGA?", named) == [1]
+    assert _asked_what("who is Lucia Ferrante", named) == [2]
+    assert _asked_what("What is the rate limit on the order API?", named) == []
+    assert _asked_what("What is PGA used for?", named) == []
