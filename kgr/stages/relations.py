@@ -516,7 +516,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 if subject is None or _as_code(doc, subject):
                     continue
             taken.append((ts, te))
-            subjects = _coordinated(doc, subject, sent_spans) if subject in sent_spans else [subject]
+            subjects = _coordinated(doc, block, subject, sent_spans) if subject in sent_spans else [subject]
             # "X uses the **A** and **B** parameters": A and B are X's own interface elements
             element = trig.rel == "uses" and not trig.inverse and _interface_element(doc, objects[-1])
             for subj in subjects:
@@ -745,15 +745,21 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
     return out
 
 
-def _coordinated(doc: Document, subject, sent_spans: list) -> list:
-    """ "The Ledger Service and OIS both use it": every subject of a coordinated list."""
+def _coordinated(doc: Document, block: Block, subject, sent_spans: list) -> list:
+    """ "The Ledger Service and OIS both use it": every subject of a coordinated list. A name
+    before a comma that a preposition governs opens the sentence ("In Windows, PowerShell
+    remoting uses X"): it is where, not one more subject."""
     out = [subject]
     if subject.source == "coref" and " " not in subject.surface:
         return out  # "In the absence of X, it uses Y": a pronoun is not the last of a list
     earlier = [sp for sp in sent_spans if sp.end <= subject.start]
     while earlier:
         prev = earlier.pop()
-        if LIST_GAP.match(_unmark(doc.text[prev.end : out[-1].start])) and _relevant(prev):
+        if (
+            LIST_GAP.match(_unmark(doc.text[prev.end : out[-1].start]))
+            and _relevant(prev)
+            and not _preposition_object(doc, block, prev)
+        ):
             out.append(prev)
         else:
             break

@@ -1314,3 +1314,15 @@ def test_followed_by_with_no_subject_named_says_nothing_of_the_pages_subject(rul
         "# ADR-012: Event bus\n\n## Consequences\n\n- Consumers must be idempotent. This later led to ADR-023.\n"
     )
     assert ("ADR-012", "precedes", "ADR-023") in got, got
+
+
+def test_a_place_a_preposition_opens_the_sentence_with_is_no_subject_of_the_list(rules):
+    """ "In Windows, PowerShell remoting uses X": the comma after "In Windows" looks like a list's,
+    but Windows is where, not one more user of X; "Kestrel, Strongbox and Toggler use X" is a list."""
+    got = rules(
+        "# Remote Requirements\n\nIn Windows, PowerShell remoting uses Windows Remote Management (WinRM).\n\n"
+        "Kestrel, Strongbox and Toggler use the Lantern Agent.\n"
+    )
+    assert ("PowerShell", "uses", "Windows Remote Management") in got, got
+    assert not [t for t in got if t[0] == "Windows"], got
+    assert {("Strongbox", "uses", "Lantern Agent"), ("Toggler", "uses", "Lantern Agent")} <= got, got
