@@ -1086,6 +1086,11 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if kind == "subject":
         if _variable(tok):
             return True  # "`$Time` uses the X method": a variable of the example, which names no entity
+        if tok.lower_ in ("this", "that") and tok.tag_ == "DT":
+            # "This is a fictitious domain used by X": what the sentence before wrote, not the page's
+            # subject; in a block that opens with a term ("**ARM benchmarks**: ... This depends on
+            # X"), that term
+            return _topic(doc, block) is None
         if tok.pos_ == "PRON":
             if tok.lower_ == "it" and _infinitive(trigger) and _expletive_it(tok):
                 return True  # "it is best to use X", "it is more important to use X": the reader

@@ -1326,3 +1326,16 @@ def test_a_place_a_preposition_opens_the_sentence_with_is_no_subject_of_the_list
     assert ("PowerShell", "uses", "Windows Remote Management") in got, got
     assert not [t for t in got if t[0] == "Windows"], got
     assert {("Strongbox", "uses", "Lantern Agent"), ("Toggler", "uses", "Lantern Agent")} <= got, got
+
+
+def test_this_as_subject_is_what_came_before_not_the_pages_subject(rules):
+    """ "This is a fictitious domain used by Contoso": "this" is the domain the sentence before
+    named, so Contoso uses no page subject; in a block that opens with a term it is that term."""
+    got = rules(
+        "# Fetch-Page\n\nThe `Fetch-Page` cmdlet sends requests.\n\n"
+        "> The examples reference hosts in the `example.org` domain. This is a fictitious domain used by "
+        "Microsoft for examples.\n\n"
+        "## Plans\n\n- **ARM benchmarks**: Tachometer will run on the pool. This depends on INFRA-104 being closed.\n"
+    )
+    assert not [t for t in got if t[1] == "uses"], got
+    assert ("ARM benchmarks", "depends_on", "INFRA-104") in got, got
