@@ -395,7 +395,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "while X is in use", "the use of X": no one is said to use anything
             if trig.rel == "cites" and _modifier(doc, block, ts):
                 continue  # "are in the following Group Policy paths": "following" says which, cites nothing
-            if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]):
+            if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]) or _negated(doc, block, ts):
                 continue  # "SETL never calls the Charges API"
             if m.group().lower().endswith("ing") and NEGATED_GERUND.search(masked_sentence[: m.start()]):
                 continue  # "... without encountering an error or using CredSSP"
@@ -942,6 +942,21 @@ def _object_acts(tok):
     if tok is None or tok.dep_ != "xcomp" or tok.tag_ != "VB":
         return None
     return next((c for c in tok.head.children if c.dep_ == "dobj" and c.i < tok.i), None)
+
+
+def _negated(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Does the parse negate the trigger, or the verb it completes, however many words stand between
+    ("PowerShell does not change behavior based on X", "X does not need to use Y")? A clause that
+    only modifies a negated verb ("cannot start unless it uses Y") is not negated."""
+    tok = _token_at(doc, block, trigger_start)
+    if tok is None:
+        return False
+    if any(c.dep_ == "neg" for c in tok.children):
+        return True
+    head = tok.head
+    return (
+        tok.dep_ in ("prep", "xcomp") and head.pos_ in ("VERB", "AUX") and any(c.dep_ == "neg" for c in head.children)
+    )
 
 
 def _gerund(tok) -> bool:

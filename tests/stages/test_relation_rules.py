@@ -1339,3 +1339,15 @@ def test_this_as_subject_is_what_came_before_not_the_pages_subject(rules):
     )
     assert not [t for t in got if t[1] == "uses"], got
     assert ("ARM benchmarks", "depends_on", "INFRA-104") in got, got
+
+
+def test_a_negated_verb_negates_the_trigger_that_completes_it(rules):
+    """ "Spool does not change its behaviour based on the Edition field": two words between "not"
+    and "based on" still negate it, and "not need to use"; the page's other sentences still say what they say."""
+    got = rules(
+        "# Spool Daemon\n\nThe Spool Daemon does not change its behaviour based on the `Edition` field.\n\n"
+        "The Spool Daemon does not need to use the Harbor Index.\n\n"
+        "The Spool Daemon reads its jobs based on the Kestrel Bus.\n"
+    )
+    assert not [t for t in got if t[2] in ("Edition", "Harbor Index")], got
+    assert ("Spool Daemon", "depends_on", "Kestrel Bus") in got, got
