@@ -434,6 +434,12 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if _comparison(doc, block, ts):
                 continue  # "X is similar to using Y", "as you would use Y": a likeness, not a use
             subject = _dep_subject(doc, block, ts, sent_spans)
+            if (
+                subject is not None
+                and trig.rel in ("uses", "depends_on")
+                and doc.text[subject.start - 1 : subject.start] == "$"
+            ):
+                continue  # "`$DST` uses the X method": a variable of the example, as in _someone_else
             if trig.name == "with its components":  # "owns NHub together with its components": NHub's
                 named = [sp for sp in left if sp.source != "coref"]
                 subject = named[-1] if named else None
@@ -1187,9 +1193,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
 def _variable(tok) -> bool:
     """Is the noun, or a word before it in its phrase, a variable of code ("`$Time`", "The
     `$Data` variable")?"""
+    # the parser may hang the "$" on the verb rather than on the name it is written against
     return any(
         t.text == "$" and t.i + 1 < len(t.doc) and t.doc[t.i + 1].idx == t.idx + 1
-        for t in tok.doc[tok.left_edge.i : tok.i]
+        for t in tok.doc[min(tok.left_edge.i, max(0, tok.i - 1)) : tok.i]
     )
 
 

@@ -1351,3 +1351,15 @@ def test_a_negated_verb_negates_the_trigger_that_completes_it(rules):
     )
     assert not [t for t in got if t[2] in ("Edition", "Harbor Index")], got
     assert ("Spool Daemon", "depends_on", "Kestrel Bus") in got, got
+
+
+def test_a_variable_the_parse_gives_as_subject_uses_nothing(rules):
+    """ "`$DST` uses the **IsSummerTime** method", "The `$B` variable uses the `Get-Listing`
+    cmdlet": a variable of the example holds a value; no entity uses anything."""
+    got = rules(
+        "# Get-Stamp\n\n## Examples\n\nA variable, `$DST` stores the result of `Get-Stamp`. `$DST` uses the "
+        "**IsSummerTime** method to test the date.\n\nThe `$B` variable uses the same `Get-Listing` cmdlet.\n\n"
+        "A variable, `$Sum` stores the result of `Get-Stamp`. `$Sum` uses the **IsLeapYear** method to test the date.\n"
+    )
+    # nor the page's subject, where the variable is no name at all ("$" hung on the verb by the parser)
+    assert not [t for t in got if t[1] == "uses"], got
