@@ -1394,6 +1394,7 @@ def _subject(doc: Document, block: Block, trigger_start: int, left: list, senten
         SUBJECT_GAP.match(gap)
         and not _pronoun_acts(doc, block, trigger_start, nearest)
         and not _preposition_object(doc, block, nearest)
+        and not _verb_object(doc, block, nearest)
     ):
         # "A, B and C are owned by T": the whole coordinated list is the subject; use its head
         return nearest
@@ -1417,6 +1418,13 @@ def _preposition_object(doc: Document, block: Block, sp) -> bool:
     inside Y") is."""
     tok = _token_at(doc, block, sp.end - 1)
     return tok is not None and tok.dep_ == "pobj" and tok.head.lower_ != "by" and block.start + tok.idx >= sp.start
+
+
+def _verb_object(doc: Document, block: Block, sp) -> bool:
+    """Is the name what a verb acts on ("Get an ACL using X")? It is then no subject, however near
+    the trigger it is written."""
+    tok = _token_at(doc, block, sp.end - 1)
+    return tok is not None and tok.dep_ == "dobj" and block.start + tok.idx >= sp.start
 
 
 def _pronoun_acts(doc: Document, block: Block, trigger_start: int, name) -> bool:
@@ -1447,7 +1455,12 @@ def _as_parsed(doc: Document, block: Block, trigger_start: int, first):
     subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
     if subj is None:
         subjectless = root.pos_ in ("VERB", "AUX") and not any(c.dep_ == "expl" for c in root.children)
-        if subjectless and block.start + root.idx < first.start or _preposition_object(doc, block, first):
+        if (
+            subjectless
+            and block.start + root.idx < first.start
+            or _preposition_object(doc, block, first)
+            or _verb_object(doc, block, first)
+        ):
             return None  # "Example 3: Convert the SDDL to a PSCustomObject by using X": no subject said
         return first
     lo, hi = block.start + subj.left_edge.idx, block.start + subj.right_edge.idx + len(subj.right_edge)

@@ -1363,3 +1363,14 @@ def test_a_variable_the_parse_gives_as_subject_uses_nothing(rules):
     )
     # nor the page's subject, where the variable is no name at all ("$" hung on the verb by the parser)
     assert not [t for t in got if t[1] == "uses"], got
+
+
+def test_what_a_verb_acts_on_does_not_use_the_means(rules):
+    """ "Example 5 - Get an ACL using **InputObject**": the ACL is got, whoever gets it uses
+    InputObject; "The Audit Daemon exports the ACL using the Harbor Index": the daemon does."""
+    got = rules(
+        "# Get-Acl\n\n## Examples\n\n### Example 5 - Get an ACL using **InputObject**\n\nThis example gets the ACL.\n\n"
+        "## Notes\n\nThe Audit Daemon exports the ACL using the Harbor Index.\n"
+    )
+    assert not [t for t in got if t[0] == "ACL"], got
+    assert ("Audit Daemon", "uses", "Harbor Index") in got, got
