@@ -1074,8 +1074,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     """Does the trigger's clause say who acts, and it is not the page's subject? An imperative
     ("To get only files, use X"), the reader ("you can use X"), a subject named by a bare common
     noun ("Module authors can ... by using X") or by a description of something else ("This
-    command uses X" on a command's page): the page's subject is not the one that uses X. A
-    pronoun or a description that may stand for the subject ("it", "we", "the service") is not."""
+    command uses X" on a command's page), the writers ("we"): the page's subject is not the one that uses X. A
+    pronoun or a description that may stand for the subject ("it", "the service") is not."""
     doer = _object_acts(_token_at(doc, block, trigger_start))
     if doer is not None:
         # "Allows users to use X": the object acts; the reader, or a noun other than the page's subject
@@ -1126,7 +1126,9 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
                 lead = next((c for c in tok.sent if c.i < tok.i and c.dep_ == "nsubj" and c.tag_ == "NNS"), None)
                 if lead is not None:
                     return _other_than_subject(doc, block, lead)
-            return tok.lower_ == "you"  # "we" is often the project or company the page is about
+            # the reader; and "we", who in a page's prose is its writers going through an example ("First
+            # we use X to get ...", "Then we use X to save it"), not the page's subject
+            return tok.lower_ in ("you", "we")
         return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
     if _infinitive(tok):
         # "To enable X to stop the job, import the module ... by using Y": a purpose the parser

@@ -1374,3 +1374,13 @@ def test_what_a_verb_acts_on_does_not_use_the_means(rules):
     )
     assert not [t for t in got if t[0] == "ACL"], got
     assert ("Audit Daemon", "uses", "Harbor Index") in got, got
+
+
+def test_we_going_through_an_example_is_not_the_pages_subject_using_something(rules):
+    """ "First we use `Get-Spool` to get an object ...": the writers walk through an example; the
+    page's subject does not use it."""
+    got = rules(
+        "# Start-Spool\n\n## Examples\n\n### Example 5\n\nFirst we use `Get-Spool` to get an object that "
+        "represent the WMI service and store it in the `$s` variable.\n"
+    )
+    assert not [t for t in got if t[1] == "uses"], got
