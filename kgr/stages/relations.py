@@ -1747,6 +1747,9 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             ):
                 prev_place = None
                 continue
+            if _not_where(doc, block, sp):
+                prev_place = None
+                continue
             prep = doc.text.rfind(" ", s, sp.start - 1)
             at = prep + 1 if prep >= 0 else sp.start
             owner = _dep_subject(doc, block, at, spans)
@@ -1760,11 +1763,59 @@ def _locations(doc: Document, block: Block, bspans: list, add) -> None:
             ):
                 # the nearest earlier thing; not when a second verb shares a subject the parse
                 # gives (the nearest is then the first verb's object)
-                nearest = (x for x in reversed(spans[:i]) if x.type not in NOT_OWNERS and not _is_place(x))
+                nearest = (
+                    x
+                    for x in reversed(spans[:i])
+                    if x.type not in NOT_OWNERS and not _is_place(x) and not _set_in(doc, block, x, sp)
+                )
                 owner = None if shared is not None else next(nearest, None)
             if owner is not None and not _names_the_kind_of(doc, block, at, owner):
                 add(owner, sp, "located_in", 0.6, "in <place>", block, s, e)
             prev_place = sp
+
+
+# verbs whose "in" says in which release, product or language something happens, not where it is
+# ("introduced in Windows Vista", "implemented in Windows PowerShell", "written in Go")
+_NOT_WHERE_VERBS = frozenset(
+    ("introduce", "implement", "add", "deprecate", "remove", "support", "fix", "change", "ship", "release", "write")
+)
+
+
+def _not_where(doc: Document, block: Block, sp) -> bool:
+    """Does the preposition before the place say something other than where a thing is? When the
+    verb it completes is negated ("aren't supported in Windows PE"), says in which release or product
+    something happens (``_NOT_WHERE_VERBS``), or acts on a pronoun ("to return it in Fahrenheit": what
+    is there is what "it" stands for, not a name before it)."""
+    tok = _token_at(doc, block, sp.start)
+    for _ in range(3):
+        if tok is None or tok.dep_ == "prep":
+            break
+        tok = tok.head
+    if tok is None or tok.dep_ != "prep":
+        return False
+    verb = tok.head
+    if verb.pos_ not in ("VERB", "AUX"):
+        return False
+    return (
+        any(c.dep_ == "neg" for c in verb.children)
+        or lemma(verb).lower() in _NOT_WHERE_VERBS
+        or any(c.dep_ == "dobj" and c.pos_ == "PRON" for c in verb.children)
+    )
+
+
+def _set_in(doc: Document, block: Block, sp, place) -> bool:
+    """Is the name itself the setting "in" something ("work fine in PowerShell, but may break in
+    Windows PowerShell"), while the place's own preposition hangs on another word? It is then no
+    thing located in the place; "at the Astoria Theatre in London" is."""
+    tok = _token_at(doc, block, sp.end - 1)
+    while tok is not None and tok.dep_ == "compound" and tok.head.i > tok.i:
+        tok = tok.head
+    if tok is None or tok.dep_ != "pobj" or tok.head.lower_ not in ("in", "within", "inside"):
+        return False
+    prep = _token_at(doc, block, place.start)
+    while prep is not None and prep.dep_ != "prep" and prep.head is not prep:
+        prep = prep.head
+    return prep is not None and prep.dep_ == "prep" and prep.head.i != tok.i and prep.head.i != tok.head.i
 
 
 def _listed_with_things(doc: Document, block: Block, sp, spans: list) -> bool:

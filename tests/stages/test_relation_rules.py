@@ -1384,3 +1384,20 @@ def test_we_going_through_an_example_is_not_the_pages_subject_using_something(ru
         "represent the WMI service and store it in the `$s` variable.\n"
     )
     assert not [t for t in got if t[1] == "uses"], got
+
+
+def test_in_a_place_after_a_negated_verb_a_release_verb_or_a_pronoun_locates_nothing(rules):
+    """ "aren't supported in Lisbon", "was introduced in Porto", "return it in Berlin", "work fine in
+    the Spool Daemon, but may break in Tallinn": nothing named is said to be there; "runs in
+    Madrid", "at the Harbor Index in Oslo" still are."""
+    got = rules(
+        "# Tally Broker\n\nThe Tally Broker and the Audit Daemon aren't supported in Lisbon.\n\n"
+        "The `Quota` check of the Audit Daemon was introduced in Porto.\n\n"
+        "For the Harbor Index, the class should return it in Berlin.\n\n"
+        "These reports work fine in the Spool Daemon, but may break in Tallinn.\n\n"
+        "The Kestrel Bus runs in Madrid. The reports were shown at the Harbor Index in Oslo.\n"
+    )
+    placed = {t for t in got if t[1] == "located_in"}
+    assert not [t for t in placed if t[2] in ("Lisbon", "Porto", "Berlin", "Tallinn")], got
+    assert ("Kestrel Bus", "located_in", "Madrid") in got, got
+    assert ("Harbor Index", "located_in", "Oslo") in got, got
