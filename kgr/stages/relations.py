@@ -431,6 +431,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "It explains how to use X": the reader uses X
             if conditional(doc, block, ts):
                 continue  # "If X is specified in Y, ...": a supposition, not a fact
+            if trig.rel == "part_of" and _part_acted_on(doc, block, ts):
+                continue  # "X should return a member of the Y enum": what is returned is the member, not X
             if _comparison(doc, block, ts):
                 continue  # "X is similar to using Y", "as you would use Y": a likeness, not a use
             subject = _dep_subject(doc, block, ts, sent_spans)
@@ -1029,15 +1031,47 @@ def _topic_of(tok):
     return noun if noun.pos_ == "NOUN" and noun.dep_ not in ("ROOT", "attr", "appos") else None
 
 
+def _part_acted_on(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger's "part", "member" or "component" what a verb acts on ("should return a member
+    of the X enum", "adds a component of Y")? The part is then the thing returned or added, not
+    the clause's subject; "X is a member of Y", "X, a part of Y" and "X forms part of Y" say it of X."""
+    tok = _token_at(doc, block, trigger_start)
+    for _ in range(3):  # from "a" or an auxiliary to the noun
+        if tok is None or tok.pos_ == "NOUN":
+            break
+        tok = tok.head if tok.dep_ in ("det", "aux", "auxpass") else None
+    return (
+        tok is not None
+        and tok.pos_ == "NOUN"
+        and tok.dep_ == "dobj"
+        and lemma(tok.head).lower() not in ("form", "make", "become", "constitute", "remain")
+    )
+
+
 def _describes_a_noun(doc: Document, block: Block, trigger_start: int) -> bool:
     """Is the trigger's clause one that describes a common noun other than the page's subject
     ("use the authentication method implemented by X")? Not a noun that itself describes the
-    subject ("**Term**: The strategy of X, specified in Y"; "X is the service owned by Y")."""
+    subject ("**Term**: The strategy of X, specified in Y"; "X is the service owned by Y").
+    So is a trigger that is a preposition of such a noun ("the code inside the X loop")."""
+    tok = _token_at(doc, block, trigger_start)
+    if tok is not None and tok.dep_ == "prep" and _described(doc, block, tok.head):
+        return True
     found = _who_acts(doc, block, trigger_start, ("relcl", "acl"))
-    if found is None or found[0] != "relcl":
+    return found is not None and found[0] == "relcl" and _described(doc, block, found[1])
+
+
+def _described(doc: Document, block: Block, noun) -> bool:
+    """Is ``noun`` a common noun other than the page's subject, which a clause or a phrase describes?
+    Not one that says what something is ("X is the service owned by Y"), nor one a sentence opens
+    with after a term ("**Term**: The strategy of X"); one a fragment opens with is ("Drives exposed
+    by X providers", "The code inside the X loop ..." that the parser leaves without a verb)."""
+    if noun.pos_ != "NOUN" or noun.dep_ in ("attr", "appos"):
         return False
-    noun = found[1]
-    return noun.pos_ == "NOUN" and noun.dep_ not in ("ROOT", "attr", "appos") and _other_than_subject(doc, block, noun)
+    if noun.dep_ == "ROOT" and any(
+        t.pos_ not in ("DET", "PUNCT", "SPACE", "ADJ") for t in noun.sent[: noun.i - noun.sent.start]
+    ):
+        return False
+    return _other_than_subject(doc, block, noun)
 
 
 def _some_one_acts(doc: Document, block: Block, trigger_start: int) -> bool:

@@ -1401,3 +1401,18 @@ def test_in_a_place_after_a_negated_verb_a_release_verb_or_a_pronoun_locates_not
     assert not [t for t in placed if t[2] in ("Lisbon", "Porto", "Berlin", "Tallinn")], got
     assert ("Kestrel Bus", "located_in", "Madrid") in got, got
     assert ("Harbor Index", "located_in", "Oslo") in got, got
+
+
+def test_a_part_acted_on_or_a_noun_described_by_inside_is_no_part_of_the_subject(rules):
+    """ "should return a member of the **Quota** enum": what is returned is the member; "The code
+    inside the `Tally-Loop` loop displays ...": the code is inside it, not the page's subject.
+    "forms part of" and "is a member of" still say it of their subject."""
+    got = rules(
+        "# Spool Daemon\n\nThe **Spool Daemon** should return a member of the **Quota** enum.\n\n"
+        "The code inside the `Tally-Loop` loop displays the file path.\n\n"
+        "The Audit Daemon forms part of the Harbor Index. The Kestrel Bus is a member of the Harbor Index.\n"
+    )
+    parts = {t for t in got if t[1] == "part_of"}
+    assert not [t for t in parts if t[2] in ("Quota", "Tally-Loop")], got
+    assert ("Audit Daemon", "part_of", "Harbor Index") in got, got
+    assert ("Kestrel Bus", "part_of", "Harbor Index") in got, got
