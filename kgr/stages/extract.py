@@ -544,8 +544,11 @@ def mine_terms(
         if any(is_abbreviation(token, name) for name in long_names):
             strong[token] = ("codename", "COMPONENT")
             counts[token] = counts.get(token, 0) + n
+    fields = _field_labels(docs, counts)
     out = []
     for term, n in counts.items():
+        if term in fields:
+            continue
         if term in strong:
             source, typ = strong[term]
             if not label(term, source):
@@ -557,6 +560,38 @@ def mine_terms(
     # pages than the cap still has a name for each page
     rest = {t.term for t in [t for t in out if t.source != "title"][:topk]}
     return [t for t in out if t.source == "title" or t.term in rest]
+
+
+# "Default value: None", "- **Status**: Accepted": a key of a line of keys and values
+FIELD_LINE = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([A-Za-z][\w '/-]{0,40}?)(?:\*\*|__)?[ \t]*:[ \t]*\S", re.M
+)
+
+
+def _field_labels(docs: list[dict], counts: Mapping[str, int]) -> set[str]:
+    """Terms a corpus writes mostly as the key of a "key: value" line ("Default value: None" under
+    every parameter of a command reference): a field's name, not a thing's. A glossary's "**Term**:
+    definition" is one line among the term's uses; a field name opens ``FIELD_MIN`` lines or more,
+    and at least half of all the lines that write it."""
+    texts = [_untagged(doc.get("text", "")) for doc in docs]
+    keys: collections.Counter = collections.Counter()
+    for text in texts:
+        keys.update(m.group(1).strip() for m in FIELD_LINE.finditer(text))
+    keys = collections.Counter({k: n for k, n in keys.items() if n >= FIELD_MIN and k in counts})
+    if not keys:
+        return set()
+    # every line that writes a candidate, in one pass (a name of several words in any case)
+    by_form = {k.lower() if " " in k else k: k for k in keys}
+    rx = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, sorted(keys, key=len, reverse=True)))})(?![\w-])", re.I)
+    lines: collections.Counter = collections.Counter()
+    for text in texts:
+        for line in text.splitlines():
+            found = {by_form.get(m.group(), by_form.get(m.group().lower())) for m in rx.finditer(line)}
+            lines.update(k for k in found if k is not None and (" " in k or k in line))
+    return {k for k, n in keys.items() if n * 2 >= lines[k]}
+
+
+FIELD_MIN = 5
 
 
 def _untagged(text: str) -> str:

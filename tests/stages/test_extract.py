@@ -203,6 +203,24 @@ def test_mining_keeps_titles_bold_code_and_frequent_names():
     assert "Notes" not in terms or terms["Notes"] == "title"
 
 
+def test_mining_drops_the_key_of_key_value_lines_but_keeps_a_glossary_term():
+    """ "Default value: None" under every parameter is a field's name, even where a page writes it in
+    bold; a glossary's "**Cold window**: ..." line is one of the term's uses, and stays a name."""
+    params = "\n\n".join(f"### -Param{i}\n\n```yaml\nType: String\nDefault value: None\n```" for i in range(6))
+    docs = [
+        {"title": "Get-Ferry", "text": f"# Get-Ferry\n\nThe **Default value** column lists defaults.\n\n{params}\n"},
+        {"title": "Set-Ferry", "text": "# Set-Ferry\n\nSee the **Default value** of each parameter.\n"},
+        {
+            "title": "Glossary",
+            "text": "# Glossary\n\n- **Cold window**: the half hour when the relay rests.\n\n"
+            "The Cold window starts at 01:30. Nothing ships in the Cold window.\n",
+        },
+    ]
+    terms = {t.term for t in mine_terms(docs, min_freq=3)}
+    assert "Default value" not in terms, terms
+    assert "Cold window" in terms and "Get-Ferry" in terms, terms
+
+
 def test_a_collection_page_has_no_single_subject(extractor):
     from kgr.stages.textmodel import parse_document
 
