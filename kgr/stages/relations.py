@@ -699,7 +699,14 @@ def types_ok(rel: str, src, dst) -> bool:
         )
     if rel == "part_of" and src.type == "PERSON":
         return dst.type not in ("PERSON", "DATE", "VERSION")
+    if rel == "defines":  # a document defines terms, settings and codes; not who acts, nor where
+        return dst.type not in NOT_DEFINED
     return True
+
+
+# what no policy, release or term defines: a person, a team, a place (not ORG: the extractor's guess
+# for a name it knows nothing of, "Tiered compaction")
+NOT_DEFINED = frozenset(("PERSON", "TEAM", "LOCATION"))
 
 
 def _objects(doc: Document, after: int, right: list, block: Block) -> list:

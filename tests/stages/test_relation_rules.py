@@ -1416,3 +1416,15 @@ def test_a_part_acted_on_or_a_noun_described_by_inside_is_no_part_of_the_subject
     assert not [t for t in parts if t[2] in ("Quota", "Tally-Loop")], got
     assert ("Audit Daemon", "part_of", "Harbor Index") in got, got
     assert ("Kestrel Bus", "part_of", "Harbor Index") in got, got
+
+
+def test_a_document_defines_no_team_person_or_place(rules):
+    """ "The Harbor Roads Team allows at most 20 requests per hour, as specified in the ITS-4
+    agreement": the agreement sets the limit; it does not define the team that acts. A term is
+    still defined ("The **Quiet window** is defined in POL-007")."""
+    got = rules(
+        "# Signal Relay\n\nThe Harbor Roads Team allows at most 20 requests per hour, as specified in the "
+        "ITS-4 agreement.\n\nThe **Quiet window** is defined in POL-007.\n"
+    )
+    assert not [t for t in got if t[1] == "defines" and t[2] == "Harbor Roads Team"], got
+    assert ("POL-007", "defines", "Quiet window") in got, got
