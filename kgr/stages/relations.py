@@ -688,9 +688,7 @@ def types_ok(rel: str, src, dst) -> bool:
     if rel == "located_in":  # a nationality names its country too ("a Canadian province")
         if re.search(r"\d\.\d", dst.surface):
             return False  # "Windows 3.1", "Spooler 2.0": a release, whatever the tagger calls it
-        if dst.features.get("pattern") != "region" and (
-            dst.features.get("code_font") or dst.features.get("gaz_source") in ("bold", "code", "codename")
-        ):
+        if dst.features.get("pattern") != "region" and _as_term(dst):
             return False  # a name the corpus writes as a term (**Windows PowerShell**, `Windows`) is a thing
         return (
             dst.type == "LOCATION"
@@ -700,13 +698,19 @@ def types_ok(rel: str, src, dst) -> bool:
     if rel == "part_of" and src.type == "PERSON":
         return dst.type not in ("PERSON", "DATE", "VERSION")
     if rel == "defines":  # a document defines terms, settings and codes; not who acts, nor where
-        return dst.type not in NOT_DEFINED
+        # a name the corpus sets off as a term is one, whatever NER calls it ("defines the **Size** property")
+        return dst.type not in NOT_DEFINED or _as_term(dst)
     return True
 
 
 # what no policy, release or term defines: a person, a team, a place (not ORG: the extractor's guess
 # for a name it knows nothing of, "Tiered compaction")
 NOT_DEFINED = frozenset(("PERSON", "TEAM", "LOCATION"))
+
+
+def _as_term(sp) -> bool:
+    """Is the name written as a term of the corpus (in code font, or found from bold or code)?"""
+    return bool(sp.features.get("code_font")) or sp.features.get("gaz_source") in ("bold", "code", "codename")
 
 
 def _objects(doc: Document, after: int, right: list, block: Block) -> list:

@@ -1421,10 +1421,13 @@ def test_a_part_acted_on_or_a_noun_described_by_inside_is_no_part_of_the_subject
 def test_a_document_defines_no_team_person_or_place(rules):
     """ "The Harbor Roads Team allows at most 20 requests per hour, as specified in the ITS-4
     agreement": the agreement sets the limit; it does not define the team that acts. A term is
-    still defined ("The **Quiet window** is defined in POL-007")."""
+    still defined ("The **Quiet window** is defined in POL-007", "defines the **Size** property")."""
     got = rules(
         "# Signal Relay\n\nThe Harbor Roads Team allows at most 20 requests per hour, as specified in the "
-        "ITS-4 agreement.\n\nThe **Quiet window** is defined in POL-007.\n"
+        "ITS-4 agreement.\n\nThe **Quiet window** is defined in POL-007.\n\n"
+        "The **Ledger** class defines the **Size** property as an integer.\n"
     )
     assert not [t for t in got if t[1] == "defines" and t[2] == "Harbor Roads Team"], got
     assert ("POL-007", "defines", "Quiet window") in got, got
+    # a term set off in bold is defined whatever NER calls it (spaCy reads "Size" here as a person)
+    assert ("Ledger", "defines", "Size") in got, got
