@@ -486,7 +486,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     for subj in both:
                         for obj in objects:
                             src, dst = (obj, subj) if trig.inverse else (subj, obj)
-                            if types_ok(trig.rel, src, dst):
+                            if types_ok(trig.rel, src, dst, doc):
                                 add(src, dst, trig.rel, trig.weight, trig.name, block, s, e, 0.9)
                 continue  # "They ...": never the page's single subject
             if subject is None:
@@ -543,7 +543,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                     if element:
                         add(obj, owner, "part_of", trig.weight, "uses its", block, s, e, proximity * (0.95**k))
                         continue
-                    if not types_ok(trig.rel, src, dst):
+                    if not types_ok(trig.rel, src, dst, doc):
                         continue
                     if (
                         trig.name == "owns"
@@ -672,7 +672,7 @@ def _release(*spans) -> bool:
     return any(sp.type == "VERSION" or any(c.isdigit() for c in sp.surface) for sp in spans)
 
 
-def types_ok(rel: str, src, dst) -> bool:
+def types_ok(rel: str, src, dst, doc: Document | None = None) -> bool:
     """Can a relation of this type join mentions of these types? (a place to be located in, an owner, ...)
     None joins a date: each relation type relates things (a place, an owner, a whole, a release)."""
     if DATE in (src.type, dst.type):
@@ -699,7 +699,7 @@ def types_ok(rel: str, src, dst) -> bool:
         return dst.type not in ("PERSON", "DATE", "VERSION")
     if rel == "defines":  # a document defines terms, settings and codes; not who acts, nor where
         # a name the corpus sets off as a term is one, whatever NER calls it ("defines the **Size** property")
-        return dst.type not in NOT_DEFINED or _as_term(dst)
+        return dst.type not in NOT_DEFINED or _as_term(dst, doc)
     return True
 
 
@@ -708,9 +708,16 @@ def types_ok(rel: str, src, dst) -> bool:
 NOT_DEFINED = frozenset(("PERSON", "TEAM", "LOCATION"))
 
 
-def _as_term(sp) -> bool:
-    """Is the name written as a term of the corpus (in code font, or found from bold or code)?"""
-    return bool(sp.features.get("code_font")) or sp.features.get("gaz_source") in ("bold", "code", "codename")
+def _as_term(sp, doc: Document | None = None) -> bool:
+    """Is the name written as a term of the corpus: in code font, found from bold or code, or (with
+    the document at hand) set off in bold or code here ("the **Size** property")?"""
+    if sp.features.get("code_font") or sp.features.get("gaz_source") in ("bold", "code", "codename"):
+        return True
+    return (
+        doc is not None
+        and doc.text[max(0, sp.start - 2) : sp.start] in ("**", "__")
+        or (doc is not None and doc.text[sp.start - 1 : sp.start] == "`")
+    )
 
 
 def _objects(doc: Document, after: int, right: list, block: Block) -> list:

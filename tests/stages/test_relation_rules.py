@@ -144,6 +144,25 @@ def test_a_place_to_be_located_in_may_be_named_by_its_nationality():
     assert not types_ok("located_in", alberta, span("Spooler 3.0", "LOCATION", "GPE"))
 
 
+def test_a_term_set_off_in_bold_may_be_defined_whatever_ner_calls_it():
+    """ "The **Ledger** class defines the **Size** property": spaCy may read "Size" as a person; a name
+    the page sets off in bold is a term, and terms are defined. A person in plain text is not."""
+    from kgr.stages.extract import Span
+    from kgr.stages.relations import types_ok
+    from kgr.stages.textmodel import parse_document
+
+    text = "# Props\n\nThe **Ledger** class defines the **Size** property. Ask Alice Smith.\n"
+    doc = parse_document(text, path="t.md")
+
+    def span(surface, typ):
+        at = text.index(surface)
+        return Span(at, at + len(surface), surface, typ, "name", 0.6, {"ner_label": typ})
+
+    ledger = span("Ledger", "CONCEPT")
+    assert types_ok("defines", ledger, span("Size", "PERSON"), doc)
+    assert not types_ok("defines", ledger, span("Alice Smith", "PERSON"), doc)
+
+
 def test_an_owner_is_not_a_name_written_as_code(rules):
     """ "The `Start-Job` cmdlet runs a `Get-Process` command": a command runs another, it does not
     own it. Teams, people and companies own things; a name in code font is an identifier (none of
