@@ -416,7 +416,9 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if not right:
                 continue
             objects = _objects(doc, te, right, block)
-            if not objects:
+            if not objects or _opens_joined_clause(doc, block, objects[0]):
+                # "<statement list> runs, and X exits the statement": the name after the trigger is
+                # the subject of the next clause, not what the trigger acts on
                 continue
             objects = [sp for sp in inner if _relevant(sp)] + objects
             if trig.rel == "located_in":
@@ -1224,11 +1226,12 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     bare = trigger.tag_ == "VB" and not any(
         c.dep_ in ("aux", "auxpass", "nsubj", "nsubjpass") for c in trigger.children
     )
-    # a clause a subordinating word opens on a main clause with no subject at all is an
-    # instruction however the parser tags its verb ("When using X as the style, navigate to the
-    # next item": "navigate" taken for an adjective)
+    # a clause a subordinating word opens, or a purpose, on a main clause with no subject at all
+    # is an instruction however the parser tags its verb ("When using X as the style, navigate to
+    # the next item": "navigate" taken for an adjective; "To cancel a subscription, delete the
+    # subscriber by using X": "delete" taken for a past tense)
     unsaid = (
-        subordinate
+        (subordinate or purpose)
         and verb.i == tok.i
         and tok.dep_ == "ROOT"
         and tok.pos_ != "AUX"
@@ -2043,6 +2046,17 @@ def _step_key(doc: Document, block: Block, bspans: list):
             return sp
     # an imperative step ("Freeze writes with `ledgerctl freeze`") is keyed by the command it runs
     return next((sp for sp in first if sp.features.get("code_font") and sp.type in ("API", "COMPONENT")), None)
+
+
+def _opens_joined_clause(doc: Document, block: Block, sp) -> bool:
+    """Is the name the subject of a clause joined to the one before ("..., and X exits")?"""
+    sdoc = _parse_of(doc, block)
+    if sdoc is None:
+        return False
+    return any(
+        t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "conj"
+        for t in tokens_starting_in(sdoc, sp.start - block.start, sp.end - block.start)
+    )
 
 
 def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:

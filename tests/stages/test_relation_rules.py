@@ -1450,3 +1450,21 @@ def test_a_document_defines_no_team_person_or_place(rules):
     assert ("POL-007", "defines", "Quiet window") in got, got
     # a term set off in bold is defined whatever NER calls it (spaCy reads "Size" here as a person)
     assert ("Ledger", "defines", "Size") in got, got
+
+
+def test_an_instruction_after_its_purpose_is_the_readers_however_its_verb_is_tagged(rules):
+    """ "To cancel ..., delete the subscriber by using X": the parser reads "delete" as a past
+    tense with no subject; the sentence instructs the reader, the page's subject uses nothing."""
+    got = rules(
+        "# Get-Zorb\n\nThe `Get-Zorb` cmdlet gets the zorb subscribers of the session.\n\n"
+        "To cancel a zorb subscription, delete the zorb subscriber by using the `Unregister-Zorb` cmdlet.\n"
+    )
+    assert not [t for t in got if t[2] == "Unregister-Zorb"], got
+
+
+def test_the_subject_of_the_next_clause_is_not_what_a_trigger_acts_on(rules):
+    got = rules(
+        "# Quibble Loops\n\nQuibble runs loops.\n\n"
+        "If the spool is full, Marta Fellgate runs, and Quibble exits the loop.\n"
+    )
+    assert not [t for t in got if t[1] == "owned_by" and t[0] == "Quibble"], got
