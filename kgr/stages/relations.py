@@ -838,6 +838,8 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             if hit is None or not _covers(block, hit, tok.head):
                 # a passive participle ("run by Y") on a noun that describes a name: that name
                 return _described_name(doc, block, tok.head, sent_spans) if tok.tag_ == "VBN" else None
+            if tok.tag_ == "VBG" and _readers_object(tok.head):
+                return None  # "When you disconnect a PSSession using X": the reader uses X
             return hit
         subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass")), None)
         if subj is not None and _finite_verb(subj):
@@ -1152,7 +1154,8 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if participle is not None and participle[0] == "relcl":
         noun = participle[1]
         if (
-            noun.dep_ in ("nsubj", "nsubjpass", "ROOT")
+            # or on what a preposition governs ("the directory for sessions using X")
+            noun.dep_ in ("nsubj", "nsubjpass", "ROOT", "pobj")
             and noun.pos_ == "NOUN"
             and _other_than_subject(doc, block, noun)
         ):
@@ -2046,6 +2049,14 @@ def _step_key(doc: Document, block: Block, bspans: list):
             return sp
     # an imperative step ("Freeze writes with `ledgerctl freeze`") is keyed by the command it runs
     return next((sp for sp in first if sp.features.get("code_font") and sp.type in ("API", "COMPONENT")), None)
+
+
+def _readers_object(noun) -> bool:
+    """Is the noun what a verb of the reader's, or the writers', acts on ("you disconnect a
+    PSSession")?"""
+    if noun.dep_ != "dobj":
+        return False
+    return any(c.dep_ == "nsubj" and c.lower_ in ("you", "we") for c in noun.head.children)
 
 
 def _opens_joined_clause(doc: Document, block: Block, sp) -> bool:

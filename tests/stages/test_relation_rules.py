@@ -1468,3 +1468,14 @@ def test_the_subject_of_the_next_clause_is_not_what_a_trigger_acts_on(rules):
         "If the spool is full, Marta Fellgate runs, and Quibble exits the loop.\n"
     )
     assert not [t for t in got if t[1] == "owned_by" and t[0] == "Quibble"], got
+
+
+def test_a_participle_on_what_a_preposition_or_the_reader_acts_on_is_not_the_subjects_use(rules):
+    """ "for sessions using this configuration": the sessions use it; "When you disconnect a
+    Spool using the X parameter": the reader does. Neither is the page's subject, nor the Spool."""
+    got = rules(
+        "# New-ZorbFile\n\nThe `New-ZorbFile` cmdlet creates a zorb file.\n\n## Parameters\n\n### -SpoolDirectory\n\n"
+        "Specifies the directory to place zorb transcripts for sessions using this **zorb configuration**.\n\n"
+        "When you disconnect a Spool using the **Harrowdale** parameter, the session is kept.\n"
+    )
+    assert not [t for t in got if {t[0], t[2]} & {"zorb configuration", "Harrowdale"}], got
