@@ -866,10 +866,20 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
                 # using Z": the means of a passive verb is its unnamed agent's; what is acted on (X)
                 # does not use Z
                 return None
-            if hit is not None and subj.pos_ == "NOUN" and (subj.dep_ == "nsubjpass" or subj.tag_ == "NNS"):
+            if (
+                hit is not None
+                and subj.pos_ == "NOUN"
+                and (
+                    subj.dep_ == "nsubjpass"
+                    or subj.tag_ == "NNS"
+                    or (_indefinite(subj) and not hit.features.get("code_font"))
+                )
+            ):
                 # "PowerShell logs can be viewed using X": what is acted on is the logs, and the
                 # name only qualifies them; whoever views them is not said. "The CIM commands can
-                # use X": several things the name only qualifies act, not the name
+                # use X": several things the name only qualifies act, not the name; "an IIS
+                # application ... can require X": one of a kind the name qualifies (a name written
+                # as code names the thing: "a recursive `Get-ChildItem` command that uses X")
                 if not _covers(block, hit, subj):
                     return None
             return hit

@@ -1479,3 +1479,16 @@ def test_a_participle_on_what_a_preposition_or_the_reader_acts_on_is_not_the_sub
         "When you disconnect a Spool using the **Harrowdale** parameter, the session is kept.\n"
     )
     assert not [t for t in got if {t[0], t[2]} & {"zorb configuration", "Harrowdale"}], got
+
+
+def test_a_name_qualifying_one_of_a_kind_does_not_act(rules):
+    """ "an IIS application that allows ... can require X": some application the name qualifies
+    requires X, not the name; a name that holds its head noun still acts."""
+    got = rules(
+        "# New-ZorbOption\n\nThe `New-ZorbOption` cmdlet creates a zorb option.\n\n"
+        "For example, an Oakfield application that allows for Kerberos authentication can require the "
+        "default **Zorb** key to be registered to a user account.\n\n"
+        "An Oakfield client requires the **Harrowdale** key.\n"
+    )
+    assert not [t for t in got if t[2] == "Zorb"], got
+    assert ("Oakfield client", "depends_on", "Harrowdale") in got, got
