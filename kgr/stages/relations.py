@@ -713,13 +713,11 @@ NOT_DEFINED = frozenset(("PERSON", "TEAM", "LOCATION"))
 def _as_term(sp, doc: Document | None = None) -> bool:
     """Is the name written as a term of the corpus: in code font, found from bold or code, or (with
     the document at hand) set off in bold or code here ("the **Size** property")?"""
-    if sp.features.get("code_font") or sp.features.get("gaz_source") in ("bold", "code", "codename"):
+    if sp.features.get("gaz_source") in ("bold", "code", "codename"):
         return True
-    return (
-        doc is not None
-        and doc.text[max(0, sp.start - 2) : sp.start] in ("**", "__")
-        or (doc is not None and doc.text[sp.start - 1 : sp.start] == "`")
-    )
+    if doc is None:
+        return bool(sp.features.get("code_font"))
+    return _as_code(doc, sp) or doc.text[max(0, sp.start - 2) : sp.start] in ("**", "__")
 
 
 def _objects(doc: Document, after: int, right: list, block: Block) -> list:
