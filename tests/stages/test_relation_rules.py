@@ -1479,6 +1479,12 @@ def test_a_participle_on_what_a_preposition_or_the_reader_acts_on_is_not_the_sub
         "When you disconnect a Spool using the **Harrowdale** parameter, the session is kept.\n"
     )
     assert not [t for t in got if {t[0], t[2]} & {"zorb configuration", "Harrowdale"}], got
+    # a past participle the parse hangs on a preposition's object describes the name the line opens with
+    got = rules(
+        "# System overview\n\n## Platform services\n\n"
+        "Quarry Engine (QE). Nightly payouts to distributors, built on top of the Fellgate Service.\n"
+    )
+    assert ("Quarry Engine", "depends_on", "Fellgate Service") in got, got
 
 
 def test_a_name_qualifying_one_of_a_kind_does_not_act(rules):
