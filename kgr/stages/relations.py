@@ -1161,10 +1161,12 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     participle = _who_acts(doc, block, trigger_start, described=("acl",))
     if participle is not None and participle[0] == "relcl":
         noun = participle[1]
-        # so does a present participle on what a preposition governs ("the directory for sessions
-        # using X"); a past one there may be the parse's hanging of a description of the subject
-        # ("Settlement Engine. Nightly payouts to distributors, built on top of X")
-        on_pobj = noun.dep_ == "pobj" and _token_at(doc, block, trigger_start).tag_ == "VBG"
+        # so does a present participle on things a preposition governs ("the directory for sessions
+        # using X"); on one thing there it may say how ("prints the results to the console using
+        # X", "in a friendly way using X"), and a past one may be the parse's hanging of a
+        # description of the subject ("Settlement Engine. Nightly payouts to distributors, built
+        # on top of X")
+        on_pobj = noun.dep_ == "pobj" and noun.tag_ == "NNS" and _token_at(doc, block, trigger_start).tag_ == "VBG"
         if (
             (noun.dep_ in ("nsubj", "nsubjpass", "ROOT") or on_pobj)
             and noun.pos_ == "NOUN"

@@ -1485,6 +1485,9 @@ def test_a_participle_on_what_a_preposition_or_the_reader_acts_on_is_not_the_sub
         "Quarry Engine (QE). Nightly payouts to distributors, built on top of the Fellgate Service.\n"
     )
     assert ("Quarry Engine", "depends_on", "Fellgate Service") in got, got
+    # on one thing a preposition governs, a present participle may say how the subject acts
+    got = rules("# Tee-Zorb\n\n`Tee-Zorb` prints the piped results to the console using the **FileName** parameter.\n")
+    assert ("FileName", "part_of", "Tee-Zorb") in got, got
 
 
 def test_a_name_qualifying_one_of_a_kind_does_not_act(rules):
