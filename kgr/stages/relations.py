@@ -416,7 +416,7 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
             if not right:
                 continue
             objects = _objects(doc, te, right, block)
-            if not objects or _opens_joined_clause(doc, block, objects[0]):
+            if not objects or ((subj := _subject_in(doc, block, objects[0])) is not None and subj.head.dep_ == "conj"):
                 # "<statement list> runs, and X exits the statement": the name after the trigger is
                 # the subject of the next clause, not what the trigger acts on
                 continue
@@ -767,7 +767,7 @@ def _previous_subjects(doc: Document, block: Block, sentence_start: int) -> list
         return []
     out = _listed(doc, spans)
     if len(out) == 1:  # "A is the warehouse, and B is the pipeline that fills it": the clauses' subjects
-        out = [sp for sp in spans if sp.source != "coref" and _dep_subject_of_span(doc, block, sp)]
+        out = [sp for sp in spans if sp.source != "coref" and _subject_in(doc, block, sp) is not None]
     return out
 
 
@@ -1031,7 +1031,15 @@ def _such_as(tok):
     what the sentence's subject does."""
     if tok.dep_ != "prep" or tok.lower_ != "as" or not any(c.lower_ == "such" for c in tok.children):
         return None
-    return tok.head if tok.head.pos_ == "NOUN" else None
+    if tok.head.pos_ == "NOUN":
+        return tok.head
+    # the parser may hang it on the sentence's verb past a clause between them ("Runs scripts ...,
+    # if the scripts are unblocked, such as by using X"): the example says how that clause's
+    # subject came to be so
+    clause = max((c for c in tok.head.children if c.dep_ == "advcl" and c.i < tok.i), key=lambda c: c.i, default=None)
+    if clause is None:
+        return None
+    return next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass") and c.pos_ == "NOUN"), None)
 
 
 def _possessive(sp) -> bool:
@@ -1150,12 +1158,9 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
         # about; no one named does it
         return True
     found = _who_acts(doc, block, trigger_start)
-    if found is None:
-        return False
-    kind, tok = found
-    if kind == "relcl":
+    if found is not None and found[0] == "relcl":
         # "sessions that use the configuration": the noun the clause describes uses it
-        return tok.pos_ == "NOUN" and _other_than_subject(doc, block, tok)
+        return found[1].pos_ == "NOUN" and _other_than_subject(doc, block, found[1])
     # "a cmdlet run using a session runs ...": a participle on the sentence's subject (or on its
     # head noun) describes that noun; on an object it may say how ("Detect requests using the vault")
     participle = _who_acts(doc, block, trigger_start, described=("acl",))
@@ -1173,6 +1178,9 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
             and _other_than_subject(doc, block, noun)
         ):
             return True
+    if found is None:  # the walk up gave out: nothing says who acts
+        return False
+    kind, tok = found
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if _variable(tok):
@@ -2057,8 +2065,7 @@ def _step_key(doc: Document, block: Block, bspans: list):
     s0, e0 = block.sentences()[0] if block.sentences() else (0, len(block.raw))
     first = [sp for sp in bspans if sp.start < block.start + e0 and _relevant(sp)]
     for sp in first:
-        tok_subject = _dep_subject_of_span(doc, block, sp)
-        if tok_subject:
+        if _subject_in(doc, block, sp) is not None:
             return sp
     # an imperative step ("Freeze writes with `ledgerctl freeze`") is keyed by the command it runs
     return next((sp for sp in first if sp.features.get("code_font") and sp.type in ("API", "COMPONENT")), None)
@@ -2072,23 +2079,13 @@ def _readers_object(noun) -> bool:
     return any(c.dep_ == "nsubj" and c.lower_ in ("you", "we") for c in noun.head.children)
 
 
-def _opens_joined_clause(doc: Document, block: Block, sp) -> bool:
-    """Is the name the subject of a clause joined to the one before ("..., and X exits")?"""
+def _subject_in(doc: Document, block: Block, sp):
+    """The token of the name that is a clause's subject, or None."""
     sdoc = _parse_of(doc, block)
     if sdoc is None:
-        return False
-    return any(
-        t.dep_ in ("nsubj", "nsubjpass") and t.head.dep_ == "conj"
-        for t in tokens_starting_in(sdoc, sp.start - block.start, sp.end - block.start)
-    )
-
-
-def _dep_subject_of_span(doc: Document, block: Block, sp) -> bool:
-    sdoc = _parse_of(doc, block)
-    if sdoc is None:
-        return False
+        return None
     rel_start, rel_end = sp.start - block.start, sp.end - block.start
-    return any(t.dep_ in ("nsubj", "nsubjpass") for t in tokens_starting_in(sdoc, rel_start, rel_end))
+    return next((t for t in tokens_starting_in(sdoc, rel_start, rel_end) if t.dep_ in ("nsubj", "nsubjpass")), None)
 
 
 def _tables(doc: Document, by_block: dict[int, list], add) -> None:

@@ -640,6 +640,12 @@ def test_an_example_of_how_a_thing_came_to_be_is_not_the_subjects_use(rules):
         "detached unexpectedly.\n"
     )
     assert ("Join-Spool", "uses", "Split-Spool") not in got, got
+    # nor when the parser hangs the example on the sentence's verb past the clause it is about
+    got = rules(
+        "# Spool Daemon\n\nThe Spool Daemon runs scripts.\n\n- Runs scripts that are downloaded from the "
+        "internet and not signed, if the scripts are unblocked, such as by using the `Unblock-Zorb` cmdlet.\n"
+    )
+    assert not [t for t in got if t[2] == "Unblock-Zorb"], got
 
 
 def test_a_purpose_taken_for_the_sentences_verb_leaves_the_instruction_to_the_reader(rules):
@@ -1479,6 +1485,12 @@ def test_a_participle_on_what_a_preposition_or_the_reader_acts_on_is_not_the_sub
         "When you disconnect a Spool using the **Harrowdale** parameter, the session is kept.\n"
     )
     assert not [t for t in got if {t[0], t[2]} & {"zorb configuration", "Harrowdale"}], got
+    # however far up the parse hangs the sentence's verb ("place spool transcripts for sessions using X")
+    got = rules(
+        "# New-ZorbFile\n\nThe `New-ZorbFile` cmdlet creates a zorb file.\n\n## Parameters\n\n### -SpoolDirectory\n\n"
+        "Specifies the directory to place spool transcripts for sessions using this **spool configuration**.\n"
+    )
+    assert not [t for t in got if t[2] == "spool configuration"], got
     # a past participle the parse hangs on a preposition's object describes the name the line opens with
     got = rules(
         "# System overview\n\n## Platform services\n\n"
