@@ -37,6 +37,12 @@ def test_names_by_spelling_and_sentence_starts(analyse):
     assert "Hollis Varga" in names
     assert "Quarry Scheduler" in names
     assert "Promote" not in names and "Then" not in names
+    # a line of a log opens with its time: its first word is no more a name's than a sentence's
+    spans, _ = analyse(
+        "# Night log\n\n01:40 Quarry Scheduler stopped.\n01:55 Restarted Quarry Scheduler through Ona Pike.\n"
+    )
+    names = surfaces(spans)
+    assert names.count("Quarry Scheduler") == 2 and not [n for n in names if n.startswith("Restarted")], names
 
 
 def test_bold_defined_terms_match_plurals_in_lower_case(analyse):
