@@ -852,7 +852,7 @@ def _at_sentence_start(text: str, pos: int, sentence_starts: set[int]) -> bool:
     k = pos - 1
     while k >= 0 and text[k] in " \t\"'(“‘[":
         k -= 1
-    return k < 0 or text[k] in ".!?:\n|•" or text[k : k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
+    return k < 0 or text[k] in ".!?:\n|•·" or text[k : k + 1] == "-" and (k == 0 or text[k - 1] in " \n")
 
 
 # -- the extractor ------------------------------------------------------------------------------

@@ -43,6 +43,10 @@ def test_names_by_spelling_and_sentence_starts(analyse):
     )
     names = surfaces(spans)
     assert names.count("Quarry Scheduler") == 2 and not [n for n in names if n.startswith("Restarted")], names
+    # nor is a field's label after a middle dot, which separates fields as a line break would
+    spans, _ = analyse("# Spool policy\n\n**Owner:** Quarry Team · **Approved by:** Hollis Varga · Version 2.0\n")
+    names = surfaces(spans)
+    assert "Hollis Varga" in names and not {"Approved", "Version"} & set(names), names
 
 
 def test_bold_defined_terms_match_plurals_in_lower_case(analyse):
