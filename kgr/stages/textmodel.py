@@ -26,6 +26,9 @@ TABLE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")
 TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
 STEP = re.compile(r"^[ \t]*(?:(\d{1,3})[.)]|Step\s+(\d{1,3})\s*[:.)-])[ \t]+", re.I)
 SENTENCE_END = re.compile(r"[.!?](?:[\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9`*])")
+# a full stop the writer forgot the space after ("... in a list.The result of ..."): a lower-case
+# word, then a word that opens sentences; not a dotted name ("System.Management", "$this.ToString")
+GLUED_SENTENCE = re.compile(r"(?<=[a-z]{3}\.)(?=(?:The|This|These|It|In|If|To|For|When|You|A|An)\s)")
 LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
 REDACTION = re.compile(TAG_PATTERN)
 SUBORDINATORS = (
@@ -372,6 +375,8 @@ def _sentence_starts(masked: str, wrap: int | None = None, raw: str | None = Non
     unless the line before was only wrapped there (``wrap``: the document's wrap column)."""
     starts = {len(masked) - len(masked.lstrip())}
     for m in SENTENCE_END.finditer(masked):
+        starts.add(m.end())
+    for m in GLUED_SENTENCE.finditer(masked):
         starts.add(m.end())
     for m in re.finditer(r"\n[ \t]*(?=\S)", masked):
         if wrap is None or not _wrapped(masked, raw or masked, m.start(), wrap):

@@ -1513,3 +1513,24 @@ def test_a_name_qualifying_one_of_a_kind_does_not_act(rules):
     )
     assert not [t for t in got if t[2] == "Zorb"], got
     assert ("Oakfield client", "depends_on", "Harrowdale") in got, got
+
+
+def test_a_full_stop_without_its_space_still_ends_the_sentence(extractor):
+    """ "... from the spool.The Quarry Index uses X": the evidence is the second sentence alone;
+    a dotted name ("System.Management.Automation") is not cut."""
+    text = (
+        "# Split-Spool\n\nThe first command detaches the spool.The Quarry Index uses the Ferry Relay. "
+        "Use System.Management.Automation here.\n"
+    )
+    doc = parse_document(text, path="t.md")
+    para = doc.blocks[1]
+    assert [para.raw[s:e].strip() for s, e in para.sentences()] == [
+        "The first command detaches the spool.",
+        "The Quarry Index uses the Ferry Relay.",
+        "Use System.Management.Automation here.",
+    ]
+    got = {
+        (r["src"], r["rel"], r["dst"]): r["evidence"]["sentence"]
+        for r in extract_relations(doc, extractor.mentions(doc))
+    }
+    assert got.get(("Quarry Index", "uses", "Ferry Relay")) == "The Quarry Index uses the Ferry Relay.", got
