@@ -1036,7 +1036,8 @@ def _such_as(tok):
     # the parser may hang it on the sentence's verb past a clause between them ("Runs scripts ...,
     # if the scripts are unblocked, such as by using X"): the example says how that clause's
     # subject came to be so
-    clause = max((c for c in tok.head.children if c.dep_ == "advcl" and c.i < tok.i), key=lambda c: c.i, default=None)
+    between = (c for c in tok.head.children if c.dep_ == "advcl" and tok.head.i < c.i < tok.i)
+    clause = max(between, key=lambda c: c.i, default=None)
     if clause is None:
         return None
     return next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass") and c.pos_ == "NOUN"), None)
