@@ -809,8 +809,12 @@ def _name_runs(
         words = text.split()
         # "Ask Hollis Varga": a sentence-initial common word is not part of the name; so is the
         # first word of a line after a time or a number ("01:55 Restarted Signal Bridge")
-        opens = at_start or not re.search(r"[A-Za-z]", masked[masked.rfind("\n", 0, start) + 1 : start])
-        if opens and len(words) > 1 and common is not None and common(words[0], start):
+        if (
+            len(words) > 1
+            and common is not None
+            and (at_start or not re.search(r"[A-Za-z]", masked[masked.rfind("\n", 0, start) + 1 : start]))
+            and common(words[0], start)
+        ):
             cut = len(words[0]) + 1
             start += cut
             text = text[cut:]
