@@ -1615,11 +1615,65 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             continue  # "Access Control Policy (POL-003)": the id names the thing, it is not a reference
         if sp.surface in _kinds_named(doc) or _names_a_kind(doc, block, sp):
             continue  # "Encodes in XYZ-32 format", "an ABC-256 hash": a kind of thing, not a record
-        if subject is not None:
+        named = _names_the_id(doc, block, sp, bspans)
+        if named is not None and named[0] == "labels":
+            # "QSA-2025-003: Inlet leaked token prefixes in debug logs": the record the line opens
+            # with is about the name its statement is about
+            add(sp, named[1], "refers_to", 0.6, "an id's line", block, block.start + s0, block.start + e0)
+            continue
+        who = named[1] if named is not None else subject
+        if who is not None:
             # a release, policy or decision record that names a decision record or a standard
             # cites it ("Breaking: ... (ADR-019)" under a release); anything else refers to it
-            rel = "cites" if _doclike(subject) and _citable(sp) else "refers_to"
-            add(subject, sp, rel, 0.6, "names an id", block, block.start + s0, block.start + e0)
+            rel = "cites" if _doclike(who) and _citable(sp) else "refers_to"
+            add(who, sp, rel, 0.6, "names an id", block, block.start + s0, block.start + e0)
+
+
+# how an id hangs on the clause whose subject we look for: as an argument ("presented X", "a list
+# in X", "see X" joined to the clause), not in a clause of its own ("as defined in X")
+_ARGUMENT_DEPS = ("pobj", "dobj", "prep", "compound", "appos", "conj", "xcomp", "attr", "nmod")
+
+
+def _names_the_id(doc: Document, block: Block, sp, bspans: list):
+    """("named", the name that is the subject of the clause an id is an argument of) ("Yusra
+    Adeyemi keeps a list of known slow patterns in QS-1422", "Cairn will keep the language; see
+    QS-2031"): the sentence says what that thing has to do with the record, so it is the one
+    that refers to it. ("labels", the subject's name) when the id opens the line as its label
+    ("QSA-2025-003: Inlet leaked token prefixes"). None when the id stands in parentheses after
+    a statement ("... logs a warning (QS-1650)") or in a clause of its own ("as defined in
+    QRFC-0018", "following ADR-023"), which the page or section it is under refers to; or when
+    the subject is no name ("The decision to build Kestrel is recorded in ADR-012", "This
+    follows SEC-2231") or is the id itself. A relative pronoun stands for the noun its clause
+    describes ("2.1.1, which waited for INC-0007")."""
+    if re.search(r"\(\s*(?:see\s+)?$", doc.text[max(block.start, sp.start - 8) : sp.start], re.I):
+        return None
+    tok = _token_at(doc, block, sp.start)
+    own = range(sp.start - block.start, sp.end - block.start)
+    kind = "labels" if _line_key(doc, block, bspans, sp.end) is sp else "named"
+    for _ in range(6):
+        if tok is None:
+            return None
+        subj = next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass") and c.idx not in own), None)
+        if subj is not None:
+            break
+        if kind == "labels":
+            if tok.head.pos_ not in ("VERB", "AUX") and tok.dep_ != "compound":
+                return None  # the label hangs on its statement's verb, however the parser calls it
+        elif tok.dep_ not in _ARGUMENT_DEPS or (tok.dep_ == "prep" and tok.tag_ in ("VBG", "VBN")):
+            return None
+        if tok.head is tok:
+            return None
+        tok = tok.head
+    else:
+        return None
+    if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
+        subj = tok.head
+    at = block.start + subj.idx
+    found = next(
+        (x for x in bspans if x.start <= at < x.end and x is not sp and x.source != "coref" and x.type != "DATE"),
+        None,
+    )
+    return None if found is None else (kind, found)
 
 
 def _line_key(doc: Document, block: Block, bspans: list, pos: int):

@@ -1534,3 +1534,27 @@ def test_a_full_stop_without_its_space_still_ends_the_sentence(extractor):
         for r in extract_relations(doc, extractor.mentions(doc))
     }
     assert got.get(("Quarry Index", "uses", "Ferry Relay")) == "The Quarry Index uses the Ferry Relay.", got
+
+
+def test_an_id_a_named_subject_acts_on_is_referred_to_by_that_subject(rules):
+    """An id that is an argument of a clause with a named subject ("Mira Tovan keeps the list in
+    BRK-31", "Pellet will keep its format; see BRK-40") is referred to by that subject, not by
+    the page. One in parentheses after a statement, or in a clause of its own ("as defined in
+    X"), stays with the page; so does one whose clause has no named subject. An id labelling a
+    line refers to what the line's statement is about."""
+    got = rules(
+        "# Dovetail Gateway\n\nThe Dovetail Gateway batches frobs.\n\n"
+        "Mira Tovan keeps the list of slow readers in BRK-31.\n\n"
+        "Pellet will keep its current format; see BRK-40 for the discussion.\n\n"
+        "The cache is flushed every night (BRK-52).\n\n"
+        "Old rows are kept for a year, as defined in BRK-60.\n\n"
+        "The decision to build Pellet is recorded in BRK-71.\n\n"
+        "- BRK-80: Pellet dropped rows in the nightly export.\n"
+    )
+    assert ("Mira Tovan", "refers_to", "BRK-31") in got, got
+    assert ("Dovetail Gateway", "refers_to", "BRK-31") not in got, got
+    assert ("Pellet", "refers_to", "BRK-40") in got, got
+    for page_refers in ("BRK-52", "BRK-60", "BRK-71"):
+        assert ("Dovetail Gateway", "refers_to", page_refers) in got, got
+    assert ("BRK-80", "refers_to", "Pellet") in got, got
+    assert ("Dovetail Gateway", "refers_to", "BRK-80") not in got, got
