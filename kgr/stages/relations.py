@@ -1621,6 +1621,12 @@ def _structural(doc: Document, block: Block, bspans: list, add) -> None:
             # with is about the name its statement is about
             add(sp, named[1], "refers_to", 0.6, "an id's line", block, block.start + s0, block.start + e0)
             continue
+        said = _said_by_the_id(doc, block, sp, bspans) if named is None else []
+        for obj in said:
+            # "QRFC-0021 proposes moving Coldline into Strata": the record is about what it says
+            add(sp, obj, "refers_to", 0.6, "an id says", block, block.start + s0, block.start + e0)
+        if said:
+            continue
         who = named[1] if named is not None else subject
         if who is not None:
             # a release, policy or decision record that names a decision record or a standard
@@ -1674,6 +1680,46 @@ def _names_the_id(doc: Document, block: Block, sp, bspans: list):
         None,
     )
     return None if found is None else (kind, found)
+
+
+# how the names an id's clause is about hang on its verb: its objects and their phrases, not a
+# clause of their own that describes or qualifies them ("..., which offloads blocks to X")
+_OBJECT_DEPS = (
+    "dobj",
+    "pobj",
+    "prep",
+    "xcomp",
+    "ccomp",
+    "pcomp",
+    "conj",
+    "appos",
+    "compound",
+    "attr",
+    "dative",
+    "nmod",
+)
+
+
+def _said_by_the_id(doc: Document, block: Block, sp, bspans: list) -> list:
+    """The names in the objects of the clause an id is the subject of ("QRFC-0021 proposes moving
+    the Coldline plugin into Strata": Coldline, Strata), or []: a record that does something to
+    things is about them."""
+    tok = _token_at(doc, block, sp.start)
+    own = range(sp.start - block.start, sp.end - block.start)
+    while tok is not None and tok.dep_ in ("compound", "nmod") and tok.head.idx in own:
+        tok = tok.head
+    if tok is None or tok.dep_ != "nsubj" or tok.head.pos_ != "VERB":
+        return []
+    out: list = []
+    stack = [c for c in tok.head.children if c.dep_ in _OBJECT_DEPS]
+    while stack:
+        t = stack.pop()
+        at = block.start + t.idx
+        x = next((x for x in bspans if x.start <= at < x.end and x is not sp), None)
+        if x is not None and x.source != "coref" and _relevant(x) and all(x is not y for y in out):
+            out.append(x)
+        stack.extend(c for c in t.children if c.dep_ in _OBJECT_DEPS)
+    return sorted(out, key=lambda x: x.start)
 
 
 def _line_key(doc: Document, block: Block, bspans: list, pos: int):

@@ -1541,7 +1541,8 @@ def test_an_id_a_named_subject_acts_on_is_referred_to_by_that_subject(rules):
     BRK-31", "Pellet will keep its format; see BRK-40") is referred to by that subject, not by
     the page. One in parentheses after a statement, or in a clause of its own ("as defined in
     X"), stays with the page; so does one whose clause has no named subject. An id labelling a
-    line refers to what the line's statement is about."""
+    line refers to what the line's statement is about, and an id that is a clause's subject to
+    the names in its objects."""
     got = rules(
         "# Dovetail Gateway\n\nThe Dovetail Gateway batches frobs.\n\n"
         "Mira Tovan keeps the list of slow readers in BRK-31.\n\n"
@@ -1549,7 +1550,8 @@ def test_an_id_a_named_subject_acts_on_is_referred_to_by_that_subject(rules):
         "The cache is flushed every night (BRK-52).\n\n"
         "Old rows are kept for a year, as defined in BRK-60.\n\n"
         "The decision to build Pellet is recorded in BRK-71.\n\n"
-        "- BRK-80: Pellet dropped rows in the nightly export.\n"
+        "- BRK-80: Pellet dropped rows in the nightly export.\n\n"
+        "BRK-90 proposes moving the Quarry plugin, which offloads old rows to cold storage, into Pellet.\n"
     )
     assert ("Mira Tovan", "refers_to", "BRK-31") in got, got
     assert ("Dovetail Gateway", "refers_to", "BRK-31") not in got, got
@@ -1558,3 +1560,6 @@ def test_an_id_a_named_subject_acts_on_is_referred_to_by_that_subject(rules):
         assert ("Dovetail Gateway", "refers_to", page_refers) in got, got
     assert ("BRK-80", "refers_to", "Pellet") in got, got
     assert ("Dovetail Gateway", "refers_to", "BRK-80") not in got, got
+    # a record that does something to things is about them
+    assert {("BRK-90", "refers_to", "Quarry plugin"), ("BRK-90", "refers_to", "Pellet")} <= got, got
+    assert ("Dovetail Gateway", "refers_to", "BRK-90") not in got, got
