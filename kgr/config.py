@@ -135,7 +135,7 @@ class GazetteerSettings(Section):
 @dataclass(frozen=True)
 class RegexSettings(Section):
     PATH: ClassVar[str] = "extract.regex"
-    version: str = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?"
+    version: str = r"v?\d+\.\d+(\.\d+)?(-[a-z0-9]+(\.[a-z0-9]+)*)?"
 
 
 @dataclass(frozen=True)

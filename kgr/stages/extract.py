@@ -204,11 +204,14 @@ REGEXES: list[tuple[str, str, re.Pattern]] = [
     (
         "dotted",
         "API",
-        re.compile(rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}"),
+        re.compile(
+            rf"{_B}(?!v?\d+(?:\.\d+)+(?:-[a-z0-9]+(?:\.[a-z0-9]+)*)?{_E})[a-z][a-z0-9_]*(?:\.[a-z0-9_]+){{2,}}{_E}"
+        ),
     ),
 ]
 
-# Versions follow seed 000: v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?
+# Versions follow seed 000 (v?\d+\.\d+(\.\d+)?(-[a-z0-9]+)?), with Semantic Versioning's dotted
+# pre-release identifiers ("2.2.0-rc.1", "1.0.0-alpha.2"): the seed's form cut them at the dot
 DEFAULT_VERSION = _DEFAULTS.regex.version
 
 KEBAB = re.compile(rf"{_B}[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)+{_E}")

@@ -126,7 +126,7 @@ def numbered(surface: str) -> bool:
 # ":2022", " v4.0", " 3.6.1", " Type II"; a bare number only after a mixed-case word ("PostgreSQL 15",
 # not "ISO 27001" or "SOC 2", where the number is the name).
 VERSION_TAIL = re.compile(
-    r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$"
+    r"(?:\s*:\s*\d{4}|\s+v?\d+(?:\.\d+)+(?:-[a-z0-9]+(?:\.[a-z0-9]+)*)?|\s+v\d+|\s+Type\s+(?:I{1,3}|[123])|(?<=[a-z])\s+\d{1,3})+$"
 )
 
 

@@ -30,6 +30,19 @@ def test_regex_families(analyse):
     assert "99.95" not in got and "2.5" not in got  # decimals are not versions
 
 
+def test_a_dotted_pre_release_is_one_version(analyse):
+    """Semantic Versioning's dotted pre-release identifiers belong to the version ("2.2.0-rc.1",
+    "1.0.0-alpha.2"); a full stop after a version still ends the sentence."""
+    spans, _ = analyse("Tag 2.2.0-rc.1 before 1.0.0-alpha.2 and v3.1.0-rc1. It ships in 4.0.0-beta.\n")
+    got = {s.surface: s.type for s in spans if s.type == "VERSION"}
+    assert got == {
+        "2.2.0-rc.1": "VERSION",
+        "1.0.0-alpha.2": "VERSION",
+        "v3.1.0-rc1": "VERSION",
+        "4.0.0-beta": "VERSION",
+    }
+
+
 def test_names_by_spelling_and_sentence_starts(analyse):
     text = "Promote the replica first. Then ask Hollis Varga to check the Quarry Scheduler and the Borealis queue.\n"
     spans, _ = analyse(text)
