@@ -393,6 +393,8 @@ def _sentence_patterns(doc: Document, block: Block, s: int, e: int, sent_spans: 
                 continue  # "ADR-012: Use Kestrel for ...": an imperative or a decision's title, no fact yet
             if trig.rel == "uses" and _use_as_noun(doc, block, ts):
                 continue  # "while X is in use", "the use of X": no one is said to use anything
+            if trig.name == "supersedes" and _substitutes(doc, block, ts):
+                continue  # "Sluice replaces every PII field with a hash": the subject acts, succeeds nothing
             if trig.rel == "cites" and _modifier(doc, block, ts):
                 continue  # "are in the following Group Policy paths": "following" says which, cites nothing
             if NEGATION.search(masked_sentence[max(0, m.start() - 24) : m.start()]) or _negated(doc, block, ts):
@@ -995,6 +997,13 @@ def _negated(doc: Document, block: Block, trigger_start: int) -> bool:
     return (
         tok.dep_ in ("prep", "xcomp") and head.pos_ in ("VERB", "AUX") and any(c.dep_ == "neg" for c in head.children)
     )
+
+
+def _substitutes(doc: Document, block: Block, trigger_start: int) -> bool:
+    """Is the trigger a "replaces X with Y" ("Sluice replaces every PII field with a keyed hash")?
+    Its subject puts Y in X's place: it is no successor of X."""
+    tok = _token_at(doc, block, trigger_start)
+    return tok is not None and any(c.dep_ == "prep" and c.lower_ == "with" for c in tok.children)
 
 
 def _gerund(tok) -> bool:

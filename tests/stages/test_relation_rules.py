@@ -1563,3 +1563,14 @@ def test_an_id_a_named_subject_acts_on_is_referred_to_by_that_subject(rules):
     # a record that does something to things is about them
     assert {("BRK-90", "refers_to", "Quarry plugin"), ("BRK-90", "refers_to", "Pellet")} <= got, got
     assert ("Dovetail Gateway", "refers_to", "BRK-90") not in got, got
+
+
+def test_replacing_one_thing_with_another_is_no_succession(rules):
+    """ "X replaces Y" says X succeeds Y; "X replaces Y with Z" says X puts Z in Y's place."""
+    got = rules(
+        "# Sluicegate\n\nBefore loading, Sluicegate replaces every Quarry field with a keyed hash.\n\n"
+        "The Tern Engine replaces the Borealis Engine.\n"
+    )
+    precedes = {(a, b) for a, rel, b in got if rel == "precedes"}
+    assert ("Quarry", "Sluicegate") not in precedes, got
+    assert ("Borealis Engine", "Tern Engine") in precedes, got
