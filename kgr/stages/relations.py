@@ -1191,6 +1191,10 @@ def _someone_else(doc: Document, block: Block, trigger_start: int) -> bool:
     if found is None:  # the walk up gave out: nothing says who acts
         return False
     kind, tok = found
+    if kind == "subject" and block.sentence_index(tok.idx) != block.sentence_index(trigger_start - block.start):
+        # "... so he can investigate.The second command uses X": the parse ran two sentences into
+        # one, and what it calls the subject is another sentence's; no name of this one acts
+        return True
     trigger = token_covering(tok.doc, trigger_start - block.start)
     if kind == "subject":
         if _variable(tok):

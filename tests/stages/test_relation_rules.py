@@ -1574,3 +1574,16 @@ def test_replacing_one_thing_with_another_is_no_succession(rules):
     precedes = {(a, b) for a, rel, b in got if rel == "precedes"}
     assert ("Quarry", "Sluicegate") not in precedes, got
     assert ("Borealis Engine", "Tern Engine") in precedes, got
+
+
+def test_the_subject_of_another_sentence_the_parse_ran_in_does_not_act(rules):
+    """ "... so he can investigate.The second command uses X" (a full stop without its space):
+    the parse runs the two sentences into one and calls "he" the subject of "uses"; no name of
+    this sentence acts, so neither the section's subject nor the page's uses X."""
+    got = rules(
+        "# Disconnect-TernSession\n\n## EXAMPLES\n\n### Example 3 - Using multiple TernSessions on multiple computers\n\n"
+        "The manager directs the technician to disconnect from the session so he can investigate.The second command "
+        "uses the `Get-TernSession` cmdlet to get the `ITTask` session on the Srv1 computer and the "
+        "`Disconnect-TernSession` cmdlet to disconnect it.\n"
+    )
+    assert not [t for t in got if t[2] == "Get-TernSession"], got
