@@ -849,6 +849,9 @@ def _dep_subject(doc: Document, block: Block, trigger_start: int, sent_spans: li
             described = subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl"
             if described:
                 subj = tok.head
+                named = _copula_subject(block, subj, sent_spans)
+                if named is not None:
+                    return named
             hit = _span_at(block, subj, sent_spans)
             if (
                 described
@@ -1465,6 +1468,18 @@ def _passive(verb, subj) -> bool:
     if subj.dep_ == "nsubjpass":
         return True
     return verb.tag_ == "VBN" and not any(c.dep_ == "aux" and c.lower_ in ("have", "has", "had") for c in verb.children)
+
+
+def _copula_subject(block: Block, noun, spans: list):
+    """The name a copula says the noun is ("The Adapter is the only Corvina service that talks to
+    X": the Adapter), when the noun a relative clause describes is that copula's complement; else None."""
+    if noun.dep_ != "attr" or noun.head.lemma_ != "be":
+        return None
+    subj = next((c for c in noun.head.children if c.dep_ == "nsubj"), None)
+    if subj is None:
+        return None
+    pos = block.start + subj.idx
+    return next((sp for sp in spans if sp.start <= pos < sp.end), None)
 
 
 def _span_at(block: Block, token, spans: list):

@@ -1587,3 +1587,14 @@ def test_the_subject_of_another_sentence_the_parse_ran_in_does_not_act(rules):
         "`Disconnect-TernSession` cmdlet to disconnect it.\n"
     )
     assert not [t for t in got if t[2] == "Get-TernSession"], got
+
+
+def test_a_relative_clause_on_what_a_copula_says_the_subject_is_is_the_subjects(rules):
+    """ "The Fare Engine is the only Quarry Labs service that talks to Paylink": the clause describes
+    the service the Fare Engine is; "Quarry Labs" only qualifies that noun and talks to nothing."""
+    got = rules(
+        "# Fare Engine\n\nThe Fare Engine, FE for short, is the only Quarry Labs service that talks to "
+        "Paylink, our payment processor.\n"
+    )
+    assert ("Fare Engine", "uses", "Paylink") in got, got
+    assert not [t for t in got if t[0] == "Quarry Labs"], got
