@@ -1478,15 +1478,19 @@ def _copula_subject(block: Block, noun, spans: list):
     subj = next((c for c in noun.head.children if c.dep_ == "nsubj"), None)
     if subj is None:
         return None
-    pos = block.start + subj.idx
-    return next((sp for sp in spans if sp.start <= pos < sp.end), None)
+    return next(iter(_covering(block, subj, spans)), None)
+
+
+def _covering(block: Block, token, spans: list) -> list:
+    """The spans the token's first character falls in."""
+    at = block.start + token.idx
+    return [sp for sp in spans if sp.start <= at < sp.end]
 
 
 def _span_at(block: Block, token, spans: list):
-    pos = block.start + token.idx
-    for sp in spans:
-        if sp.start <= pos < sp.end:
-            return sp
+    exact = _covering(block, token, spans)
+    if exact:
+        return exact[0]
     # a name among the words before the head ("the new `ledger-svc` release"), not one in what
     # follows it ("modules on the Spool Gallery that ...": the modules)
     lo = block.start + token.left_edge.idx
@@ -1702,10 +1706,8 @@ def _names_the_id(doc: Document, block: Block, sp, bspans: list):
         return None
     if subj.tag_ in ("WDT", "WP") and tok.dep_ == "relcl":
         subj = tok.head
-    at = block.start + subj.idx
     found = next(
-        (x for x in bspans if x.start <= at < x.end and x is not sp and x.source != "coref" and x.type != "DATE"),
-        None,
+        (x for x in _covering(block, subj, bspans) if x is not sp and x.source != "coref" and x.type != "DATE"), None
     )
     return None if found is None else (kind, found)
 
@@ -1742,8 +1744,7 @@ def _said_by_the_id(doc: Document, block: Block, sp, bspans: list) -> list:
     stack = [c for c in tok.head.children if c.dep_ in _OBJECT_DEPS]
     while stack:
         t = stack.pop()
-        at = block.start + t.idx
-        x = next((x for x in bspans if x.start <= at < x.end and x is not sp), None)
+        x = next((x for x in _covering(block, t, bspans) if x is not sp), None)
         if x is not None and x.source != "coref" and _relevant(x) and all(x is not y for y in out):
             out.append(x)
         stack.extend(c for c in t.children if c.dep_ in _OBJECT_DEPS)
