@@ -171,6 +171,15 @@ class Document:
                 lead = sec.heading.masked[: first.start - sec.heading.start].strip()
                 if not lead and (first.features.get("pattern") in ("ticket", "version") or first.type == "VERSION"):
                     best = first
+                else:
+                    # "ledger-svc v3.2.1 rollout": a name its version follows names that release
+                    after = next((s for s in inside if s.start > best.start), None)
+                    if (
+                        after is not None
+                        and (after.type == "VERSION" or after.features.get("pattern") == "version")
+                        and not self.text[best.end : after.start].strip()
+                    ):
+                        best = after
                 if self.COLLECTION.search(best.surface):
                     continue
                 self.section_subjects[idx] = best

@@ -1598,3 +1598,38 @@ def test_a_relative_clause_on_what_a_copula_says_the_subject_is_is_the_subjects(
     )
     assert ("Fare Engine", "uses", "Paylink") in got, got
     assert not [t for t in got if t[0] == "Quarry Labs"], got
+
+
+def test_a_heading_that_writes_a_name_with_its_version_is_about_that_release():
+    """ "## 1. ledger-svc v3.2.1 rollout" in meeting notes is about the release v3.2.1: what the
+    section refers to ("The fix for the stall (OPS-781) ...") is the release's, not the service's
+    (golden's graph joined the Ledger Service page to every question about v3.2.1 that way)."""
+    from kgr.stages.extract import Span
+    from kgr.stages.relations import extract_relations
+
+    text = (
+        "# Payments sync\n\n## 1. fare-svc v3.2.1 rollout\n\n"
+        "The fix for the relay stall (OPS-781) has been in staging for a week.\n\n"
+        "## 2. fare-svc capacity\n\nThe cache misses were traced to a bug (OPS-790).\n"
+    )
+    doc = parse_document(text, path="t.md")
+
+    def span(surface, typ, nth=0, pattern=None):
+        at = -1
+        for _ in range(nth + 1):
+            at = text.index(surface, at + 1)
+        return Span(at, at + len(surface), surface, typ, "regex", 0.9, {"pattern": pattern} if pattern else {})
+
+    spans = [
+        span("fare-svc", "SERVICE"),
+        span("v3.2.1", "VERSION", pattern="version"),
+        span("OPS-781", "CONCEPT", pattern="ticket"),
+        span("fare-svc", "SERVICE", nth=1),
+        span("OPS-790", "CONCEPT", pattern="ticket"),
+    ]
+    doc.set_subject(spans)
+    got = {(r["src"], r["rel"], r["dst"]) for r in extract_relations(doc, spans)}
+    assert ("v3.2.1", "refers_to", "OPS-781") in got, got
+    assert ("fare-svc", "refers_to", "OPS-781") not in got, got
+    # a heading with no version keeps its name as the subject
+    assert ("fare-svc", "refers_to", "OPS-790") in got, got
